@@ -1,0 +1,126 @@
+// Kernel IR: hashing, text form and the verifier.
+#include "kernel_ir.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace tj::kir {
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+const char* slot_role(Slot::Role r) {
+  switch (r) {
+  case Slot::Role::Input: return "in";
+  case Slot::Role::Output: return "out";
+  case Slot::Role::Index: return "index";
+  }
+  return "?";
+}
+
+const char* stride_kind(StrideKind s) {
+  switch (s) {
+  case StrideKind::Contiguous: return "contiguous";
+  case StrideKind::Broadcast: return "broadcast";
+  case StrideKind::Strided: return "strided";
+  }
+  return "?";
+}
+
+std::string short_dtype(DType t) {
+  std::string n = dtype_name(t);
+  return n.substr(n.find('.') + 1);
+}
+
+} // namespace
+
+uint64_t Kernel::hash() const {
+  uint64_t h = 0x243f6a8885a308d3ULL;
+  for (const auto& s : slots)
+    h = mix(h, (uint64_t(s.role) << 16) | (uint64_t(s.dtype) << 8) | uint64_t(s.stride));
+  for (auto p : params) h = mix(h, uint64_t(p));
+  for (const auto& v : values) {
+    h = mix(h, (uint64_t(v.op) << 8) | uint64_t(v.dtype));
+    for (int32_t s : v.src) h = mix(h, uint64_t(uint32_t(s)));
+    h = mix(h, uint64_t(uint32_t(v.slot)));
+    h = mix(h, uint64_t(v.imm));
+  }
+  for (const auto& s : stores) h = mix(h, (uint64_t(uint32_t(s.slot)) << 32) | uint32_t(s.value));
+  return h;
+}
+
+bool Kernel::same_structure(const Kernel& o) const {
+  if (slots.size() != o.slots.size() || params != o.params || values != o.values ||
+      stores != o.stores)
+    return false;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].role != o.slots[i].role || slots[i].dtype != o.slots[i].dtype ||
+        slots[i].stride != o.slots[i].stride)
+      return false;
+  return true;
+}
+
+std::string Kernel::str() const {
+  std::string s = fmt::format("kernel {} {{\n", name);
+  for (size_t i = 0; i < slots.size(); ++i)
+    s += fmt::format("  slot{} = {} {} {}\n", i, slot_role(slots[i].role),
+                     short_dtype(slots[i].dtype), stride_kind(slots[i].stride));
+  for (size_t i = 0; i < params.size(); ++i)
+    s += fmt::format("  param{} : {}\n", i, short_dtype(params[i]));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Value& v = values[i];
+    std::string rhs;
+    switch (v.op) {
+    case Op::Buffer: rhs = fmt::format("load slot{}", v.slot); break;
+    case Op::Const: rhs = fmt::format("param{}", v.slot); break;
+    case Op::Iota: rhs = fmt::format("index slot{}", v.slot); break;
+    case Op::Philox:
+      rhs = fmt::format("philox %{} + %{}, key %{}, word {}", v.src[0], v.src[1], v.src[2], v.imm);
+      break;
+    default: {
+      rhs = std::string(ir::name(v.op));
+      for (int k = 0; k < 3 && v.src[k] >= 0; ++k) rhs += fmt::format("{}%{}", k ? ", " : " ", v.src[k]);
+    }
+    }
+    s += fmt::format("  %{} : {} = {}\n", i, short_dtype(v.dtype), rhs);
+  }
+  for (const auto& st : stores) s += fmt::format("  store slot{}, %{}\n", st.slot, st.value);
+  return s + "}\n";
+}
+
+void verify(const Kernel& k) {
+  auto fail = [&](const std::string& what) {
+    throw std::logic_error(fmt::format("internal error: kernel IR verifier: {}\n{}", what, k.str()));
+  };
+  for (size_t i = 0; i < k.values.size(); ++i) {
+    const Value& v = k.values[i];
+    int arity = ir::info(v.op).arity;
+    if (v.op == Op::Philox) arity = 3;
+    for (int a = 0; a < 3; ++a) {
+      bool used = a < arity;
+      if (used && (v.src[a] < 0 || v.src[a] >= int32_t(i))) fail(fmt::format("%{} operand {}", i, a));
+      if (!used && v.src[a] != -1) fail(fmt::format("%{} has extra operand", i));
+    }
+    bool leaf = ir::is_leaf(v.op);
+    if (leaf && v.op != Op::Philox) {
+      size_t n = v.op == Op::Const ? k.params.size() : k.slots.size();
+      if (v.slot < 0 || size_t(v.slot) >= n) fail(fmt::format("%{} refers to a missing slot", i));
+    }
+    if (!leaf && v.op != Op::Cast && (v.dtype == kFloat16 || v.dtype == kBFloat16))
+      fail(fmt::format("%{} computes in a 16-bit float type", i));
+    if (ir::is_movement(v.op)) fail(fmt::format("%{} is a movement op", i));
+  }
+  for (const auto& st : k.stores) {
+    if (st.slot < 0 || size_t(st.slot) >= k.slots.size() ||
+        k.slots[st.slot].role != Slot::Role::Output)
+      fail("store to a non-output slot");
+    if (st.value < 0 || size_t(st.value) >= k.values.size()) fail("store of a missing value");
+    if (k.values[st.value].dtype != k.slots[st.slot].dtype) fail("store changes the dtype");
+  }
+}
+
+} // namespace tj::kir

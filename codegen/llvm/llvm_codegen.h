@@ -1,0 +1,33 @@
+// The LLVM backend: lowers a kir::Kernel to LLVM IR and compiles it for the host with ORC LLJIT.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernel_ir.h"
+
+namespace tj::llvmjit {
+
+// The C signature of every compiled kernel (see kernel_ir.h).
+using KernelFn = void (*)(int64_t n, void* const* ptrs, const int64_t* base, const int64_t* stride,
+                          const uint64_t* params, int32_t* err);
+
+struct CompiledKernel {
+  KernelFn fn = nullptr;
+  double compile_ms = 0; // lowering + optimization + machine code, wall time
+};
+
+// Compiles a kernel for the host CPU (thread-safe; may be called from several threads).
+// opt_level 0..3. Throws std::runtime_error with the LLVM error text and the kernel's str() on
+// failure (std::logic_error from kir::verify for a malformed kernel). The machine code lives as
+// long as the returned object.
+std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level);
+
+// Text of the optimized LLVM IR module, and of the host assembly, for dumps (tjc --emit=llvm|asm).
+std::string emit_llvm_ir(const kir::Kernel& k, int opt_level);
+std::string emit_asm(const kir::Kernel& k, int opt_level);
+
+// "znver5 +avx512f,..." : host CPU name and features, part of cache keys.
+std::string host_target_id();
+
+} // namespace tj::llvmjit

@@ -1,0 +1,57 @@
+// Element types and PyTorch's type promotion.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tj {
+
+// Ordered by PyTorch's promotion lattice within each category.
+enum class DType : uint8_t {
+  Bool,
+  UInt8,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+};
+inline constexpr int kNumDTypes = 10;
+
+inline constexpr DType kBool = DType::Bool;
+inline constexpr DType kUInt8 = DType::UInt8;
+inline constexpr DType kInt8 = DType::Int8;
+inline constexpr DType kInt16 = DType::Int16;
+inline constexpr DType kInt32 = DType::Int32;
+inline constexpr DType kInt64 = DType::Int64;
+inline constexpr DType kFloat16 = DType::Float16;
+inline constexpr DType kBFloat16 = DType::BFloat16;
+inline constexpr DType kFloat32 = DType::Float32;
+inline constexpr DType kFloat64 = DType::Float64;
+inline constexpr DType kFloat = kFloat32;
+inline constexpr DType kDouble = kFloat64;
+inline constexpr DType kHalf = kFloat16;
+inline constexpr DType kShort = kInt16;
+inline constexpr DType kInt = kInt32;
+inline constexpr DType kLong = kInt64;
+inline constexpr DType kByte = kUInt8;
+inline constexpr DType kChar = kInt8;
+
+size_t itemsize(DType t);
+bool is_floating_point(DType t);
+bool is_integral(DType t, bool include_bool = false);
+// "torch.float32", as PyTorch prints it.
+std::string dtype_name(DType t);
+// NumPy's type string for the host byte order, e.g. "<f4", "|b1".
+std::string numpy_str(DType t);
+
+// The default floating dtype (float32 unless changed).
+DType default_dtype();
+void set_default_dtype(DType t);
+
+// PyTorch's torch.promote_types.
+DType promote_types(DType a, DType b);
+
+} // namespace tj

@@ -1,0 +1,170 @@
+// Free functions: creation, elementwise math, materialization of several tensors.
+#pragma once
+#include <initializer_list>
+#include <optional>
+#include <vector>
+
+#include "tensorjit/tensor.h"
+
+namespace tj {
+
+// --- creation ---
+Tensor empty(IntArrayRef size, TensorOptions opts = {});
+Tensor zeros(IntArrayRef size, TensorOptions opts = {});
+Tensor ones(IntArrayRef size, TensorOptions opts = {});
+Tensor full(IntArrayRef size, const Scalar& value, TensorOptions opts = {});
+Tensor rand(IntArrayRef size, TensorOptions opts = {});
+Tensor randn(IntArrayRef size, TensorOptions opts = {});
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions opts = {});
+Tensor randint(int64_t high, IntArrayRef size, TensorOptions opts = {});
+Tensor randperm(int64_t n, TensorOptions opts = {});
+Tensor arange(const Scalar& end, TensorOptions opts = {});
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions opts = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions opts = {});
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions opts = {});
+Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base = 10.0,
+                TensorOptions opts = {});
+Tensor eye(int64_t n, TensorOptions opts = {});
+Tensor eye(int64_t n, int64_t m, TensorOptions opts = {});
+Tensor scalar_tensor(const Scalar& v, TensorOptions opts = {});
+
+Tensor empty_like(const Tensor& t, TensorOptions opts = {});
+Tensor zeros_like(const Tensor& t, TensorOptions opts = {});
+Tensor ones_like(const Tensor& t, TensorOptions opts = {});
+Tensor full_like(const Tensor& t, const Scalar& value, TensorOptions opts = {});
+Tensor rand_like(const Tensor& t, TensorOptions opts = {});
+Tensor randn_like(const Tensor& t, TensorOptions opts = {});
+
+// Seeds the Philox generator; the same seed gives the same numbers everywhere.
+void manual_seed(uint64_t seed);
+
+// --- from host data (copies) ---
+// A nested initializer list of values. Integers give int64, floats give the
+// default dtype, bools give bool, unless opts says otherwise.
+class NestedList {
+public:
+  NestedList(double v) : scalar_(v), is_scalar_(true) {}
+  NestedList(float v) : scalar_(static_cast<double>(v)), is_scalar_(true) {}
+  NestedList(int v) : scalar_(v), is_scalar_(true) {}
+  NestedList(long v) : scalar_(v), is_scalar_(true) {}
+  NestedList(long long v) : scalar_(static_cast<int64_t>(v)), is_scalar_(true) {}
+  NestedList(bool v) : scalar_(v), is_scalar_(true) {}
+  NestedList(std::initializer_list<NestedList> l) : children_(l), is_scalar_(false) {}
+
+  bool is_scalar() const { return is_scalar_; }
+  const Scalar& scalar() const { return scalar_; }
+  const std::vector<NestedList>& children() const { return children_; }
+
+private:
+  Scalar scalar_;
+  std::vector<NestedList> children_;
+  bool is_scalar_;
+};
+Tensor tensor(const NestedList& data, TensorOptions opts = {});
+template <typename T> Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions opts = {});
+template <typename T> Tensor tensor(const std::vector<T>& data, TensorOptions opts = {}) {
+  return tensor<T>(data, {static_cast<int64_t>(data.size())}, opts);
+}
+
+// --- elementwise ---
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Scalar& b);
+Tensor pow(const Scalar& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor atan2(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_not(const Tensor& a);
+Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+               bool equal_nan = false);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false);
+bool equal(const Tensor& a, const Tensor& b);
+
+#define TJ_DECLARE_UNARY(name) Tensor name(const Tensor& a);
+TJ_DECLARE_UNARY(neg)
+TJ_DECLARE_UNARY(abs)
+TJ_DECLARE_UNARY(sign)
+TJ_DECLARE_UNARY(ceil)
+TJ_DECLARE_UNARY(floor)
+TJ_DECLARE_UNARY(round)
+TJ_DECLARE_UNARY(trunc)
+TJ_DECLARE_UNARY(sqrt)
+TJ_DECLARE_UNARY(rsqrt)
+TJ_DECLARE_UNARY(exp)
+TJ_DECLARE_UNARY(exp2)
+TJ_DECLARE_UNARY(expm1)
+TJ_DECLARE_UNARY(log)
+TJ_DECLARE_UNARY(log2)
+TJ_DECLARE_UNARY(log10)
+TJ_DECLARE_UNARY(log1p)
+TJ_DECLARE_UNARY(sin)
+TJ_DECLARE_UNARY(cos)
+TJ_DECLARE_UNARY(tan)
+TJ_DECLARE_UNARY(asin)
+TJ_DECLARE_UNARY(acos)
+TJ_DECLARE_UNARY(atan)
+TJ_DECLARE_UNARY(sinh)
+TJ_DECLARE_UNARY(cosh)
+TJ_DECLARE_UNARY(tanh)
+TJ_DECLARE_UNARY(sigmoid)
+TJ_DECLARE_UNARY(relu)
+TJ_DECLARE_UNARY(gelu)
+TJ_DECLARE_UNARY(erf)
+TJ_DECLARE_UNARY(reciprocal)
+TJ_DECLARE_UNARY(square)
+TJ_DECLARE_UNARY(isnan)
+TJ_DECLARE_UNARY(isinf)
+TJ_DECLARE_UNARY(isfinite)
+#undef TJ_DECLARE_UNARY
+
+// In-place free forms, as torch.sin_(t).
+Tensor& sin_(Tensor& a);
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b);
+
+// --- materialization ---
+// Materializes several tensors in one schedule, so shared work is done once.
+void eval(const std::vector<Tensor>& tensors);
+
+// --- printing ---
+struct PrintOptions {
+  int precision = 4;
+  int64_t threshold = 1000;
+  int64_t edgeitems = 3;
+  int64_t linewidth = 80;
+  std::optional<bool> sci_mode;  // nullopt: chosen from the values, as PyTorch does
+};
+void set_printoptions(std::optional<int> precision = std::nullopt,
+                      std::optional<int64_t> threshold = std::nullopt,
+                      std::optional<int64_t> edgeitems = std::nullopt,
+                      std::optional<int64_t> linewidth = std::nullopt,
+                      std::optional<std::optional<bool>> sci_mode = std::nullopt);
+const PrintOptions& get_printoptions();
+// Restores PyTorch's defaults.
+void reset_printoptions();
+
+} // namespace tj

@@ -1,0 +1,239 @@
+// tj::Tensor: a lazy handle to a node of the tensor graph.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensorjit/device.h"
+#include "tensorjit/dtype.h"
+#include "tensorjit/error.h"
+#include "tensorjit/options.h"
+#include "tensorjit/scalar.h"
+
+namespace tj {
+
+using Shape = std::vector<int64_t>;
+using IntArrayRef = const std::vector<int64_t>&;
+
+namespace detail {
+struct TensorImpl;
+}
+
+// A NumPy-style description of materialized memory; shares memory with the tensor.
+struct NumpyArray {
+  void* data = nullptr;
+  std::string dtype;              // e.g. "<f4"
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;   // in bytes
+  std::shared_ptr<void> owner;    // keeps the storage alive
+};
+
+class Tensor {
+public:
+  // An undefined tensor (as grad() before backward); defined() is false.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
+
+  // --- metadata (never materializes) ---
+  const Shape& sizes() const;
+  const Shape& shape() const { return sizes(); }
+  int64_t size(int64_t dim) const;
+  int64_t dim() const;
+  int64_t ndimension() const { return dim(); }
+  int64_t numel() const;
+  DType dtype() const;
+  DType scalar_type() const { return dtype(); }
+  Device device() const;
+  TensorOptions options() const;
+  std::vector<int64_t> stride() const;
+  int64_t stride(int64_t dim) const;
+  int64_t storage_offset() const;
+  bool is_contiguous() const;
+  bool is_floating_point() const { return tj::is_floating_point(dtype()); }
+  bool is_leaf() const;
+  bool requires_grad() const;
+  // True once the value has been computed and lives in memory.
+  bool is_realized() const;
+
+  // --- materialization ---
+  const Tensor& eval() const;
+  Scalar item() const;
+  template <typename T> T item() const { return item().to<T>(); }
+  template <typename T> std::vector<T> to_vector() const;
+  template <typename T> T* data_ptr() const;
+  void* data_ptr() const;
+  NumpyArray numpy() const;
+  std::string str() const;
+
+  // --- conversion ---
+  Tensor to(DType t) const;
+  Tensor to(Device d) const;
+  Tensor to(Device d, DType t) const;
+  Tensor type(DType t) const { return to(t); }
+  Tensor cpu() const;
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor detach() const;
+  Tensor& requires_grad_(bool b = true);
+
+  // --- views and shape ---
+  Tensor view(IntArrayRef shape) const;
+  Tensor reshape(IntArrayRef shape) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const;
+  Tensor expand(IntArrayRef shape) const;
+  Tensor expand_as(const Tensor& other) const;
+
+  // --- elementwise ops ---
+  Tensor add(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& o, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& o, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor mul(const Scalar& o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor div(const Scalar& o) const;
+  Tensor pow(const Tensor& e) const;
+  Tensor pow(const Scalar& e) const;
+  Tensor floor_divide(const Tensor& o) const;
+  Tensor floor_divide(const Scalar& o) const;
+  Tensor remainder(const Tensor& o) const;
+  Tensor remainder(const Scalar& o) const;
+  Tensor fmod(const Tensor& o) const;
+  Tensor fmod(const Scalar& o) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor atan2(const Tensor& o) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor eq(const Scalar& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor ne(const Scalar& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor lt(const Scalar& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor le(const Scalar& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor gt(const Scalar& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor ge(const Scalar& o) const;
+  Tensor logical_and(const Tensor& o) const;
+  Tensor logical_or(const Tensor& o) const;
+  Tensor logical_xor(const Tensor& o) const;
+  Tensor logical_not() const;
+  Tensor bitwise_and(const Tensor& o) const;
+  Tensor bitwise_or(const Tensor& o) const;
+  Tensor bitwise_xor(const Tensor& o) const;
+  Tensor bitwise_not() const;
+
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor ceil() const;
+  Tensor floor() const;
+  Tensor round() const;
+  Tensor trunc() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor expm1() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor log10() const;
+  Tensor log1p() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu() const;
+  Tensor erf() const;
+  Tensor reciprocal() const;
+  Tensor square() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
+  Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
+  Tensor where(const Tensor& cond, const Tensor& other) const;
+  bool allclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  Tensor isclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool equal(const Tensor& o) const;
+
+  // In-place forms replace this tensor's value; every handle copied from it sees the change.
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& o, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& o, const Scalar& alpha = 1);
+  Tensor& mul_(const Tensor& o);
+  Tensor& mul_(const Scalar& o);
+  Tensor& div_(const Tensor& o);
+  Tensor& div_(const Scalar& o);
+  Tensor& zero_();
+  Tensor& fill_(const Scalar& v);
+  Tensor& copy_(const Tensor& src);
+
+private:
+  std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Operators build graph nodes like the named functions.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+Tensor operator~(const Tensor& a);
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, const Scalar& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Scalar& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Scalar& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Scalar& b);
+
+} // namespace tj

@@ -1,0 +1,10 @@
+// The umbrella header of tensorjit's public C++ API.
+#pragma once
+#include "tensorjit/config.h"
+#include "tensorjit/device.h"
+#include "tensorjit/dtype.h"
+#include "tensorjit/error.h"
+#include "tensorjit/functions.h"
+#include "tensorjit/options.h"
+#include "tensorjit/scalar.h"
+#include "tensorjit/tensor.h"

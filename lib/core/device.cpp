@@ -1,0 +1,32 @@
+// Device names, and CUDA availability (no CUDA backend in this build yet).
+#include "tensorjit/device.h"
+
+#include "tensorjit/error.h"
+
+namespace tj {
+
+Device::Device(const std::string& spec) : type_(kCPU), index_(-1) {
+  if (spec == "cpu") return;
+  if (spec.rfind("cuda", 0) == 0) {
+    type_ = kCUDA;
+    if (spec.size() == 4) return;
+    if (spec[4] == ':' && spec.size() > 5 &&
+        spec.find_first_not_of("0123456789", 5) == std::string::npos) {
+      index_ = std::stoi(spec.substr(5));
+      return;
+    }
+  }
+  throw Error("Expected one of cpu, cuda device type at start of device string: " + spec);
+}
+
+std::string Device::str() const {
+  if (type_ == kCPU) return "cpu";
+  return "cuda:" + std::to_string(index_ < 0 ? 0 : index_);
+}
+
+namespace cuda {
+bool is_available() { return false; }
+int device_count() { return 0; }
+} // namespace cuda
+
+} // namespace tj

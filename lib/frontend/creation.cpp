@@ -1,0 +1,319 @@
+// Creation functions: constants, ranges, identity, host data, and Philox random numbers.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "frontend/graph_builders.h"
+#include "frontend/tensor_impl.h"
+#include "ir/scalar_semantics.h"
+#include "tensorjit/functions.h"
+
+namespace tj {
+
+using detail::node_of;
+using detail::wrap;
+using fe::NodePtr;
+using ir::Op;
+
+namespace {
+
+void check_device(const TensorOptions& o) {
+  if (o.device().is_cuda()) throw Error("CUDA is not available: this build has no CUDA backend yet");
+}
+
+Tensor finish(NodePtr n, const TensorOptions& o) {
+  Tensor t = wrap(std::move(n));
+  if (o.requires_grad()) t.requires_grad_(true);
+  return t;
+}
+
+// The Philox generator's state: a key (the seed) and the next unused counter.
+// Every random op takes a fresh range of counters, so results depend only on
+// the seed and the order of calls, never on threads or devices.
+struct Generator {
+  std::mutex mu;
+  uint64_t seed = 67280421310721ULL;  // PyTorch's default seed
+  uint64_t offset = 0;
+};
+Generator& generator() {
+  static Generator g;
+  return g;
+}
+
+// A leaf producing word `word` of Philox at counter offset + (linear index).
+NodePtr philox_word(const Shape& shape, uint64_t seed, uint64_t offset, int word) {
+  return ir::make_node(Op::Philox, kInt64, shape, {},
+                       {static_cast<int64_t>(seed), static_cast<int64_t>(offset), word}, {}, nullptr,
+                       ir::View{ir::contiguous_strides(shape), 0});
+}
+
+std::pair<uint64_t, uint64_t> take_counters(int64_t n) {
+  auto& g = generator();
+  std::lock_guard lock(g.mu);
+  uint64_t off = g.offset;
+  g.offset += static_cast<uint64_t>(std::max<int64_t>(n, 1));
+  return {g.seed, off};
+}
+
+NodePtr k(const Scalar& v, DType t) { return fe::constant(v, t); }
+
+// Uniform [0, 1) in float type `t` from Philox words, exactly representable.
+NodePtr uniform(const Shape& shape, DType t, uint64_t seed, uint64_t off, int w0 = 0) {
+  NodePtr a = philox_word(shape, seed, off, w0);
+  if (t == kFloat64) {
+    // 53 random bits: (a >> 11) * 2^21 + (b >> 11)... as (a * 2^21 + (b >> 11)) * 2^-53.
+    NodePtr b = philox_word(shape, seed, off, w0 + 1);
+    NodePtr hi = fe::binary(Op::Mul, a, k(int64_t{1} << 21, kInt64));
+    NodePtr lo = fe::binary(Op::Div, b, k(int64_t{1} << 11, kInt64));
+    NodePtr bits = fe::binary(Op::Add, hi, lo);
+    return fe::binary(Op::Mul, fe::cast(bits, kFloat64), k(std::ldexp(1.0, -53), kFloat64));
+  }
+  int mant = t == kFloat16 ? 11 : t == kBFloat16 ? 8 : 24;
+  NodePtr bits = fe::binary(Op::Div, a, k(int64_t{1} << (32 - mant), kInt64));
+  NodePtr f = fe::binary(Op::Mul, fe::cast(bits, kFloat32), k(std::ldexp(1.0, -mant), kFloat32));
+  return fe::cast(f, t);
+}
+
+DType float_dtype(const TensorOptions& o, const char* fn) {
+  DType t = o.dtype_or(default_dtype());
+  if (!is_floating_point(t))
+    throw Error(fmt::format("\"{}\" not implemented for '{}'", fn,
+                            t == kInt64 ? "Long" : t == kInt32 ? "Int" : t == kBool ? "Bool" : "Integral"));
+  return t;
+}
+
+DType dtype_for_value(const Scalar& v, const TensorOptions& o) {
+  if (o.has_dtype()) return *o.dtype_opt();
+  return v.is_bool() ? kBool : v.is_integral() ? kInt64 : default_dtype();
+}
+
+} // namespace
+
+void manual_seed(uint64_t seed) {
+  auto& g = generator();
+  std::lock_guard lock(g.mu);
+  g.seed = seed;
+  g.offset = 0;
+}
+
+Tensor empty(IntArrayRef size, TensorOptions o) {
+  ir::check_sizes(size);
+  check_device(o);
+  return finish(ir::make_empty(o.dtype_or(default_dtype()), size), o);
+}
+Tensor full(IntArrayRef size, const Scalar& v, TensorOptions o) {
+  ir::check_sizes(size);
+  check_device(o);
+  return finish(fe::constant(v, dtype_for_value(v, o), size), o);
+}
+Tensor zeros(IntArrayRef size, TensorOptions o) { return full(size, 0.0, o.dtype(o.dtype_or(default_dtype()))); }
+Tensor ones(IntArrayRef size, TensorOptions o) { return full(size, 1.0, o.dtype(o.dtype_or(default_dtype()))); }
+Tensor scalar_tensor(const Scalar& v, TensorOptions o) { return full({}, v, o); }
+
+Tensor rand(IntArrayRef size, TensorOptions o) {
+  ir::check_sizes(size);
+  check_device(o);
+  DType t = float_dtype(o, "check_uniform_bounds");
+  auto [seed, off] = take_counters(ir::numel(size));
+  return finish(uniform(size, t, seed, off), o);
+}
+
+Tensor randn(IntArrayRef size, TensorOptions o) {
+  ir::check_sizes(size);
+  check_device(o);
+  DType t = float_dtype(o, "normal_kernel_cpu");
+  auto [seed, off] = take_counters(ir::numel(size));
+  // Box-Muller on two independent uniforms from the same counter (words 0-1 and 2-3).
+  DType c = t == kFloat64 ? kFloat64 : kFloat32;
+  NodePtr u1 = fe::binary(Op::Sub, k(1.0, c), uniform(size, c, seed, off, 0));  // (0, 1]
+  NodePtr u2 = uniform(size, c, seed, off, 2);
+  NodePtr r = fe::unary(Op::Sqrt, fe::binary(Op::Mul, k(-2.0, c), fe::unary(Op::Log, u1)));
+  NodePtr th = fe::unary(Op::Cos, fe::binary(Op::Mul, k(2.0 * M_PI, c), u2));
+  return finish(fe::cast(fe::binary(Op::Mul, r, th), t), o);
+}
+
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o) {
+  ir::check_sizes(size);
+  check_device(o);
+  if (low >= high)
+    throw Error(fmt::format("random_ expects 'from' to be less than 'to', but got from={} >= to={}", low, high));
+  DType t = o.dtype_or(kInt64);
+  auto [seed, off] = take_counters(ir::numel(size));
+  // 63 random bits reduced modulo the range (bias below 2^-31 for 32-bit ranges).
+  NodePtr a = fe::binary(Op::Mod, philox_word(size, seed, off, 0), k(int64_t{1} << 31, kInt64));
+  NodePtr b = philox_word(size, seed, off, 1);
+  NodePtr bits = fe::binary(Op::Add, fe::binary(Op::Mul, a, k(int64_t{1} << 32, kInt64)), b);
+  NodePtr v = fe::binary(Op::Add, fe::binary(Op::Mod, bits, k(high - low, kInt64)), k(low, kInt64));
+  return finish(fe::cast(v, t), o);
+}
+Tensor randint(int64_t high, IntArrayRef size, TensorOptions o) { return randint(0, high, size, o); }
+
+Tensor randperm(int64_t n, TensorOptions o) {
+  if (n < 0) throw Error(fmt::format("n must be non-negative, got{}", n));
+  // Sort random keys: a permutation drawn from the same Philox stream.
+  std::vector<int64_t> keys = randint(0, int64_t{1} << 62, {n}).to_vector<int64_t>();
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
+  return tensor<int64_t>(perm, {n}, o.dtype(o.dtype_or(kInt64)));
+}
+
+Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o); }
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o) { return arange(start, end, 1, o); }
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
+  check_device(o);
+  bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
+  DType t = o.dtype_or(floating ? default_dtype() : kInt64);
+  double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  if (st == 0) throw Error("step must be nonzero");
+  if (!std::isfinite(s) || !std::isfinite(e)) throw Error(fmt::format("unsupported range: {} -> {}", start.str(), end.str()));
+  if ((st > 0 && e < s) || (st < 0 && e > s))
+    throw Error("upper bound and larger bound inconsistent with step sign");
+  int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
+  NodePtr idx = ir::make_node(Op::Iota, kInt64, {n}, {}, {}, {}, nullptr, ir::View{{1}, 0});
+  NodePtr v;
+  if (!floating && is_integral(t, true)) {
+    v = fe::binary(Op::Add, k(start.to_int(), kInt64), fe::binary(Op::Mul, idx, k(step.to_int(), kInt64)));
+  } else {
+    // Computed in double and rounded once, as PyTorch's accumulate type does.
+    v = fe::binary(Op::Add, k(s, kFloat64), fe::binary(Op::Mul, fe::cast(idx, kFloat64), k(st, kFloat64)));
+  }
+  return finish(fe::cast(v, t), o);
+}
+
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions o) {
+  check_device(o);
+  if (steps < 0) throw Error("number of steps must be non-negative");
+  DType t = o.dtype_or(default_dtype());
+  double s = start.to_double(), e = end.to_double();
+  if (steps == 1) return full({1}, start, o.dtype(t));
+  double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
+  // PyTorch's symmetric form: the first half counts up from start, the second down from end.
+  NodePtr idx = fe::cast(ir::make_node(Op::Iota, kInt64, {steps}, {}, {}, {}, nullptr, ir::View{{1}, 0}), kFloat64);
+  NodePtr up = fe::binary(Op::Add, k(s, kFloat64), fe::binary(Op::Mul, idx, k(step, kFloat64)));
+  NodePtr down = fe::binary(Op::Sub, k(e, kFloat64),
+                            fe::binary(Op::Mul, fe::binary(Op::Sub, k(double(steps - 1), kFloat64), idx), k(step, kFloat64)));
+  NodePtr first_half = fe::binary(Op::CmpLt, idx, k(double(steps / 2), kFloat64));
+  return finish(fe::cast(fe::where(first_half, up, down), t), o);
+}
+
+Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base, TensorOptions o) {
+  DType t = o.dtype_or(default_dtype());
+  Tensor exps = linspace(start, end, steps, o.dtype(kFloat64));
+  return finish(fe::cast(fe::binary(Op::Pow, k(base, kFloat64), node_of(exps)), t), o);
+}
+
+Tensor eye(int64_t n, TensorOptions o) { return eye(n, n, o); }
+Tensor eye(int64_t n, int64_t m, TensorOptions o) {
+  check_device(o);
+  if (n < 0) throw Error(fmt::format("n must be greater or equal to 0, got {}", n));
+  if (m < 0) throw Error(fmt::format("m must be greater or equal to 0, got {}", m));
+  NodePtr row = ir::make_node(Op::Iota, kInt64, {n, m}, {}, {}, {}, nullptr, ir::View{{1, 0}, 0});
+  NodePtr col = ir::make_node(Op::Iota, kInt64, {n, m}, {}, {}, {}, nullptr, ir::View{{0, 1}, 0});
+  return finish(fe::cast(fe::binary(Op::CmpEq, row, col), o.dtype_or(default_dtype())), o);
+}
+
+Tensor empty_like(const Tensor& t, TensorOptions o) { return empty(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
+Tensor zeros_like(const Tensor& t, TensorOptions o) { return zeros(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
+Tensor ones_like(const Tensor& t, TensorOptions o) { return ones(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
+Tensor full_like(const Tensor& t, const Scalar& v, TensorOptions o) { return full(t.sizes(), v, o.dtype(o.dtype_or(t.dtype()))); }
+Tensor rand_like(const Tensor& t, TensorOptions o) { return rand(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
+Tensor randn_like(const Tensor& t, TensorOptions o) { return randn(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
+
+// --- from host data ---
+namespace {
+
+void infer_shape(const NestedList& l, size_t depth, Shape& shape, bool& any_float, bool& any_int,
+                 bool& all_bool) {
+  if (l.is_scalar()) {
+    if (depth != shape.size() && !(shape.empty() && depth == 0))
+      throw Error("expected sequence of length " + std::to_string(shape.empty() ? 0 : shape[depth]) +
+                  " at dim " + std::to_string(depth) + " (got scalar)");
+    any_float |= l.scalar().is_floating_point();
+    any_int |= l.scalar().is_integral();
+    all_bool &= l.scalar().is_bool();
+    return;
+  }
+  int64_t n = static_cast<int64_t>(l.children().size());
+  if (depth == shape.size()) shape.push_back(n);
+  else if (shape[depth] != n)
+    throw Error(fmt::format("expected sequence of length {} at dim {} (got {})", shape[depth], depth, n));
+  for (const auto& c : l.children()) infer_shape(c, depth + 1, shape, any_float, any_int, all_bool);
+}
+
+void flatten(const NestedList& l, std::vector<Scalar>& out) {
+  if (l.is_scalar()) out.push_back(l.scalar());
+  else
+    for (const auto& c : l.children()) flatten(c, out);
+}
+
+// Writes `v` converted to dtype `t` at `dst`.
+void store_scalar(void* dst, const Scalar& v, DType t) {
+  auto put = [&](auto x) { std::memcpy(dst, &x, sizeof(x)); };
+  switch (t) {
+  case kBool: put(static_cast<uint8_t>(v.to_bool())); break;
+  case kFloat64: put(v.to_double()); break;
+  case kFloat32: put(static_cast<float>(v.to_double())); break;
+  case kFloat16: put(ir::float_to_half_bits(static_cast<float>(v.to_double()))); break;
+  case kBFloat16: put(ir::float_to_bfloat_bits(static_cast<float>(v.to_double()))); break;
+  default: {
+    int64_t i = v.is_floating_point() ? ir::float_to_int(v.to_double(), t) : ir::wrap_to_dtype(v.to_int(), t);
+    switch (t) {
+    case kUInt8: put(static_cast<uint8_t>(i)); break;
+    case kInt8: put(static_cast<int8_t>(i)); break;
+    case kInt16: put(static_cast<int16_t>(i)); break;
+    case kInt32: put(static_cast<int32_t>(i)); break;
+    default: put(i); break;
+    }
+  }
+  }
+}
+
+Tensor from_scalars(const std::vector<Scalar>& vals, const Shape& shape, DType t, const TensorOptions& o) {
+  check_device(o);
+  NodePtr buf = ir::make_empty(t, shape);
+  char* p = static_cast<char*>(buf->storage->data());
+  for (size_t i = 0; i < vals.size(); ++i) store_scalar(p + i * itemsize(t), vals[i], t);
+  return finish(buf, o);
+}
+
+} // namespace
+
+Tensor tensor(const NestedList& data, TensorOptions o) {
+  Shape shape;
+  bool any_float = false, any_int = false, all_bool = true;
+  infer_shape(data, 0, shape, any_float, any_int, all_bool);
+  std::vector<Scalar> vals;
+  flatten(data, vals);
+  DType t = o.dtype_or(any_float ? default_dtype() : (all_bool && !vals.empty()) ? kBool
+                                                     : vals.empty() ? default_dtype() : kInt64);
+  return from_scalars(vals, shape, t, o);
+}
+
+template <typename T> Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions o) {
+  ir::check_sizes(shape);
+  if (ir::numel(shape) != static_cast<int64_t>(data.size()))
+    throw Error(fmt::format("shape '{}' is invalid for input of size {}", ir::shape_str(shape), data.size()));
+  DType natural = std::is_same_v<T, bool> ? kBool : std::is_floating_point_v<T> ? (sizeof(T) == 8 ? kFloat64 : kFloat32)
+                  : kInt64;
+  if constexpr (std::is_same_v<T, int32_t>) natural = kInt32;
+  if constexpr (std::is_same_v<T, int16_t>) natural = kInt16;
+  if constexpr (std::is_same_v<T, int8_t>) natural = kInt8;
+  if constexpr (std::is_same_v<T, uint8_t>) natural = kUInt8;
+  std::vector<Scalar> vals;
+  vals.reserve(data.size());
+  for (const auto& v : data) vals.emplace_back(static_cast<T>(v));
+  return from_scalars(vals, shape, o.dtype_or(natural), o);
+}
+template Tensor tensor<float>(const std::vector<float>&, IntArrayRef, TensorOptions);
+template Tensor tensor<double>(const std::vector<double>&, IntArrayRef, TensorOptions);
+template Tensor tensor<int64_t>(const std::vector<int64_t>&, IntArrayRef, TensorOptions);
+template Tensor tensor<int32_t>(const std::vector<int32_t>&, IntArrayRef, TensorOptions);
+template Tensor tensor<int16_t>(const std::vector<int16_t>&, IntArrayRef, TensorOptions);
+template Tensor tensor<int8_t>(const std::vector<int8_t>&, IntArrayRef, TensorOptions);
+template Tensor tensor<uint8_t>(const std::vector<uint8_t>&, IntArrayRef, TensorOptions);
+template Tensor tensor<bool>(const std::vector<bool>&, IntArrayRef, TensorOptions);
+
+} // namespace tj

@@ -1,0 +1,480 @@
+// Elementwise ops of the public API: promotion, dtype checks, and the
+// decomposition of composite ops into the primitives of ops.def.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "frontend/graph_builders.h"
+#include "frontend/promotion.h"
+#include "frontend/tensor_impl.h"
+#include "tensorjit/functions.h"
+
+namespace tj {
+
+using detail::node_of;
+using detail::wrap;
+using fe::NodePtr;
+using fe::Operand;
+using fe::operand;
+using ir::Op;
+
+namespace {
+
+NodePtr k(const Scalar& v, DType t) { return fe::constant(v, t); }
+
+NodePtr bin(Op op, const Operand& a, const Operand& b, DType t) {
+  return fe::binary(op, fe::cast(a.node, t), fe::cast(b.node, t));
+}
+
+void check_integral(const Operand& a, const Operand& b, DType t, const char* name) {
+  if (!is_integral(t, true))
+    throw Error(fmt::format("\"{}_cpu\" not implemented for '{}'", name, fe::cpp_type_name(t)));
+}
+
+// The dtype a floating-point op computes in: floats keep theirs, others go to the default.
+DType float_type(DType t) { return is_floating_point(t) ? t : default_dtype(); }
+
+// --- arithmetic over operands (tensor or scalar on either side) ---
+
+Tensor add_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
+  DType t = fe::result_type({a, b});
+  if (t == kBool) return wrap(bin(Op::Or, a, b, t));  // PyTorch: bool + bool is logical or
+  NodePtr y = fe::cast(b.node, t);
+  if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, k(alpha, t));
+  return wrap(fe::binary(Op::Add, fe::cast(a.node, t), y));
+}
+
+Tensor sub_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
+  DType t = fe::result_type({a, b});
+  if (a.node->dtype == kBool && b.node->dtype == kBool)
+    throw Error("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                "`^` or `logical_xor()` operator instead.");
+  if (a.node->dtype == kBool || b.node->dtype == kBool)
+    if (t == kBool)
+      throw Error("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                  "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  NodePtr y = fe::cast(b.node, t);
+  if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, k(alpha, t));
+  return wrap(fe::binary(Op::Sub, fe::cast(a.node, t), y));
+}
+
+Tensor mul_impl(const Operand& a, const Operand& b) {
+  DType t = fe::result_type({a, b});
+  return wrap(bin(t == kBool ? Op::And : Op::Mul, a, b, t));
+}
+
+Tensor div_impl(const Operand& a, const Operand& b) {
+  DType t = float_type(fe::result_type({a, b}));
+  return wrap(bin(Op::Div, a, b, t));
+}
+
+// Python's floor division.
+NodePtr floor_div_nodes(NodePtr x, NodePtr y, DType t) {
+  if (is_integral(t, true)) {
+    // Truncating quotient, corrected down when the signs differ and it was inexact.
+    NodePtr q = fe::binary(Op::Div, x, y);
+    NodePtr r = fe::binary(Op::Mod, x, y);
+    NodePtr zero = k(0, t);
+    NodePtr inexact = fe::binary(Op::CmpNe, r, zero);
+    NodePtr signs_differ = fe::binary(Op::Xor, fe::binary(Op::CmpLt, r, zero), fe::binary(Op::CmpLt, y, zero));
+    NodePtr fix = fe::binary(Op::And, inexact, signs_differ);
+    return fe::binary(Op::Sub, q, fe::cast(fix, t));
+  }
+  // As PyTorch's div_floor: exact quotient of (x - fmod(x, y)) / y, then floor with rounding fix.
+  NodePtr mod = fe::binary(Op::Mod, x, y);
+  NodePtr div = fe::binary(Op::Div, fe::binary(Op::Sub, x, mod), y);
+  NodePtr zero = k(0, t);
+  NodePtr fix = fe::binary(Op::And, fe::binary(Op::CmpNe, mod, zero),
+                           fe::binary(Op::Xor, fe::binary(Op::CmpLt, y, zero), fe::binary(Op::CmpLt, mod, zero)));
+  div = fe::where(fix, fe::binary(Op::Sub, div, k(1, t)), div);
+  NodePtr fl = fe::unary(Op::Floor, div);
+  NodePtr up = fe::binary(Op::CmpLt, k(0.5, t), fe::binary(Op::Sub, div, fl));
+  fl = fe::where(up, fe::binary(Op::Add, fl, k(1, t)), fl);
+  // A zero quotient takes the sign of x / y; division by zero gives x / y itself.
+  NodePtr plain = fe::binary(Op::Div, x, y);
+  NodePtr signed_zero = fe::binary(Op::Mul, fe::unary(Op::Abs, zero), plain);
+  NodePtr res = fe::where(fe::binary(Op::CmpEq, div, zero), signed_zero, fl);
+  return fe::where(fe::binary(Op::CmpEq, y, zero), plain, res);
+}
+
+Tensor floor_divide_impl(const Operand& a, const Operand& b) {
+  DType t = fe::result_type({a, b});
+  if (t == kBool) t = kInt64;
+  return wrap(floor_div_nodes(fe::cast(a.node, t), fe::cast(b.node, t), t));
+}
+
+Tensor remainder_impl(const Operand& a, const Operand& b) {
+  DType t = fe::result_type({a, b});
+  if (t == kBool) t = kInt64;
+  NodePtr x = fe::cast(a.node, t), y = fe::cast(b.node, t);
+  NodePtr r = fe::binary(Op::Mod, x, y);
+  NodePtr zero = k(0, t);
+  NodePtr fix = fe::binary(Op::And, fe::binary(Op::CmpNe, r, zero),
+                           fe::binary(Op::Xor, fe::binary(Op::CmpLt, r, zero), fe::binary(Op::CmpLt, y, zero)));
+  return wrap(fe::where(fix, fe::binary(Op::Add, r, y), r));
+}
+
+Tensor fmod_impl(const Operand& a, const Operand& b) {
+  DType t = fe::result_type({a, b});
+  if (t == kBool) t = kInt64;
+  return wrap(bin(Op::Mod, a, b, t));
+}
+
+Tensor pow_impl(const Operand& a, const Operand& b) {
+  DType t = fe::result_type({a, b});
+  if (t == kBool) t = kInt64;
+  if (b.wrapped && is_integral(t) && b.node->value.is_integral() && b.node->value.to_int() < 0)
+    throw Error("Integers to negative integer powers are not allowed.");
+  if (b.wrapped) {
+    // Common exponents become cheaper primitives (PyTorch does the same).
+    double e = b.node->value.to_double();
+    NodePtr x = fe::cast(a.node, t);
+    if (e == 1.0) return wrap(x);
+    if (e == 2.0) return wrap(fe::binary(Op::Mul, x, x));
+    if (is_floating_point(t)) {
+      if (e == 0.5) return wrap(fe::unary(Op::Sqrt, x));
+      if (e == -1.0) return wrap(fe::unary(Op::Recip, x));
+    }
+  }
+  return wrap(bin(Op::Pow, a, b, t));
+}
+
+Tensor compare(Op op, const Operand& a, const Operand& b, bool swap) {
+  DType t = fe::result_type({a, b});
+  return swap ? wrap(bin(op, b, a, t)) : wrap(bin(op, a, b, t));
+}
+
+Tensor bitwise(Op op, const Operand& a, const Operand& b, const char* name) {
+  DType t = fe::result_type({a, b});
+  check_integral(a, b, t, name);
+  return wrap(bin(op, a, b, t));
+}
+
+NodePtr truthy(const NodePtr& x) {
+  return x->dtype == kBool ? x : fe::binary(Op::CmpNe, x, k(0, x->dtype));
+}
+
+// Unary float functions promote integers to the default float dtype.
+Tensor float_unary(Op op, const Tensor& a) {
+  NodePtr x = node_of(a);
+  return wrap(fe::unary(op, fe::cast(x, float_type(x->dtype))));
+}
+
+} // namespace
+
+// --- binary API ---
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl(operand(a), operand(b), alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return sub_impl(operand(a), operand(b), alpha); }
+Tensor mul(const Tensor& a, const Tensor& b) { return mul_impl(operand(a), operand(b)); }
+Tensor div(const Tensor& a, const Tensor& b) { return div_impl(operand(a), operand(b)); }
+Tensor pow(const Tensor& a, const Tensor& b) { return pow_impl(operand(a), operand(b)); }
+Tensor pow(const Tensor& a, const Scalar& b) { return pow_impl(operand(a), operand(b)); }
+Tensor pow(const Scalar& a, const Tensor& b) { return pow_impl(operand(a), operand(b)); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return floor_divide_impl(operand(a), operand(b)); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return remainder_impl(operand(a), operand(b)); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return fmod_impl(operand(a), operand(b)); }
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  DType t = fe::result_type({operand(a), operand(b)});
+  return wrap(bin(Op::Max, operand(a), operand(b), t));
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  DType t = fe::result_type({operand(a), operand(b)});
+  return wrap(bin(Op::Min, operand(a), operand(b), t));
+}
+Tensor atan2(const Tensor& a, const Tensor& b) {
+  DType t = float_type(fe::result_type({operand(a), operand(b)}));
+  return wrap(bin(Op::Atan2, operand(a), operand(b), t));
+}
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(Op::CmpEq, operand(a), operand(b), false); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(Op::CmpNe, operand(a), operand(b), false); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(Op::CmpLt, operand(a), operand(b), false); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(Op::CmpLe, operand(a), operand(b), false); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(Op::CmpLt, operand(a), operand(b), true); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(Op::CmpLe, operand(a), operand(b), true); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return wrap(fe::binary(Op::And, truthy(node_of(a)), truthy(node_of(b)))); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return wrap(fe::binary(Op::Or, truthy(node_of(a)), truthy(node_of(b)))); }
+Tensor logical_xor(const Tensor& a, const Tensor& b) { return wrap(fe::binary(Op::Xor, truthy(node_of(a)), truthy(node_of(b)))); }
+Tensor logical_not(const Tensor& a) { return wrap(fe::unary(Op::Not, truthy(node_of(a)))); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) { return bitwise(Op::And, operand(a), operand(b), "bitwise_and"); }
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return bitwise(Op::Or, operand(a), operand(b), "bitwise_or"); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return bitwise(Op::Xor, operand(a), operand(b), "bitwise_xor"); }
+Tensor bitwise_not(const Tensor& a) {
+  NodePtr x = node_of(a);
+  if (!is_integral(x->dtype, true))
+    throw Error(fmt::format("\"bitwise_not_cpu\" not implemented for '{}'", fe::cpp_type_name(x->dtype)));
+  return wrap(fe::unary(x->dtype == kBool ? Op::Not : Op::BitNot, x));
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  NodePtr c = node_of(cond);
+  if (c->dtype != kBool)
+    throw Error(fmt::format("where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+                            fe::cpp_type_name(c->dtype)));
+  DType t = fe::result_type({operand(a), operand(b)});
+  return wrap(fe::where(c, fe::cast(node_of(a), t), fe::cast(node_of(b), t)));
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
+  DType t = fe::result_type({operand(a), operand(b)});
+  return where(cond, a.to(t), wrap(k(b, t)));
+}
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
+  DType t = fe::result_type({operand(a), operand(b)});
+  return where(cond, wrap(k(a, t)), b.to(t));
+}
+
+Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  if (!lo && !hi) throw Error("torch.clamp: At least one of 'min' or 'max' must not be None");
+  Operand x = operand(a);
+  DType t = lo && hi ? fe::result_type({x, operand(*lo), operand(*hi)})
+            : lo     ? fe::result_type({x, operand(*lo)})
+                     : fe::result_type({x, operand(*hi)});
+  NodePtr r = fe::cast(x.node, t);
+  if (lo) r = fe::binary(Op::Max, r, k(*lo, t));
+  if (hi) r = fe::binary(Op::Min, r, k(*hi, t));
+  return wrap(r);
+}
+
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  if (a.dtype() != b.dtype())
+    throw Error(fmt::format("{} did not match {}", fe::cpp_type_name(a.dtype()), fe::cpp_type_name(b.dtype())));
+  NodePtr x = node_of(a), y = node_of(b);
+  NodePtr eqn = fe::binary(Op::CmpEq, x, y);
+  if (!is_floating_point(x->dtype)) return wrap(eqn);
+  DType t = x->dtype;
+  NodePtr diff = fe::unary(Op::Abs, fe::binary(Op::Sub, x, y));
+  NodePtr tol = fe::binary(Op::Add, k(atol, t), fe::binary(Op::Mul, k(rtol, t), fe::unary(Op::Abs, y)));
+  NodePtr finite = fe::binary(Op::CmpLt, diff, k(std::numeric_limits<double>::infinity(), t));
+  NodePtr close = fe::binary(Op::Or, eqn, fe::binary(Op::And, finite, fe::binary(Op::CmpLe, diff, tol)));
+  if (equal_nan) {
+    NodePtr both_nan = fe::binary(Op::And, fe::binary(Op::CmpNe, x, x), fe::binary(Op::CmpNe, y, y));
+    close = fe::binary(Op::Or, close, both_nan);
+  }
+  return wrap(close);
+}
+
+namespace {
+bool all_true(const Tensor& t) {
+  for (bool v : t.to_vector<bool>())
+    if (!v) return false;
+  return true;
+}
+} // namespace
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  return all_true(isclose(a, b, rtol, atol, equal_nan));
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes()) return false;
+  return all_true(eq(a, b));
+}
+
+// --- unary API ---
+Tensor neg(const Tensor& a) {
+  if (a.dtype() == kBool)
+    throw Error("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                "to invert a mask, use the `~` or `logical_not()` operator instead.");
+  return wrap(fe::unary(Op::Neg, node_of(a)));
+}
+Tensor abs(const Tensor& a) {
+  if (a.dtype() == kBool) throw Error("\"abs_cpu\" not implemented for 'Bool'");
+  return wrap(fe::unary(Op::Abs, node_of(a)));
+}
+Tensor sign(const Tensor& a) {
+  NodePtr x = node_of(a);
+  if (x->dtype == kBool) return a;
+  DType t = x->dtype;
+  NodePtr zero = k(0, t);
+  NodePtr s = fe::binary(Op::Sub, fe::cast(fe::binary(Op::CmpLt, zero, x), t),
+                         fe::cast(fe::binary(Op::CmpLt, x, zero), t));
+  if (is_floating_point(t)) s = fe::where(fe::binary(Op::CmpNe, x, x), x, s);  // sign(nan) is nan
+  return wrap(s);
+}
+#define TJ_ROUNDING(name, op)                                                                      \
+  Tensor name(const Tensor& a) {                                                                   \
+    return is_floating_point(a.dtype()) ? wrap(fe::unary(op, node_of(a))) : a.clone();             \
+  }
+TJ_ROUNDING(ceil, Op::Ceil)
+TJ_ROUNDING(floor, Op::Floor)
+TJ_ROUNDING(round, Op::Round)
+TJ_ROUNDING(trunc, Op::Trunc)
+#undef TJ_ROUNDING
+#define TJ_FLOAT_UNARY(name, op)                                                                   \
+  Tensor name(const Tensor& a) { return float_unary(op, a); }
+TJ_FLOAT_UNARY(sqrt, Op::Sqrt)
+TJ_FLOAT_UNARY(exp, Op::Exp)
+TJ_FLOAT_UNARY(exp2, Op::Exp2)
+TJ_FLOAT_UNARY(expm1, Op::Expm1)
+TJ_FLOAT_UNARY(log, Op::Log)
+TJ_FLOAT_UNARY(log2, Op::Log2)
+TJ_FLOAT_UNARY(log10, Op::Log10)
+TJ_FLOAT_UNARY(log1p, Op::Log1p)
+TJ_FLOAT_UNARY(sin, Op::Sin)
+TJ_FLOAT_UNARY(cos, Op::Cos)
+TJ_FLOAT_UNARY(tan, Op::Tan)
+TJ_FLOAT_UNARY(asin, Op::Asin)
+TJ_FLOAT_UNARY(acos, Op::Acos)
+TJ_FLOAT_UNARY(atan, Op::Atan)
+TJ_FLOAT_UNARY(sinh, Op::Sinh)
+TJ_FLOAT_UNARY(cosh, Op::Cosh)
+TJ_FLOAT_UNARY(tanh, Op::Tanh)
+TJ_FLOAT_UNARY(erf, Op::Erf)
+TJ_FLOAT_UNARY(reciprocal, Op::Recip)
+#undef TJ_FLOAT_UNARY
+
+Tensor rsqrt(const Tensor& a) { return reciprocal(sqrt(a)); }
+Tensor square(const Tensor& a) { return mul(a, a); }
+Tensor sigmoid(const Tensor& a) {
+  NodePtr x = node_of(a);
+  DType t = float_type(x->dtype);
+  x = fe::cast(x, t);
+  return wrap(fe::unary(Op::Recip, fe::binary(Op::Add, k(1, t), fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
+}
+Tensor relu(const Tensor& a) {
+  if (a.dtype() == kBool) throw Error("\"clamp_min_cpu\" not implemented for 'Bool'");
+  NodePtr x = node_of(a);
+  return wrap(fe::binary(Op::Max, x, k(0, x->dtype)));
+}
+Tensor gelu(const Tensor& a) {
+  // PyTorch's default (approximate='none'): x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
+  NodePtr x = node_of(a);
+  DType t = float_type(x->dtype);
+  x = fe::cast(x, t);
+  NodePtr e = fe::unary(Op::Erf, fe::binary(Op::Mul, x, k(M_SQRT1_2, t)));
+  return wrap(fe::binary(Op::Mul, fe::binary(Op::Mul, x, k(0.5, t)), fe::binary(Op::Add, k(1, t), e)));
+}
+Tensor isnan(const Tensor& a) {
+  NodePtr x = node_of(a);
+  if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape));
+  return wrap(fe::binary(Op::CmpNe, x, x));
+}
+Tensor isinf(const Tensor& a) {
+  NodePtr x = node_of(a);
+  if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape));
+  return wrap(fe::binary(Op::CmpEq, fe::unary(Op::Abs, x), k(std::numeric_limits<double>::infinity(), x->dtype)));
+}
+Tensor isfinite(const Tensor& a) {
+  NodePtr x = node_of(a);
+  if (!is_floating_point(x->dtype)) return wrap(fe::constant(true, kBool, x->shape));
+  return wrap(fe::binary(Op::CmpLt, fe::unary(Op::Abs, x), k(std::numeric_limits<double>::infinity(), x->dtype)));
+}
+
+// --- Tensor members and operators, in terms of the functions above ---
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return add_impl(operand(*this), operand(o), alpha); }
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return add_impl(operand(*this), operand(o), alpha); }
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return sub_impl(operand(*this), operand(o), alpha); }
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return sub_impl(operand(*this), operand(o), alpha); }
+Tensor Tensor::mul(const Tensor& o) const { return mul_impl(operand(*this), operand(o)); }
+Tensor Tensor::mul(const Scalar& o) const { return mul_impl(operand(*this), operand(o)); }
+Tensor Tensor::div(const Tensor& o) const { return div_impl(operand(*this), operand(o)); }
+Tensor Tensor::div(const Scalar& o) const { return div_impl(operand(*this), operand(o)); }
+Tensor Tensor::pow(const Tensor& e) const { return pow_impl(operand(*this), operand(e)); }
+Tensor Tensor::pow(const Scalar& e) const { return pow_impl(operand(*this), operand(e)); }
+Tensor Tensor::floor_divide(const Tensor& o) const { return floor_divide_impl(operand(*this), operand(o)); }
+Tensor Tensor::floor_divide(const Scalar& o) const { return floor_divide_impl(operand(*this), operand(o)); }
+Tensor Tensor::remainder(const Tensor& o) const { return remainder_impl(operand(*this), operand(o)); }
+Tensor Tensor::remainder(const Scalar& o) const { return remainder_impl(operand(*this), operand(o)); }
+Tensor Tensor::fmod(const Tensor& o) const { return fmod_impl(operand(*this), operand(o)); }
+Tensor Tensor::fmod(const Scalar& o) const { return fmod_impl(operand(*this), operand(o)); }
+Tensor Tensor::maximum(const Tensor& o) const { return tj::maximum(*this, o); }
+Tensor Tensor::minimum(const Tensor& o) const { return tj::minimum(*this, o); }
+Tensor Tensor::atan2(const Tensor& o) const { return tj::atan2(*this, o); }
+Tensor Tensor::eq(const Tensor& o) const { return compare(Op::CmpEq, operand(*this), operand(o), false); }
+Tensor Tensor::eq(const Scalar& o) const { return compare(Op::CmpEq, operand(*this), operand(o), false); }
+Tensor Tensor::ne(const Tensor& o) const { return compare(Op::CmpNe, operand(*this), operand(o), false); }
+Tensor Tensor::ne(const Scalar& o) const { return compare(Op::CmpNe, operand(*this), operand(o), false); }
+Tensor Tensor::lt(const Tensor& o) const { return compare(Op::CmpLt, operand(*this), operand(o), false); }
+Tensor Tensor::lt(const Scalar& o) const { return compare(Op::CmpLt, operand(*this), operand(o), false); }
+Tensor Tensor::le(const Tensor& o) const { return compare(Op::CmpLe, operand(*this), operand(o), false); }
+Tensor Tensor::le(const Scalar& o) const { return compare(Op::CmpLe, operand(*this), operand(o), false); }
+Tensor Tensor::gt(const Tensor& o) const { return compare(Op::CmpLt, operand(*this), operand(o), true); }
+Tensor Tensor::gt(const Scalar& o) const { return compare(Op::CmpLt, operand(*this), operand(o), true); }
+Tensor Tensor::ge(const Tensor& o) const { return compare(Op::CmpLe, operand(*this), operand(o), true); }
+Tensor Tensor::ge(const Scalar& o) const { return compare(Op::CmpLe, operand(*this), operand(o), true); }
+Tensor Tensor::logical_and(const Tensor& o) const { return tj::logical_and(*this, o); }
+Tensor Tensor::logical_or(const Tensor& o) const { return tj::logical_or(*this, o); }
+Tensor Tensor::logical_xor(const Tensor& o) const { return tj::logical_xor(*this, o); }
+Tensor Tensor::logical_not() const { return tj::logical_not(*this); }
+Tensor Tensor::bitwise_and(const Tensor& o) const { return tj::bitwise_and(*this, o); }
+Tensor Tensor::bitwise_or(const Tensor& o) const { return tj::bitwise_or(*this, o); }
+Tensor Tensor::bitwise_xor(const Tensor& o) const { return tj::bitwise_xor(*this, o); }
+Tensor Tensor::bitwise_not() const { return tj::bitwise_not(*this); }
+#define TJ_MEMBER_UNARY(name)                                                                      \
+  Tensor Tensor::name() const { return tj::name(*this); }
+TJ_MEMBER_UNARY(neg)
+TJ_MEMBER_UNARY(abs)
+TJ_MEMBER_UNARY(sign)
+TJ_MEMBER_UNARY(ceil)
+TJ_MEMBER_UNARY(floor)
+TJ_MEMBER_UNARY(round)
+TJ_MEMBER_UNARY(trunc)
+TJ_MEMBER_UNARY(sqrt)
+TJ_MEMBER_UNARY(rsqrt)
+TJ_MEMBER_UNARY(exp)
+TJ_MEMBER_UNARY(exp2)
+TJ_MEMBER_UNARY(expm1)
+TJ_MEMBER_UNARY(log)
+TJ_MEMBER_UNARY(log2)
+TJ_MEMBER_UNARY(log10)
+TJ_MEMBER_UNARY(log1p)
+TJ_MEMBER_UNARY(sin)
+TJ_MEMBER_UNARY(cos)
+TJ_MEMBER_UNARY(tan)
+TJ_MEMBER_UNARY(asin)
+TJ_MEMBER_UNARY(acos)
+TJ_MEMBER_UNARY(atan)
+TJ_MEMBER_UNARY(sinh)
+TJ_MEMBER_UNARY(cosh)
+TJ_MEMBER_UNARY(tanh)
+TJ_MEMBER_UNARY(sigmoid)
+TJ_MEMBER_UNARY(relu)
+TJ_MEMBER_UNARY(gelu)
+TJ_MEMBER_UNARY(erf)
+TJ_MEMBER_UNARY(reciprocal)
+TJ_MEMBER_UNARY(square)
+TJ_MEMBER_UNARY(isnan)
+TJ_MEMBER_UNARY(isinf)
+TJ_MEMBER_UNARY(isfinite)
+#undef TJ_MEMBER_UNARY
+Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const { return tj::clamp(*this, lo, hi); }
+Tensor Tensor::where(const Tensor& cond, const Tensor& other) const { return tj::where(cond, *this, other); }
+bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
+  return tj::allclose(*this, o, rtol, atol, equal_nan);
+}
+Tensor Tensor::isclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
+  return tj::isclose(*this, o, rtol, atol, equal_nan);
+}
+bool Tensor::equal(const Tensor& o) const { return tj::equal(*this, o); }
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return a.add(b); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return add_impl(operand(a), operand(b), 1); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return a.sub(b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return sub_impl(operand(a), operand(b), 1); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return a.mul(b); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return mul_impl(operand(a), operand(b)); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return a.div(b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return div_impl(operand(a), operand(b)); }
+Tensor operator-(const Tensor& a) { return a.neg(); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return a.eq(b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return a.ne(b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return a.lt(b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return a.le(b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return a.gt(b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return a.ge(b); }
+Tensor operator&(const Tensor& a, const Tensor& b) { return a.bitwise_and(b); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return a.bitwise_or(b); }
+Tensor operator^(const Tensor& a, const Tensor& b) { return a.bitwise_xor(b); }
+Tensor operator~(const Tensor& a) { return a.bitwise_not(); }
+
+} // namespace tj

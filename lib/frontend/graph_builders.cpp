@@ -1,0 +1,162 @@
+// Node builders: broadcasting, casts, and movement ops folded into leaf views.
+#include "frontend/graph_builders.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tensorjit/error.h"
+
+namespace tj::fe {
+namespace {
+
+NodePtr with_view(const NodePtr& leaf, Shape shape, ir::View view) {
+  return ir::make_node(leaf->op, leaf->dtype, std::move(shape), {}, leaf->args, leaf->value,
+                       leaf->storage, std::move(view));
+}
+
+} // namespace
+
+NodePtr constant(const Scalar& v, DType t, Shape shape) { return ir::make_const(v, t, std::move(shape)); }
+
+NodePtr cast(const NodePtr& x, DType t) {
+  if (x->dtype == t) return x;
+  if (x->op == Op::Const) return constant(x->value, t, x->shape);
+  return ir::make_node(Op::Cast, t, x->shape, {x});
+}
+
+NodePtr unary(Op op, const NodePtr& x) {
+  DType out = op == Op::Not ? kBool : x->dtype;
+  return ir::make_node(op, out, x->shape, {x});
+}
+
+NodePtr binary(Op op, NodePtr a, NodePtr b) {
+  Shape shape = ir::broadcast_shapes(a->shape, b->shape);
+  a = expand(a, shape);
+  b = expand(b, shape);
+  DType out = ir::is_comparison(op) ? kBool : a->dtype;
+  return ir::make_node(op, out, std::move(shape), {std::move(a), std::move(b)});
+}
+
+NodePtr where(NodePtr cond, NodePtr a, NodePtr b) {
+  Shape shape = ir::broadcast_shapes(ir::broadcast_shapes(cond->shape, a->shape), b->shape);
+  cond = expand(cond, shape);
+  a = expand(a, shape);
+  b = expand(b, shape);
+  DType out = a->dtype;
+  return ir::make_node(Op::Where, out, std::move(shape), {std::move(cond), std::move(a), std::move(b)});
+}
+
+std::optional<std::vector<int64_t>> view_strides(const Shape& old_shape,
+                                                 const std::vector<int64_t>& old_strides,
+                                                 const Shape& shape) {
+  // PyTorch's computeStride: walk chunks of old dims that are contiguous among
+  // themselves and match them against groups of new dims with the same size.
+  std::vector<int64_t> strides(shape.size());
+  if (ir::numel(old_shape) == 0) return ir::contiguous_strides(shape);
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base_stride = old_strides.empty() ? 1 : old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        strides[view_d] = view_numel * chunk_base_stride;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return strides;
+}
+
+NodePtr reshape(const NodePtr& x, const Shape& shape) {
+  if (x->shape == shape) return x;
+  if (x->op == Op::Const) return constant(x->value, x->dtype, shape);
+  if (ir::has_view(x->op)) {
+    if (auto st = view_strides(x->shape, x->view.strides, shape))
+      return with_view(x, shape, ir::View{*st, x->view.offset});
+  }
+  if (x->op == Op::Reshape) return reshape(x->src[0], shape);  // reshape of reshape
+  return ir::make_node(Op::Reshape, x->dtype, shape, {x}, shape);
+}
+
+NodePtr permute(const NodePtr& x, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  if (identity) return x;
+  Shape shape(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) shape[i] = x->shape[perm[i]];
+  if (x->op == Op::Const) return constant(x->value, x->dtype, shape);
+  if (ir::has_view(x->op)) {
+    ir::View v{std::vector<int64_t>(perm.size()), x->view.offset};
+    for (size_t i = 0; i < perm.size(); ++i) v.strides[i] = x->view.strides[perm[i]];
+    return with_view(x, shape, v);
+  }
+  return ir::make_node(Op::Permute, x->dtype, shape, {x}, perm);
+}
+
+NodePtr expand(const NodePtr& x, const Shape& shape) {
+  if (x->shape == shape) return x;
+  if (shape.size() < x->shape.size())
+    throw Error(fmt::format("expand(torch.FloatTensor{{[{}]}}, size=[{}]): the number of sizes "
+                            "provided ({}) must be greater or equal to the number of dimensions in "
+                            "the tensor ({})",
+                            fmt::join(x->shape, ", "), fmt::join(shape, ", "), shape.size(),
+                            x->shape.size()));
+  size_t lead = shape.size() - x->shape.size();
+  Shape target(shape);
+  for (size_t i = 0; i < x->shape.size(); ++i) {
+    int64_t have = x->shape[i], want = shape[lead + i];
+    if (want == -1) target[lead + i] = have;
+    else if (have != want && have != 1)
+      throw Error(fmt::format("The expanded size of the tensor ({}) must match the existing size "
+                              "({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor "
+                              "sizes: [{}]",
+                              want, have, lead + i, fmt::join(shape, ", "), fmt::join(x->shape, ", ")));
+  }
+  if (x->shape == target) return x;
+  if (x->op == Op::Const) return constant(x->value, x->dtype, target);
+  if (ir::has_view(x->op)) {
+    ir::View v{std::vector<int64_t>(target.size(), 0), x->view.offset};
+    for (size_t i = 0; i < x->shape.size(); ++i)
+      v.strides[lead + i] = x->shape[i] == target[lead + i] ? x->view.strides[i] : 0;
+    return with_view(x, target, v);
+  }
+  NodePtr src = x;
+  if (lead) {
+    Shape padded(lead, 1);
+    padded.insert(padded.end(), x->shape.begin(), x->shape.end());
+    src = reshape(x, padded);
+  }
+  if (src->shape == target) return src;
+  return ir::make_node(Op::Expand, x->dtype, target, {src}, target);
+}
+
+NodePtr slice(const NodePtr& x, int64_t dim, int64_t start, int64_t stop, int64_t step) {
+  Shape shape = x->shape;
+  int64_t len = step > 0 ? std::max<int64_t>(0, (stop - start + step - 1) / step)
+                         : std::max<int64_t>(0, (start - stop - step - 1) / -step);
+  shape[dim] = len;
+  if (x->op == Op::Const) return constant(x->value, x->dtype, shape);
+  if (ir::has_view(x->op)) {
+    ir::View v = x->view;
+    v.offset += start * v.strides[dim];
+    v.strides[dim] *= step;
+    return with_view(x, shape, v);
+  }
+  std::vector<int64_t> args;
+  for (int64_t d = 0; d < x->ndim(); ++d) {
+    args.push_back(d == dim ? start : 0);
+    args.push_back(d == dim ? step : 1);
+  }
+  return ir::make_node(Op::Slice, x->dtype, shape, {x}, args);
+}
+
+} // namespace tj::fe

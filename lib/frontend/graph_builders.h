@@ -1,0 +1,37 @@
+// Builders of tensor-graph nodes with broadcasting and view folding.
+//
+// These work on nodes, below the Tensor API: operands already have the dtype
+// the op computes in. Movement ops on leaves fold into the leaf's view, so a
+// chain of views over memory is one Buffer node, as PyTorch's views are.
+#pragma once
+#include <optional>
+
+#include "ir/node.h"
+
+namespace tj::fe {
+
+using ir::NodePtr;
+using ir::Op;
+using ir::Shape;
+
+NodePtr constant(const Scalar& v, DType t, Shape shape = {});
+NodePtr cast(const NodePtr& x, DType t);
+NodePtr unary(Op op, const NodePtr& x);
+// Broadcasts the operands; comparison ops give bool, others the operands' dtype.
+NodePtr binary(Op op, NodePtr a, NodePtr b);
+NodePtr where(NodePtr cond, NodePtr a, NodePtr b);
+
+NodePtr reshape(const NodePtr& x, const Shape& shape);
+NodePtr permute(const NodePtr& x, const std::vector<int64_t>& perm);
+// Broadcasts to `shape` (leading dims may be added); PyTorch's expand errors.
+NodePtr expand(const NodePtr& x, const Shape& shape);
+// x[start:stop:step] along one dim; start/stop already clamped, step != 0.
+NodePtr slice(const NodePtr& x, int64_t dim, int64_t start, int64_t stop, int64_t step);
+
+// The strides of a view of `x` with shape `shape` when one exists (PyTorch's
+// computeStride): for folding reshape into a leaf's view.
+std::optional<std::vector<int64_t>> view_strides(const Shape& old_shape,
+                                                 const std::vector<int64_t>& old_strides,
+                                                 const Shape& shape);
+
+} // namespace tj::fe

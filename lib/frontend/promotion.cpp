@@ -1,0 +1,41 @@
+// Type promotion: dimensioned tensors over 0-d tensors over wrapped scalars.
+#include "frontend/promotion.h"
+
+#include <optional>
+
+#include "frontend/tensor_impl.h"
+
+namespace tj::fe {
+namespace {
+
+std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (is_floating_point(*higher)) return higher;
+  if (*higher == kBool || is_floating_point(*lower)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+} // namespace
+
+Operand operand(const Tensor& t) { return {detail::node_of(t), false}; }
+Operand operand(const Scalar& s) { return {constant(s, s.dtype()), true}; }
+
+DType result_type(std::initializer_list<Operand> ops) {
+  std::optional<DType> dim, zero, wrapped;
+  for (const auto& o : ops) {
+    DType cur = o.node->dtype;
+    if (o.wrapped && is_floating_point(cur)) cur = default_dtype();
+    auto& slot = o.wrapped ? wrapped : (o.node->shape.empty() ? zero : dim);
+    slot = slot ? promote_types(*slot, cur) : cur;
+  }
+  return *combine(dim, combine(zero, wrapped));
+}
+
+const char* cpp_type_name(DType t) {
+  static const char* names[] = {"Bool", "Byte",  "Char",     "Short", "Int",
+                                "Long", "Half",  "BFloat16", "Float", "Double"};
+  return names[static_cast<int>(t)];
+}
+
+} // namespace tj::fe

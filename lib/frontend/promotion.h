@@ -1,0 +1,23 @@
+// PyTorch's result_type over tensors and wrapped Python-style scalars.
+#pragma once
+#include <initializer_list>
+
+#include "frontend/graph_builders.h"
+#include "tensorjit/tensor.h"
+
+namespace tj::fe {
+
+// An operand of an elementwise op: a tensor's node, or a scalar wrapped as a
+// 0-d constant that takes part in promotion only by category.
+struct Operand {
+  NodePtr node;
+  bool wrapped;
+};
+Operand operand(const Tensor& t);
+Operand operand(const Scalar& s);
+
+DType result_type(std::initializer_list<Operand> ops);
+// "Float", "Long", ...: PyTorch's C++ names used in "not implemented for" errors.
+const char* cpp_type_name(DType t);
+
+} // namespace tj::fe

@@ -1,0 +1,152 @@
+// Hash-consing of tensor-graph nodes, and their iterative destruction.
+#include "ir/node.h"
+
+#include <bit>
+#include <mutex>
+#include <unordered_map>
+
+namespace tj::ir {
+namespace {
+
+size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+uint64_t scalar_bits(const Scalar& s) {
+  return s.is_floating_point() ? std::bit_cast<uint64_t>(s.to_double())
+                               : static_cast<uint64_t>(s.to_int());
+}
+
+bool same_scalar(const Scalar& a, const Scalar& b) {
+  return a.kind() == b.kind() && scalar_bits(a) == scalar_bits(b);
+}
+
+size_t hash_of(const Node& n) {
+  size_t h = mix(static_cast<size_t>(n.op), static_cast<size_t>(n.dtype));
+  for (int64_t d : n.shape) h = mix(h, static_cast<size_t>(d));
+  for (const auto& s : n.src) h = mix(h, s->hash);
+  for (int64_t a : n.args) h = mix(h, static_cast<size_t>(a));
+  h = mix(h, scalar_bits(n.value) ^ static_cast<size_t>(n.value.kind()));
+  h = mix(h, reinterpret_cast<size_t>(n.storage.get()));
+  for (int64_t s : n.view.strides) h = mix(h, static_cast<size_t>(s));
+  return mix(h, static_cast<size_t>(n.view.offset));
+}
+
+bool same_node(const Node& a, const Node& b) {
+  if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.args != b.args ||
+      a.storage != b.storage || !(a.view == b.view) || !same_scalar(a.value, b.value) ||
+      a.src.size() != b.src.size())
+    return false;
+  for (size_t i = 0; i < a.src.size(); ++i)
+    if (a.src[i] != b.src[i]) return false;
+  return true;
+}
+
+struct Entry {
+  const Node* raw;
+  std::weak_ptr<const Node> weak;
+};
+
+// The table of live nodes. Equal nodes are found here and shared, which makes
+// common-subexpression elimination free and equality a pointer compare.
+struct Table {
+  std::mutex mu;
+  std::unordered_multimap<size_t, Entry> map;
+};
+Table& table() {
+  static Table* t = new Table;  // never destroyed: nodes may outlive static destruction
+  return *t;
+}
+
+// Destroying a long chain recursively would overflow the stack: children are
+// queued and released one at a time by the outermost destructor.
+thread_local bool tl_draining = false;
+thread_local std::vector<NodePtr>* tl_pending = nullptr;
+
+} // namespace
+
+Node::~Node() {
+  {
+    auto& t = table();
+    std::lock_guard lock(t.mu);
+    auto [lo, hi] = t.map.equal_range(hash);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second.raw == this) {
+        t.map.erase(it);
+        break;
+      }
+  }
+  if (!tl_pending) tl_pending = new std::vector<NodePtr>;
+  for (auto& s : src) tl_pending->push_back(std::move(s));
+  if (realized) tl_pending->push_back(std::move(realized));
+  if (tl_draining) return;
+  tl_draining = true;
+  while (!tl_pending->empty()) {
+    NodePtr p = std::move(tl_pending->back());
+    tl_pending->pop_back();
+    p.reset();
+  }
+  tl_draining = false;
+}
+
+NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
+                  std::vector<int64_t> args, Scalar value, std::shared_ptr<rt::Storage> storage,
+                  View view) {
+  auto n = std::make_shared<Node>();
+  n->op = op;
+  n->dtype = dtype;
+  n->shape = std::move(shape);
+  n->src = std::move(src);
+  n->args = std::move(args);
+  n->value = value;
+  n->storage = std::move(storage);
+  n->view = std::move(view);
+  n->hash = hash_of(*n);
+  int64_t depth = 0;
+  for (const auto& s : n->src) depth = std::max(depth, s->realized ? 0 : s->depth);
+  n->depth = is_leaf(op) ? 0 : depth + 1;
+
+  // Candidates are kept alive until the lock is released: dropping the last
+  // reference while holding it would re-enter the table from ~Node.
+  std::vector<NodePtr> candidates;
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  auto [lo, hi] = t.map.equal_range(n->hash);
+  for (auto it = lo; it != hi; ++it) {
+    auto existing = it->second.weak.lock();
+    if (!existing) continue;
+    if (same_node(*existing, *n)) {
+      // `n` dies unregistered; its destructor finds nothing to erase.
+      n->hash = 0;
+      return existing;
+    }
+    candidates.push_back(std::move(existing));
+  }
+  t.map.emplace(n->hash, Entry{n.get(), n});
+  return n;
+}
+
+NodePtr make_const(const Scalar& v, DType dtype, Shape shape) {
+  // Store the value in the category of its dtype, so equal constants hash-cons.
+  Scalar canon = is_floating_point(dtype) ? Scalar(v.to_double())
+                 : dtype == kBool        ? Scalar(v.to_bool())
+                                         : Scalar(v.to_int());
+  return make_node(Op::Const, dtype, std::move(shape), {}, {}, canon);
+}
+
+NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape shape, View view) {
+  return make_node(Op::Buffer, dtype, std::move(shape), {}, {}, {}, std::move(storage),
+                   std::move(view));
+}
+
+NodePtr make_empty(DType dtype, Shape shape) {
+  auto storage = rt::Storage::allocate(static_cast<size_t>(numel(shape)) * itemsize(dtype));
+  View v{contiguous_strides(shape), 0};
+  return make_buffer(std::move(storage), dtype, std::move(shape), std::move(v));
+}
+
+size_t live_node_count() {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  return t.map.size();
+}
+
+} // namespace tj::ir

@@ -1,0 +1,72 @@
+// Nodes of the tensor graph: immutable, hash-consed, shared by pointer.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ir/op.h"
+#include "ir/shape.h"
+#include "storage.h"
+#include "tensorjit/dtype.h"
+#include "tensorjit/scalar.h"
+
+namespace tj::ir {
+
+struct Node;
+using NodePtr = std::shared_ptr<const Node>;
+
+// How a leaf's elements sit in its index space: element (i0, i1, ...) is at
+// offset + sum(ik * strides[k]). For Buffer in elements of the storage; for
+// Iota and Philox it is the index the leaf produces.
+struct View {
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  bool operator==(const View&) const = default;
+};
+
+struct Node {
+  Op op;
+  DType dtype;
+  Shape shape;
+  std::vector<NodePtr> src;
+  std::vector<int64_t> args;              // Reshape/Expand: shape; Permute: perm;
+                                          // Slice: (start, step)...; Philox: seed, offset, word
+  Scalar value;                           // Const
+  std::shared_ptr<rt::Storage> storage;   // Buffer
+  View view;                              // Buffer, Iota, Philox
+  size_t hash = 0;
+  int64_t depth = 0;                      // longest path of unrealized nodes below, this one included
+
+  // Set once the node has been computed: a Buffer node holding its value, so
+  // later graphs that reach this node read memory instead of recomputing.
+  mutable NodePtr realized;
+
+  Node() = default;
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  int64_t numel() const { return ir::numel(shape); }
+  int64_t ndim() const { return static_cast<int64_t>(shape.size()); }
+  // This node, or its realized Buffer once computed.
+  const Node* resolved() const { return realized ? realized.get() : this; }
+};
+
+// The one way to build a node: returns the existing node when an equal one is alive.
+NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
+                  std::vector<int64_t> args = {}, Scalar value = {},
+                  std::shared_ptr<rt::Storage> storage = nullptr, View view = {});
+
+// Convenience builders.
+NodePtr make_const(const Scalar& v, DType dtype, Shape shape = {});
+NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape shape, View view);
+// A fresh contiguous buffer leaf over new memory.
+NodePtr make_empty(DType dtype, Shape shape);
+
+// The realized node if `n` was computed, else `n`.
+inline NodePtr resolve(const NodePtr& n) { return n->realized ? n->realized : n; }
+
+// Number of live nodes in the hash-cons table (for tests of memory behaviour).
+size_t live_node_count();
+
+} // namespace tj::ir

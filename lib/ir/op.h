@@ -1,0 +1,52 @@
+// The Op enum and its properties, all generated from ops.def.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace tj::ir {
+
+enum class Op : uint8_t {
+#define TJ_OP(name, arity, cat, grad) name,
+#include "ir/ops.def"
+#undef TJ_OP
+};
+
+enum class OpCategory : uint8_t { Leaf, Unary, Binary, Ternary, Cast, Movement };
+
+inline constexpr int kNumOps = 0
+#define TJ_OP(name, arity, cat, grad) +1
+#include "ir/ops.def"
+#undef TJ_OP
+    ;
+
+struct OpInfo {
+  std::string_view name;
+  int arity;
+  OpCategory category;
+  std::string_view grad_fn;
+};
+
+inline constexpr OpInfo kOpInfo[] = {
+#define TJ_OP(name, arity, cat, grad) {#name, arity, OpCategory::cat, grad},
+#include "ir/ops.def"
+#undef TJ_OP
+};
+static_assert(std::size(kOpInfo) == kNumOps);
+
+constexpr const OpInfo& info(Op op) { return kOpInfo[static_cast<int>(op)]; }
+constexpr std::string_view name(Op op) { return info(op).name; }
+constexpr OpCategory category(Op op) { return info(op).category; }
+constexpr bool is_leaf(Op op) { return category(op) == OpCategory::Leaf; }
+constexpr bool is_movement(Op op) { return category(op) == OpCategory::Movement; }
+constexpr bool is_alu(Op op) {
+  auto c = category(op);
+  return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary ||
+         c == OpCategory::Cast;
+}
+constexpr bool is_comparison(Op op) {
+  return op == Op::CmpEq || op == Op::CmpNe || op == Op::CmpLt || op == Op::CmpLe;
+}
+// Leaves that are read through a strided view (Buffer, Iota, Philox).
+constexpr bool has_view(Op op) { return op == Op::Buffer || op == Op::Iota || op == Op::Philox; }
+
+} // namespace tj::ir

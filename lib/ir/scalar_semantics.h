@@ -1,0 +1,40 @@
+// What each op means on one scalar, per dtype: the single definition used by
+// the constant folder and the reference interpreter (the LLVM lowering
+// implements the same rules; test/test_jit_vs_interp.cpp holds them together).
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "ir/op.h"
+#include "tensorjit/dtype.h"
+
+namespace tj::ir {
+
+// IEEE binary16 / bfloat16 conversions, round to nearest even.
+uint16_t float_to_half_bits(float f);
+float half_bits_to_float(uint16_t h);
+uint16_t float_to_bfloat_bits(float f);
+float bfloat_bits_to_float(uint16_t b);
+
+// Rounds a double to the precision of a floating dtype (float64: unchanged).
+// float16/bfloat16 go through float32 first, as PyTorch's conversions do.
+double round_to_dtype(double v, DType t);
+// Wraps an integer to the width and signedness of an integral dtype (bool: != 0).
+int64_t wrap_to_dtype(int64_t v, DType t);
+// Float to integer dtype: NaN -> 0, saturate to int64, then wrap to the width.
+int64_t float_to_int(double v, DType t);
+
+// Results of unary and binary ops for floating dtypes (computed in double,
+// then rounded by the caller) and for integral dtypes (exact, wrapped).
+double eval_float(Op op, double a, double b = 0.0);
+// `div_by_zero` is set when an integer Div or Mod divides by zero.
+int64_t eval_int(Op op, DType t, int64_t a, int64_t b, bool* div_by_zero);
+// Comparisons on floats and on integers (uint8 and bool compare as unsigned
+// values, which their wrapped int64 representation already is).
+bool eval_compare_float(Op op, double a, double b);
+bool eval_compare_int(Op op, int64_t a, int64_t b);
+
+// Philox4x32-10: the four output words for a 64-bit counter and key.
+void philox4x32(uint64_t counter, uint64_t key, uint32_t out[4]);
+
+} // namespace tj::ir

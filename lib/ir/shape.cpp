@@ -1,0 +1,60 @@
+// Shape arithmetic shared by the frontend and the scheduler.
+#include "ir/shape.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tensorjit/error.h"
+
+namespace tj::ir {
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= std::max<int64_t>(s[i], 1);
+  }
+  return st;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  // From the last dim, as PyTorch checks (and reports) them.
+  for (size_t i = n; i-- > 0;) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw Error(fmt::format("The size of tensor a ({}) must match the size of tensor b ({}) at "
+                              "non-singleton dimension {}",
+                              da, db, i));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  int64_t n = std::max<int64_t>(ndim, 1);
+  if (dim < -n || dim >= n)
+    throw Error(fmt::format("Dimension out of range (expected to be in range of [{}, {}], but got {})",
+                            -n, n - 1, dim));
+  return dim < 0 ? dim + n : dim;
+}
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+void check_sizes(const Shape& s) {
+  for (int64_t d : s)
+    if (d < 0)
+      throw Error(fmt::format("Trying to create tensor with negative dimension {}: {}", d,
+                              shape_str(s)));
+}
+
+} // namespace tj::ir

@@ -1,0 +1,121 @@
+// Constant folding and algebraic identities, bottom-up with memoization.
+#include "passes/simplify.h"
+
+#include <unordered_map>
+
+#include "ir/scalar_semantics.h"
+#include "tensorjit/error.h"
+
+namespace tj::passes {
+
+using ir::NodePtr;
+using ir::Op;
+
+namespace {
+
+bool is_const(const NodePtr& n, double v) {
+  return n->op == Op::Const && !n->value.is_bool() && n->value.to_double() == v;
+}
+
+Scalar as_dtype(const Scalar& v, DType t) {
+  if (is_floating_point(t)) return Scalar(ir::round_to_dtype(v.to_double(), t));
+  if (t == kBool) return Scalar(v.to_bool());
+  if (v.is_floating_point()) return Scalar(ir::float_to_int(v.to_double(), t));
+  return Scalar(ir::wrap_to_dtype(v.to_int(), t));
+}
+
+class Simplifier {
+public:
+  NodePtr run(const NodePtr& in) {
+    NodePtr n = ir::resolve(in);
+    if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
+    NodePtr out = rewrite(n);
+    memo_.emplace(n.get(), out);
+    return out;
+  }
+
+private:
+  NodePtr rewrite(const NodePtr& n) {
+    if (ir::is_leaf(n->op)) return n;
+    std::vector<NodePtr> src;
+    bool changed = false, all_const = true;
+    for (const auto& s : n->src) {
+      src.push_back(run(s));
+      changed |= src.back() != s;
+      all_const &= src.back()->op == Op::Const;
+    }
+    if (ir::is_alu(n->op) && all_const)
+      return ir::make_const(fold_constant(n->op, n->dtype, src), n->dtype, n->shape);
+    if (NodePtr id = identity(n, src)) return id;
+    if (!changed) return n;
+    return ir::make_node(n->op, n->dtype, n->shape, std::move(src), n->args, n->value, n->storage, n->view);
+  }
+
+  // The simpler equal node for algebraic identities, or null.
+  NodePtr identity(const NodePtr& n, const std::vector<NodePtr>& s) {
+    switch (n->op) {
+    case Op::Add:
+      if (is_const(s[1], 0)) return s[0];
+      if (is_const(s[0], 0)) return s[1];
+      break;
+    case Op::Sub:
+      if (is_const(s[1], 0)) return s[0];
+      break;
+    case Op::Mul:
+      if (is_const(s[1], 1)) return s[0];
+      if (is_const(s[0], 1)) return s[1];
+      if (!is_floating_point(n->dtype) && (is_const(s[0], 0) || is_const(s[1], 0)))
+        return ir::make_const(0, n->dtype, n->shape);
+      break;
+    case Op::Div:
+      if (is_const(s[1], 1)) return s[0];
+      break;
+    case Op::Neg:
+      if (s[0]->op == Op::Neg) return run(s[0]->src[0]);
+      break;
+    case Op::Not:
+      if (s[0]->op == Op::Not) return run(s[0]->src[0]);
+      break;
+    case Op::Where:
+      if (s[0]->op == Op::Const) return s[0]->value.to_bool() ? s[1] : s[2];
+      if (s[1] == s[2]) return s[1];
+      break;
+    case Op::Cast:
+      if (s[0]->dtype == n->dtype) return s[0];
+      break;
+    default: break;
+    }
+    return nullptr;
+  }
+
+  std::unordered_map<const ir::Node*, NodePtr> memo_;
+};
+
+} // namespace
+
+Scalar fold_constant(Op op, DType out, const std::vector<NodePtr>& src) {
+  const Scalar& a = src[0]->value;
+  DType in = src[0]->dtype;
+  if (op == Op::Cast) return as_dtype(a, out);
+  if (op == Op::Where) return src[0]->value.to_bool() ? src[1]->value : src[2]->value;
+  const Scalar& b = src.size() > 1 ? src[1]->value : a;
+  if (ir::is_comparison(op)) {
+    return is_floating_point(in) ? Scalar(ir::eval_compare_float(op, a.to_double(), b.to_double()))
+                                 : Scalar(ir::eval_compare_int(op, a.to_int(), b.to_int()));
+  }
+  if (is_floating_point(out)) return Scalar(ir::round_to_dtype(ir::eval_float(op, a.to_double(), b.to_double()), out));
+  bool div0 = false;
+  int64_t r = ir::eval_int(op, out, a.to_int(), b.to_int(), &div0);
+  if (div0) throw Error("ZeroDivisionError");
+  return out == kBool ? Scalar(r != 0) : Scalar(r);
+}
+
+std::vector<NodePtr> simplify(const std::vector<NodePtr>& roots) {
+  Simplifier s;
+  std::vector<NodePtr> out;
+  out.reserve(roots.size());
+  for (const auto& r : roots) out.push_back(s.run(r));
+  return out;
+}
+
+} // namespace tj::passes

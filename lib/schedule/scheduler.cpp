@@ -1,0 +1,421 @@
+// Scheduling: lowering fused elementwise graphs to the kernel IR.
+#include "schedule/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <map>
+#include <optional>
+#include <unordered_set>
+
+#include "ir/scalar_semantics.h"
+
+namespace tj::sched {
+namespace {
+
+using ir::Node;
+using ir::NodePtr;
+using ir::Op;
+using kir::Slot;
+
+// How the kernel's iteration index i reaches a node's elements:
+// node index k = offset[k] + sum_d coef[k][d] * i_d.
+struct Access {
+  std::vector<int64_t> offset;
+  std::vector<std::vector<int64_t>> coef;
+
+  static Access identity(size_t n) {
+    Access a{std::vector<int64_t>(n, 0), std::vector<std::vector<int64_t>>(n, std::vector<int64_t>(n, 0))};
+    for (size_t k = 0; k < n; ++k) a.coef[k][k] = 1;
+    return a;
+  }
+  // Affine map of a leaf's view: element offset and per-domain-dim strides.
+  std::pair<int64_t, std::vector<int64_t>> through(const ir::View& v, size_t ndomain) const {
+    int64_t base = v.offset;
+    std::vector<int64_t> strides(ndomain, 0);
+    for (size_t k = 0; k < offset.size(); ++k) {
+      base += v.strides[k] * offset[k];
+      for (size_t d = 0; d < ndomain; ++d) strides[d] += v.strides[k] * coef[k][d];
+    }
+    return {base, strides};
+  }
+  bool constant_row(size_t k) const {
+    for (int64_t c : coef[k])
+      if (c) return false;
+    return true;
+  }
+  bool operator<(const Access& o) const { return std::tie(offset, coef) < std::tie(o.offset, o.coef); }
+};
+
+// Raised while lowering when a node must be computed into memory first.
+struct NeedsRealize {
+  NodePtr node;
+};
+
+// Maps a node's index to its Reshape source's index, if that map is affine.
+std::optional<Access> reshape_access(const Node& n, const Access& a) {
+  const ir::Shape& src = n.src[0]->shape;
+  const ir::Shape& dst = n.shape;
+  size_t nd = a.offset.empty() ? 0 : a.coef.empty() ? 0 : a.coef[0].size();
+  if (!a.coef.empty()) nd = a.coef[0].size();
+  Access out{std::vector<int64_t>(src.size(), 0),
+             std::vector<std::vector<int64_t>>(src.size(), std::vector<int64_t>(nd, 0))};
+  std::vector<size_t> sd, dd;  // non-singleton dims
+  for (size_t i = 0; i < src.size(); ++i)
+    if (src[i] != 1) sd.push_back(i);
+  for (size_t j = 0; j < dst.size(); ++j)
+    if (dst[j] != 1) dd.push_back(j);
+  size_t i = 0, j = 0;
+  while (i < sd.size() && j < dd.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t ps = src[sd[i++]], pd = dst[dd[j++]];
+    while (ps != pd) {
+      if (ps < pd && i < sd.size()) ps *= src[sd[i++]];
+      else if (pd < ps && j < dd.size()) pd *= dst[dd[j++]];
+      else return std::nullopt;
+    }
+    // Linear index within the group, from the node's dims (row-major).
+    std::vector<int64_t> lin_coef(nd, 0);
+    int64_t lin_off = 0, mult = 1;
+    bool constant = true;
+    for (size_t q = j; q-- > j0;) {
+      size_t k = dd[q];
+      lin_off += a.offset[k] * mult;
+      for (size_t d = 0; d < nd; ++d) lin_coef[d] += a.coef[k][d] * mult;
+      constant &= a.constant_row(k);
+      mult *= dst[k];
+    }
+    if (i - i0 == 1) {
+      out.offset[sd[i0]] = lin_off;
+      out.coef[sd[i0]] = lin_coef;
+    } else if (constant) {
+      for (size_t q = i; q-- > i0;) {
+        out.offset[sd[q]] = lin_off % src[sd[q]];
+        lin_off /= src[sd[q]];
+      }
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (i != sd.size() || j != dd.size()) return std::nullopt;
+  return out;
+}
+
+uint64_t param_bits(const Scalar& v, DType t) {
+  if (t == kFloat64) return std::bit_cast<uint64_t>(v.to_double());
+  if (t == kFloat32) return std::bit_cast<uint32_t>(static_cast<float>(v.to_double()));
+  if (t == kBool) return v.to_bool();
+  int64_t i = v.is_floating_point() ? ir::float_to_int(v.to_double(), t) : ir::wrap_to_dtype(v.to_int(), t);
+  return static_cast<uint64_t>(i);
+}
+
+bool is_half(DType t) { return t == kFloat16 || t == kBFloat16; }
+
+class KernelBuilder {
+public:
+  explicit KernelBuilder(ir::Shape domain) : domain_(std::move(domain)) {}
+
+  int32_t lower(const NodePtr& in, const Access& a) {
+    NodePtr n = ir::resolve(in);
+    auto key = std::make_pair(n.get(), a);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    int32_t v = lower_uncached(n, a);
+    memo_.emplace(std::move(key), v);
+    keep_.push_back(n);
+    return v;
+  }
+
+  void store(const NodePtr& root, int32_t value, std::shared_ptr<rt::Storage> storage) {
+    int32_t s = add_slot(Slot::Role::Output, root->dtype, storage, 0, ir::contiguous_strides(domain_));
+    k_.stores.push_back({s, convert(value, root->dtype)});
+  }
+
+  rt::Launch finish(std::string name) {
+    k_.name = std::move(name);
+    rt::Launch l;
+    // Merge dims that every slot walks contiguously, and drop singleton dims,
+    // so the innermost row is as long as possible.
+    std::vector<int64_t> dom;
+    std::vector<std::vector<int64_t>> st(slots_.size());
+    for (size_t d = 0; d < domain_.size(); ++d) {
+      if (domain_[d] == 1) continue;
+      bool merge = !dom.empty();
+      for (size_t s = 0; s < slots_.size() && merge; ++s)
+        merge = st[s].back() == slots_[s].strides[d] * domain_[d];
+      if (merge) {
+        dom.back() *= domain_[d];
+        for (size_t s = 0; s < slots_.size(); ++s) st[s].back() = slots_[s].strides[d];
+      } else {
+        dom.push_back(domain_[d]);
+        for (size_t s = 0; s < slots_.size(); ++s) st[s].push_back(slots_[s].strides[d]);
+      }
+    }
+    if (dom.empty()) {
+      dom.push_back(1);
+      for (auto& s : st) s.push_back(0);
+    }
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      int64_t inner = st[s].back();
+      k_.slots[s].stride = inner == 1   ? kir::StrideKind::Contiguous
+                           : inner == 0 ? kir::StrideKind::Broadcast
+                                        : kir::StrideKind::Strided;
+      slots_[s].strides = st[s];
+    }
+    kir::verify(k_);
+    l.kernel = std::move(k_);
+    l.domain = std::move(dom);
+    l.slots = std::move(slots_);
+    l.params = std::move(params_);
+    return l;
+  }
+
+private:
+  int32_t lower_uncached(const NodePtr& n, const Access& a) {
+    switch (ir::category(n->op)) {
+    case ir::OpCategory::Leaf: return lower_leaf(n, a);
+    case ir::OpCategory::Movement: return lower(n->src[0], move_access(n, a));
+    case ir::OpCategory::Cast: return convert(lower(n->src[0], a), n->dtype);
+    default: {
+      std::vector<int32_t> src;
+      for (const auto& s : n->src) src.push_back(lower(s, a));
+      return alu(n->op, n->dtype, src);
+    }
+    }
+  }
+
+  Access move_access(const NodePtr& n, const Access& a) {
+    const Node& src = *n->src[0];
+    switch (n->op) {
+    case Op::Expand: {
+      Access out = a;
+      for (size_t k = 0; k < src.shape.size(); ++k)
+        if (src.shape[k] == 1 && n->shape[k] != 1) {
+          out.offset[k] = 0;
+          std::fill(out.coef[k].begin(), out.coef[k].end(), 0);
+        }
+      return out;
+    }
+    case Op::Permute: {
+      Access out = a;
+      for (size_t i = 0; i < n->args.size(); ++i) {
+        out.offset[n->args[i]] = a.offset[i];
+        out.coef[n->args[i]] = a.coef[i];
+      }
+      return out;
+    }
+    case Op::Slice: {
+      Access out = a;
+      for (size_t k = 0; k < out.offset.size(); ++k) {
+        int64_t start = n->args[2 * k], step = n->args[2 * k + 1];
+        out.offset[k] = start + step * a.offset[k];
+        for (auto& c : out.coef[k]) c *= step;
+      }
+      return out;
+    }
+    case Op::Reshape:
+      if (auto r = reshape_access(*n, a)) return *r;
+      throw NeedsRealize{n->src[0]};
+    default: throw std::logic_error("scheduler: unknown movement op");
+    }
+  }
+
+  int32_t lower_leaf(const NodePtr& n, const Access& a) {
+    switch (n->op) {
+    case Op::Const: {
+      DType pt = is_half(n->dtype) ? kFloat32 : n->dtype;
+      auto [it, fresh] = param_memo_.try_emplace(n.get(), 0);
+      if (fresh) {
+        it->second = static_cast<int32_t>(k_.params.size());
+        k_.params.push_back(pt);
+        params_.push_back(param_bits(n->value, pt));
+      }
+      int32_t p = emit({Op::Const, pt, {-1, -1, -1}, it->second, 0});
+      return convert(p, n->dtype);
+    }
+    case Op::Buffer: {
+      auto [base, strides] = a.through(n->view, domain_.size());
+      int32_t s = add_slot(Slot::Role::Input, n->dtype, n->storage, base, strides);
+      return emit({Op::Buffer, n->dtype, {-1, -1, -1}, s, 0});
+    }
+    case Op::Iota: return index_value(n, a);
+    case Op::Philox: {
+      int32_t idx = index_value(n, a);
+      int32_t off = int_param(static_cast<int64_t>(n->args[1]));
+      int32_t key = int_param(static_cast<int64_t>(n->args[0]));
+      return emit({Op::Philox, kInt64, {idx, off, key}, -1, n->args[2]});
+    }
+    default: throw std::logic_error("scheduler: unknown leaf");
+    }
+  }
+
+  int32_t index_value(const NodePtr& n, const Access& a) {
+    auto [base, strides] = a.through(n->view, domain_.size());
+    int32_t s = add_slot(Slot::Role::Index, kInt64, nullptr, base, strides);
+    return emit({Op::Iota, kInt64, {-1, -1, -1}, s, 0});
+  }
+
+  int32_t int_param(int64_t v) {
+    auto [it, fresh] = int_params_.try_emplace(v, 0);
+    if (fresh) {
+      it->second = static_cast<int32_t>(k_.params.size());
+      k_.params.push_back(kInt64);
+      params_.push_back(static_cast<uint64_t>(v));
+    }
+    return emit({Op::Const, kInt64, {-1, -1, -1}, it->second, 0});
+  }
+
+  int32_t add_slot(Slot::Role role, DType t, std::shared_ptr<rt::Storage> storage, int64_t base,
+                   std::vector<int64_t> strides) {
+    if (role != Slot::Role::Output) {
+      for (size_t s = 0; s < slots_.size(); ++s)
+        if (k_.slots[s].role == role && k_.slots[s].dtype == t && slots_[s].storage == storage &&
+            slots_[s].base == base && slots_[s].strides == strides)
+          return static_cast<int32_t>(s);
+    }
+    k_.slots.push_back({role, t, kir::StrideKind::Strided});
+    slots_.push_back({std::move(storage), base, std::move(strides)});
+    return static_cast<int32_t>(k_.slots.size() - 1);
+  }
+
+  int32_t emit(kir::Value v) {
+    auto [it, fresh] = cse_.try_emplace(key_of(v), 0);
+    if (fresh) {
+      it->second = static_cast<int32_t>(k_.values.size());
+      k_.values.push_back(v);
+    }
+    return it->second;
+  }
+
+  static std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t> key_of(const kir::Value& v) {
+    return {int(v.op), int(v.dtype), v.src[0], v.src[1], v.src[2], v.slot, v.imm};
+  }
+
+  DType dtype_of(int32_t v) const { return k_.values[v].dtype; }
+
+  // A Cast, going through float32 for the 16-bit float types.
+  int32_t convert(int32_t v, DType to) {
+    DType from = dtype_of(v);
+    if (from == to) return v;
+    if ((is_half(from) && to != kFloat32) || (is_half(to) && from != kFloat32 && from != kFloat64))
+      v = convert(v, kFloat32);
+    if (dtype_of(v) == to) return v;
+    return emit({Op::Cast, to, {v, -1, -1}, -1, 0});
+  }
+
+  // An ALU op; 16-bit floats compute in float32 and are rounded back.
+  int32_t alu(Op op, DType out, std::vector<int32_t> src) {
+    bool half = is_half(out);
+    for (int32_t& s : src)
+      if (is_half(dtype_of(s))) {
+        s = convert(s, kFloat32);
+        half = true;
+      }
+    (void)half;
+    DType compute = is_half(out) ? kFloat32 : out;
+    kir::Value v{op, compute, {-1, -1, -1}, -1, 0};
+    for (size_t i = 0; i < src.size(); ++i) v.src[i] = src[i];
+    return convert(emit(v), out);
+  }
+
+  ir::Shape domain_;
+  kir::Kernel k_;
+  std::vector<rt::SlotBinding> slots_;
+  std::vector<uint64_t> params_;
+  std::map<std::pair<const Node*, Access>, int32_t> memo_;
+  std::vector<NodePtr> keep_;  // keeps memo keys alive while building
+  std::map<const Node*, int32_t> param_memo_;
+  std::map<int64_t, int32_t> int_params_;
+  std::map<std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t>, int32_t> cse_;
+};
+
+std::string kernel_name(const std::vector<NodePtr>& roots) {
+  std::string s = "k";
+  for (const auto& r : roots) {
+    s += "_";
+    s += ir::name(r->op);
+    if (s.size() > 40) break;
+  }
+  return s;
+}
+
+class Scheduler {
+public:
+  explicit Scheduler(bool fusion) : fusion_(fusion) {}
+
+  std::vector<rt::Launch> run(const std::vector<Target>& targets) {
+    if (!fusion_) {
+      std::unordered_set<const Node*> seen;
+      for (const auto& t : targets) realize_each(t.compute, seen);
+    }
+    // One kernel per distinct shape computes every target of that shape.
+    // Reshapes at a target cost nothing: the source is computed into
+    // contiguous memory, which the target then views.
+    std::map<ir::Shape, std::vector<Target>> groups;
+    for (const auto& t : targets) {
+      NodePtr n = ir::resolve(t.compute);
+      while (n->op == Op::Reshape) n = ir::resolve(n->src[0]);
+      groups[n->shape].push_back({t.mark, n});
+    }
+    for (auto& [shape, group] : groups) realize_group(group);
+    return std::move(launches_);
+  }
+
+private:
+  // Without fusion: every ALU node below `n` becomes its own kernel.
+  void realize_each(const NodePtr& in, std::unordered_set<const Node*>& seen) {
+    NodePtr n = ir::resolve(in);
+    if (!seen.insert(n.get()).second || ir::is_leaf(n->op)) return;
+    for (const auto& s : n->src) realize_each(s, seen);
+    if (ir::is_alu(n->op)) realize_group({{n, n}});
+  }
+
+  void realize_group(const std::vector<Target>& targets) {
+    for (;;) {
+      try {
+        const ir::Shape& shape = targets[0].compute->shape;
+        KernelBuilder kb(shape);
+        std::vector<int32_t> values;
+        for (const auto& t : targets) values.push_back(kb.lower(t.compute, Access::identity(shape.size())));
+        std::vector<std::shared_ptr<rt::Storage>> storages;
+        std::vector<NodePtr> roots;
+        for (size_t i = 0; i < targets.size(); ++i) {
+          const NodePtr& c = targets[i].compute;
+          auto st = rt::Storage::allocate(static_cast<size_t>(c->numel()) * itemsize(c->dtype));
+          kb.store(c, values[i], st);
+          storages.push_back(st);
+          roots.push_back(c);
+        }
+        rt::Launch l = kb.finish(kernel_name(roots));
+        for (size_t i = 0; i < targets.size(); ++i) {
+          const Target& t = targets[i];
+          auto buffer = [&](const NodePtr& n) {
+            return ir::make_buffer(storages[i], n->dtype, n->shape, ir::View{ir::contiguous_strides(n->shape), 0});
+          };
+          t.mark->realized = buffer(t.mark);
+          // The computed node is realized too (unless it is memory already, as a clone's source).
+          if (t.compute != t.mark && !t.compute->realized && t.compute->op != Op::Buffer)
+            t.compute->realized = buffer(t.compute);
+        }
+        if (ir::numel(shape) > 0) launches_.push_back(std::move(l));
+        return;
+      } catch (const NeedsRealize& need) {
+        // Compute the node that cannot be indexed affinely, then try again.
+        NodePtr dep = ir::resolve(need.node);
+        NodePtr inner = dep;
+        while (inner->op == Op::Reshape) inner = ir::resolve(inner->src[0]);
+        realize_group({{dep, inner}});
+      }
+    }
+  }
+
+  bool fusion_;
+  std::vector<rt::Launch> launches_;
+};
+
+} // namespace
+
+std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion) {
+  return Scheduler(fusion).run(targets);
+}
+
+} // namespace tj::sched

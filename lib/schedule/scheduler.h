@@ -1,0 +1,28 @@
+// The scheduler: partitions a graph into fused kernels of the kernel IR.
+#pragma once
+#include <vector>
+
+#include "ir/node.h"
+#include "launch.h"
+
+namespace tj::sched {
+
+// A node to compute (`compute`, simplified) for the node the user asked for
+// (`mark`). The value goes to fresh memory, recorded as mark->realized.
+struct Target {
+  ir::NodePtr mark;
+  ir::NodePtr compute;
+};
+
+// Plans the computation of the targets. Buffers are recorded as `realized`
+// when the plan is made; the launches must then run, in order, before those
+// buffers are read.
+//
+// With fusion, all roots of one shape are computed by one kernel that
+// evaluates their whole elementwise graphs, reading leaves through index
+// expressions. A node is computed by a kernel of its own only where its
+// value cannot be indexed affinely (a reshape across non-contiguous dims).
+// Without fusion (TJ_FUSION=0) every ALU op is its own kernel.
+std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion);
+
+} // namespace tj::sched

@@ -1,0 +1,28 @@
+// A kernel launch: a kernel of the kernel IR bound to memory over an iteration space.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "kernel_ir.h"
+#include "storage.h"
+
+namespace tj::rt {
+
+struct SlotBinding {
+  std::shared_ptr<Storage> storage;  // null for Index slots
+  int64_t base = 0;                  // element offset of iteration index (0, ..., 0)
+  std::vector<int64_t> strides;      // element stride per domain dim
+};
+
+struct Launch {
+  kir::Kernel kernel;
+  std::vector<int64_t> domain;       // iteration shape, innermost last
+  std::vector<SlotBinding> slots;    // parallel to kernel.slots
+  std::vector<uint64_t> params;      // parallel to kernel.params
+};
+
+// Runs launches in order on the CPU: compiles (or finds cached) kernels and
+// splits each iteration space over the thread pool.
+void execute(const std::vector<Launch>& launches);
+
+} // namespace tj::rt

@@ -1,0 +1,35 @@
+// Storage: a block of device memory shared by every tensor that views it.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "tensorjit/device.h"
+
+namespace tj::rt {
+
+class Storage {
+public:
+  // Fresh, 64-byte aligned, uninitialized memory.
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device = kCPU);
+  // Memory owned by the user (from_blob); `deleter` runs when the last view goes.
+  static std::shared_ptr<Storage> wrap(void* data, size_t nbytes, Device device,
+                                       std::function<void(void*)> deleter);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+private:
+  Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter)
+      : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+  std::function<void(void*)> deleter_;
+};
+
+} // namespace tj::rt

@@ -1,0 +1,153 @@
+// tj-bench: fused-kernel workloads timed against an unfused run, a plain C++
+// loop and the machine's copy bandwidth, all measured in the same process.
+#include <fmt/format.h>
+#include <tensorjit/tensorjit.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median wall time of `fn` over `reps` runs after one warm-up run.
+double time_median(int reps, const std::function<void()>& fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    fn();
+    t.push_back(seconds_since(t0));
+  }
+  return median(t);
+}
+
+// Copy bandwidth with as many threads as tensorjit uses: the roofline for
+// kernels that read one array and write another.
+double copy_seconds(size_t bytes, int threads, int reps) {
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  return time_median(reps, [&] {
+    std::vector<std::thread> pool;
+    size_t per = (bytes / threads + 63) / 64 * 64;
+    for (int t = 0; t < threads; ++t) {
+      size_t b = std::min(bytes, t * per), e = std::min(bytes, (t + 1) * per);
+      pool.emplace_back([&, b, e] { std::memcpy(dst.data() + b, src.data() + b, e - b); });
+    }
+    for (auto& th : pool) th.join();
+  });
+}
+
+tj::Tensor gelu_tanh(const tj::Tensor& x) {
+  return 0.5 * x * (1 + tj::tanh(0.7978845608 * (x + 0.044715 * x * x * x)));
+}
+
+struct Row {
+  std::string workload, variant;
+  double ms, gbps, frac;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int64_t n = 16 * 1024 * 1024;
+  int reps = 9;
+  std::string json;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--size" && i + 1 < argc) n = std::atoll(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--json" && i + 1 < argc) json = argv[++i];
+    else if (a == "--help" || a == "-h") {
+      fmt::print("usage: tj-bench [--size N] [--reps R] [--json FILE]\n"
+                 "Times fused tensorjit kernels against an unfused run (TJ_FUSION=0),\n"
+                 "a plain C++ loop and the measured copy bandwidth.\n");
+      return 0;
+    } else {
+      fmt::print(stderr, "tj-bench: unknown argument '{}' (see --help)\n", a);
+      return 2;
+    }
+  }
+  int threads = tj::config().num_threads > 0 ? tj::config().num_threads
+                                             : static_cast<int>(std::thread::hardware_concurrency());
+  const double bytes = 2.0 * static_cast<double>(n) * sizeof(float);  // read once, write once
+  double copy_s = copy_seconds(static_cast<size_t>(bytes / 2), threads, reps);
+  double copy_gbps = bytes / copy_s / 1e9;
+  fmt::print("machine: {} threads, copy bandwidth {:.1f} GB/s (median of {})\n\n", threads, copy_gbps, reps);
+
+  std::vector<Row> rows;
+  auto add = [&](std::string w, std::string v, double s) {
+    rows.push_back({w, v, s * 1e3, bytes / s / 1e9, bytes / s / 1e9 / copy_gbps});
+  };
+
+  tj::Tensor x = tj::rand({n});
+  x.eval();
+  add("gelu_tanh", "fused", time_median(reps, [&] { gelu_tanh(x).eval(); }));
+  tj::config().fusion = false;
+  add("gelu_tanh", "unfused", time_median(std::max(3, reps / 3), [&] { gelu_tanh(x).eval(); }));
+  tj::config().fusion = true;
+  {
+    std::vector<float> in = x.to_vector<float>(), out(in.size());
+    add("gelu_tanh", "c++ loop (1 thread)", time_median(std::max(3, reps / 3), [&] {
+          for (size_t i = 0; i < in.size(); ++i) {
+            float v = in[i];
+            out[i] = 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+          }
+        }));
+  }
+
+  // Compile latency: each kernel below has a structure not seen before.
+  std::vector<double> compile_ms;
+  tj::Tensor small = tj::rand({1024});
+  small.eval();
+  for (int k = 0; k < std::max(5, reps); ++k) {
+    tj::Tensor e = tj::exp(small) * small;
+    for (int j = 0; j <= k; ++j) e = e + small * static_cast<double>(j + 2);
+    auto before = tj::stats().kernels_compiled;
+    auto t0 = Clock::now();
+    e.eval();
+    double ms = seconds_since(t0) * 1e3;
+    if (tj::stats().kernels_compiled > before) compile_ms.push_back(ms);
+  }
+  // A cache hit: the same structure on new data, end to end (build, schedule, look up, run).
+  tj::Tensor tiny = tj::rand({16});
+  tiny.eval();
+  double hit_us = time_median(std::max(25, reps), [&] { (tj::exp(tiny) * tiny + 1).eval(); }) * 1e6;
+
+  fmt::print("{:<12} {:<22} {:>10} {:>10} {:>12}\n", "workload", "variant", "ms", "GB/s", "% of copy");
+  for (const auto& r : rows)
+    fmt::print("{:<12} {:<22} {:>10.2f} {:>10.1f} {:>11.1f}%\n", r.workload, r.variant, r.ms, r.gbps, 100 * r.frac);
+  double fused = rows[0].ms;
+  fmt::print("\nfused vs unfused: {:.2f}x faster; fused vs c++ loop: {:.2f}x faster\n", rows[1].ms / fused,
+             rows[2].ms / fused);
+  fmt::print("compile latency of one fused elementwise kernel: median {:.2f} ms over {}\n",
+             compile_ms.empty() ? 0.0 : median(compile_ms), compile_ms.size());
+  fmt::print("cache hit, end to end (16 elements): median {:.1f} us\n", hit_us);
+
+  if (!json.empty()) {
+    std::ofstream f(json);
+    f << "{\n  \"copy_gbps\": " << copy_gbps << ",\n  \"threads\": " << threads << ",\n  \"rows\": [\n";
+    for (size_t i = 0; i < rows.size(); ++i)
+      f << fmt::format("    {{\"workload\": \"{}\", \"variant\": \"{}\", \"ms\": {:.4f}, \"gbps\": {:.3f}, "
+                       "\"fraction_of_copy\": {:.4f}}}{}\n",
+                       rows[i].workload, rows[i].variant, rows[i].ms, rows[i].gbps, rows[i].frac,
+                       i + 1 < rows.size() ? "," : "");
+    f << fmt::format("  ],\n  \"compile_ms_median\": {:.4f},\n  \"cache_hit_us_median\": {:.3f}\n}}\n",
+                     compile_ms.empty() ? 0.0 : median(compile_ms), hit_us);
+  }
+  return 0;
+}
