@@ -1,0 +1,1094 @@
+// Tests for the LLVM backend (codegen/llvm): hand-built kernels, JIT-compiled and run on small
+// arrays against scalar C++ references of the kernel-IR semantics.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "llvm/llvm_codegen.h"
+
+namespace {
+
+using namespace tj;
+using ir::Op;
+using kir::StrideKind;
+using Role = kir::Slot::Role;
+using llvmjit::CompiledKernel;
+
+// ---- host types of each dtype ------------------------------------------------------------------
+
+template <DType D> struct CTypeOf;
+template <> struct CTypeOf<kBool> { using type = uint8_t; }; // 0/1 bytes
+template <> struct CTypeOf<kUInt8> { using type = uint8_t; };
+template <> struct CTypeOf<kInt8> { using type = int8_t; };
+template <> struct CTypeOf<kInt16> { using type = int16_t; };
+template <> struct CTypeOf<kInt32> { using type = int32_t; };
+template <> struct CTypeOf<kInt64> { using type = int64_t; };
+template <> struct CTypeOf<kFloat16> { using type = uint16_t; };  // bits
+template <> struct CTypeOf<kBFloat16> { using type = uint16_t; }; // bits
+template <> struct CTypeOf<kFloat32> { using type = float; };
+template <> struct CTypeOf<kFloat64> { using type = double; };
+template <DType D> using ctype = typename CTypeOf<D>::type;
+
+template <DType D> using DT = std::integral_constant<DType, D>;
+using Bool = DT<kBool>;
+using U8 = DT<kUInt8>;
+using I8 = DT<kInt8>;
+using I16 = DT<kInt16>;
+using I32 = DT<kInt32>;
+using I64 = DT<kInt64>;
+using F32 = DT<kFloat32>;
+using F64 = DT<kFloat64>;
+
+
+// ---- building and running kernels --------------------------------------------------------------
+
+struct KernelBuilder {
+  kir::Kernel k;
+
+  int slot(Role r, DType t, StrideKind s) {
+    k.slots.push_back({r, t, s});
+    return int(k.slots.size()) - 1;
+  }
+  int in(DType t, StrideKind s = StrideKind::Contiguous) { return slot(Role::Input, t, s); }
+  int out(DType t, StrideKind s = StrideKind::Contiguous) { return slot(Role::Output, t, s); }
+  int index(StrideKind s) { return slot(Role::Index, kInt64, s); }
+  int param(DType t) {
+    k.params.push_back(t);
+    return int(k.params.size()) - 1;
+  }
+  int value(Op op, DType t, std::vector<int> src, int slot = -1, int64_t imm = 0) {
+    kir::Value v{op, t};
+    for (size_t i = 0; i < src.size(); ++i) v.src[i] = src[i];
+    v.slot = slot;
+    v.imm = imm;
+    k.values.push_back(v);
+    return int(k.values.size()) - 1;
+  }
+  int load(int s) { return value(Op::Buffer, k.slots[s].dtype, {}, s); }
+  int cnst(int p) { return value(Op::Const, k.params[p], {}, p); }
+  int iota(int s) { return value(Op::Iota, kInt64, {}, s); }
+  int op(Op o, DType t, std::vector<int> src) { return value(o, t, std::move(src)); }
+  void store(int s, int v) { k.stores.push_back({s, v}); }
+};
+
+// The arguments of one kernel call. Strides of Contiguous/Broadcast slots are set to a value the
+// kernel must not read.
+struct Call {
+  std::vector<void*> ptrs;
+  std::vector<int64_t> base, stride;
+  std::vector<uint64_t> params;
+  int32_t err = 0;
+  explicit Call(const kir::Kernel& k)
+      : ptrs(k.slots.size(), nullptr), base(k.slots.size(), 0), stride(k.slots.size(), 12345),
+        params(k.params.size() + 1, 0) {}
+  void run(const CompiledKernel& ck, int64_t n) {
+    ck.fn(n, ptrs.data(), base.data(), stride.data(), params.data(), &err);
+  }
+};
+
+std::shared_ptr<CompiledKernel> jit(const kir::Kernel& k, int opt = 2) {
+  auto ck = llvmjit::compile(k, opt);
+  REQUIRE(ck);
+  REQUIRE(ck->fn != nullptr);
+  return ck;
+}
+
+// Compiles `out = op(args...)` (value dtype Out, operands In) and runs it over the arrays.
+template <DType Out, DType In>
+std::vector<ctype<Out>> run_op(Op op, std::vector<std::vector<ctype<In>>> args,
+                               int32_t* err = nullptr, int opt = 2) {
+  KernelBuilder kb;
+  std::vector<int> srcs;
+  for (size_t a = 0; a < args.size(); ++a) srcs.push_back(kb.load(kb.in(In)));
+  int o = kb.out(Out);
+  kb.store(o, kb.op(op, Out, srcs));
+  auto ck = jit(kb.k, opt);
+  size_t n = args[0].size();
+  std::vector<ctype<Out>> result(n);
+  Call call(kb.k);
+  for (size_t a = 0; a < args.size(); ++a) call.ptrs[a] = args[a].data();
+  call.ptrs[o] = result.data();
+  call.run(*ck, int64_t(n));
+  if (err) *err = call.err;
+  return result;
+}
+
+// ---- float comparison --------------------------------------------------------------------------
+
+template <class F> bool same_float(F a, F b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::memcmp(&a, &b, sizeof(F)) == 0;
+}
+
+// Distance in units in the last place; +0 and -0 are equal, NaN only matches NaN.
+template <class F> int64_t ulp_distance(F a, F b) {
+  using I = std::conditional_t<sizeof(F) == 4, int32_t, int64_t>;
+  constexpr int64_t kFar = std::numeric_limits<int64_t>::max();
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : kFar;
+  if (a == b) return 0;
+  if (std::signbit(a) != std::signbit(b)) return kFar;
+  I ia = std::bit_cast<I>(a), ib = std::bit_cast<I>(b);
+  return ia > ib ? int64_t(ia) - int64_t(ib) : int64_t(ib) - int64_t(ia);
+}
+
+template <class T> std::string show(T v) {
+  std::ostringstream os;
+  os.precision(17);
+  if constexpr (sizeof(T) == 1) os << int(v);
+  else os << v;
+  return os.str();
+}
+
+// Counts mismatches of got vs. want over i, describing the first few.
+template <class Pred, class Describe>
+size_t count_bad(size_t n, Pred&& ok, Describe&& describe) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!ok(i) && bad++ < 4) UNSCOPED_INFO(describe(i));
+  return bad;
+}
+
+// ---- inputs ------------------------------------------------------------------------------------
+
+std::mt19937_64& rng() {
+  static std::mt19937_64 r = [] {
+    uint64_t seed = std::random_device{}();
+    WARN("test_llvm_codegen random seed: " << seed);
+    return std::mt19937_64(seed);
+  }();
+  return r;
+}
+
+template <class F> std::vector<F> float_specials() {
+  const F inf = std::numeric_limits<F>::infinity();
+  return {F(0),   F(-0.0), F(1),    F(-1),   F(0.5),  F(-0.5), F(2),      F(-2),
+          F(2.5), F(-2.5), F(3.5),  F(10),   F(-10),  F(100),  F(-100),   F(1e-30),
+          F(0.1), F(-0.1), F(3.14159265358979), inf,  -inf,    std::numeric_limits<F>::quiet_NaN(),
+          std::numeric_limits<F>::denorm_min(), std::numeric_limits<F>::max()};
+}
+
+// Specials, then uniform values in [lo, hi]: n values in all.
+template <class F> std::vector<F> float_inputs(size_t n, double lo, double hi) {
+  std::vector<F> v = float_specials<F>();
+  std::uniform_real_distribution<double> d(lo, hi);
+  while (v.size() < n) v.push_back(F(d(rng())));
+  return v;
+}
+
+template <class T> std::vector<T> int_specials() {
+  using L = std::numeric_limits<T>;
+  if constexpr (std::is_same_v<T, uint8_t>)
+    return {0, 1, 2, 3, 7, 100, 127, 128, 200, 254, 255};
+  else
+    return {L::min(), T(L::min() + 1), T(-7), T(-3), T(-2), T(-1), 0,
+            1,        2,               3,     7,     T(L::max() - 1), L::max()};
+}
+
+// All pairs of specials, then random pairs: two arrays of equal length.
+template <DType D> std::array<std::vector<ctype<D>>, 2> int_pairs(size_t random_pairs) {
+  using T = ctype<D>;
+  std::array<std::vector<T>, 2> ab;
+  if constexpr (D == kBool) {
+    for (T a : {0, 1})
+      for (T b : {0, 1}) ab[0].push_back(a), ab[1].push_back(b);
+    std::uniform_int_distribution<int> bit(0, 1);
+    for (size_t i = 0; i < random_pairs; ++i)
+      ab[0].push_back(T(bit(rng()))), ab[1].push_back(T(bit(rng())));
+  } else {
+    auto sp = int_specials<T>();
+    for (T a : sp)
+      for (T b : sp) ab[0].push_back(a), ab[1].push_back(b);
+    std::uniform_int_distribution<int64_t> d(std::numeric_limits<T>::min(),
+                                             std::numeric_limits<T>::max());
+    std::uniform_int_distribution<int64_t> small(-9, 9);
+    for (size_t i = 0; i < random_pairs; ++i) {
+      ab[0].push_back(T(d(rng())));
+      ab[1].push_back(T(i % 2 ? d(rng()) : small(rng()))); // small divisors too
+    }
+  }
+  return ab;
+}
+
+// ---- scalar references -------------------------------------------------------------------------
+
+// IEEE half from float32, rounding to nearest even (computed exactly in double).
+uint16_t ref_f32_to_f16(float f) {
+  uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  if (std::isnan(f)) return 0x7e00;
+  double v = std::fabs(double(f));
+  if (v >= 65520.0) return sign | 0x7c00;
+  if (v < std::ldexp(1.0, -14)) return sign | uint16_t(std::nearbyint(v * std::ldexp(1.0, 24)));
+  int e;
+  std::frexp(v, &e); // v = m * 2^e, m in [0.5, 1)
+  int exp = e - 1;
+  double r = std::nearbyint(std::ldexp(v, 10 - exp)); // in [1024, 2048]
+  if (r == 2048) r = 1024, ++exp;
+  if (exp + 15 >= 31) return sign | 0x7c00;
+  return sign | uint16_t((exp + 15) << 10) | uint16_t(r - 1024);
+}
+
+float ref_f16_to_f32(uint16_t h) {
+  int exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  double v;
+  if (exp == 0) v = std::ldexp(double(man), -24);
+  else if (exp == 31) v = man ? std::numeric_limits<double>::quiet_NaN() : HUGE_VAL;
+  else v = std::ldexp(double(1024 + man), exp - 25);
+  return float(h & 0x8000 ? -v : v);
+}
+
+uint16_t ref_f32_to_bf16(float f) {
+  if (std::isnan(f)) return 0x7fc0;
+  uint32_t b = std::bit_cast<uint32_t>(f);
+  return uint16_t((b + 0x7fff + ((b >> 16) & 1)) >> 16);
+}
+
+float ref_bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
+
+bool f16_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
+
+// A value of any dtype, as the reference sees it: floats exactly as double, ints as int64.
+struct Scalar {
+  bool is_float;
+  double f;
+  int64_t i;
+};
+
+template <DType D> Scalar to_scalar(ctype<D> v) {
+  if constexpr (D == kFloat16) return {true, double(ref_f16_to_f32(v)), 0};
+  else if constexpr (D == kBFloat16) return {true, double(ref_bf16_to_f32(v)), 0};
+  else if constexpr (D == kFloat32 || D == kFloat64) return {true, double(v), 0};
+  else return {false, 0, int64_t(v)};
+}
+
+// The kernel IR's Cast, in scalar C++.
+template <DType D> ctype<D> ref_cast(Scalar s) {
+  using T = ctype<D>;
+  if constexpr (D == kFloat64) {
+    return s.is_float ? s.f : double(s.i);
+  } else if constexpr (D == kFloat32 || D == kFloat16 || D == kBFloat16) {
+    float f = s.is_float ? float(s.f) : float(s.i); // float64 -> float32 first: two roundings
+    if constexpr (D == kFloat32) return f;
+    else if constexpr (D == kFloat16) return ref_f32_to_f16(f);
+    else return ref_f32_to_bf16(f);
+  } else if constexpr (D == kBool) {
+    return s.is_float ? T(s.f != 0 || std::isnan(s.f)) : T(s.i != 0);
+  } else {
+    int64_t i = s.i;
+    if (s.is_float) {
+      if (std::isnan(s.f)) i = 0;
+      else if (s.f >= 0x1p63) i = std::numeric_limits<int64_t>::max();
+      else if (s.f < -0x1p63) i = std::numeric_limits<int64_t>::min();
+      else i = int64_t(s.f);
+    }
+    return T(uint64_t(i)); // wraps to the width
+  }
+}
+
+template <DType D> ctype<D> ref_int_pow(ctype<D> a, ctype<D> b) {
+  using T = ctype<D>;
+  int64_t e = int64_t(b), base = int64_t(a);
+  if (e < 0) return base == 1 ? T(1) : base == -1 ? T(e & 1 ? -1 : 1) : T(0);
+  uint64_t r = 1, x = uint64_t(base);
+  for (; e; e >>= 1, x *= x)
+    if (e & 1) r *= x;
+  return D == kBool ? T(r & 1) : T(r);
+}
+
+template <DType D> ctype<D> ref_int_binary(Op op, ctype<D> a, ctype<D> b, bool& err) {
+  using T = ctype<D>;
+  constexpr bool is_bool = D == kBool;
+  constexpr bool uns = D == kBool || D == kUInt8;
+  uint64_t ua = uint64_t(int64_t(a)), ub = uint64_t(int64_t(b));
+  switch (op) {
+  case Op::Add: return is_bool ? T(a | b) : T(ua + ub);
+  case Op::Sub: return is_bool ? T(a ^ b) : T(ua - ub);
+  case Op::Mul: return is_bool ? T(a & b) : T(ua * ub);
+  case Op::Div:
+    if (b == 0) return err = true, T(0);
+    if (!uns && int64_t(b) == -1) return T(0 - ua);
+    return T(a / b);
+  case Op::Mod:
+    if (b == 0) return err = true, T(0);
+    if (!uns && int64_t(b) == -1) return T(0);
+    return T(a % b);
+  case Op::Pow: return ref_int_pow<D>(a, b);
+  case Op::Max: return std::max(a, b);
+  case Op::Min: return std::min(a, b);
+  case Op::And: return T(a & b);
+  case Op::Or: return T(a | b);
+  case Op::Xor: return T(a ^ b);
+  default: FAIL("not an int binary op"); return 0;
+  }
+}
+
+template <DType D> ctype<D> ref_int_unary(Op op, ctype<D> a) {
+  using T = ctype<D>;
+  constexpr bool uns = D == kBool || D == kUInt8;
+  uint64_t ua = uint64_t(int64_t(a));
+  switch (op) {
+  case Op::Neg: return D == kBool ? a : T(0 - ua);
+  case Op::Abs: return uns || a >= 0 ? a : T(0 - ua);
+  case Op::BitNot: return D == kBool ? T(!a) : T(~ua);
+  case Op::Not: return T(!a);
+  case Op::Floor:
+  case Op::Ceil:
+  case Op::Round:
+  case Op::Trunc: return a;
+  default: FAIL("not an int unary op"); return 0;
+  }
+}
+
+template <class F> F ref_max(F a, F b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<F>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? b : a; // +0 > -0
+  return a > b ? a : b;
+}
+
+template <class F> F ref_min(F a, F b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<F>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+// Philox4x32-10 (Random123's philox4x32_R with R = 10).
+std::array<uint32_t, 4> ref_philox(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+  for (int r = 0; r < 10; ++r) {
+    if (r) k[0] += 0x9E3779B9u, k[1] += 0xBB67AE85u;
+    uint64_t p0 = uint64_t(0xD2511F53u) * c[0], p1 = uint64_t(0xCD9E8D57u) * c[2];
+    c = {uint32_t(p1 >> 32) ^ c[1] ^ k[0], uint32_t(p1), uint32_t(p0 >> 32) ^ c[3] ^ k[1],
+         uint32_t(p0)};
+  }
+  return c;
+}
+
+// libmvec's documented bound (glibc manual, "Errors in Math Functions") is 4 ulp.
+constexpr int kVecMathUlp = 4;
+
+bool host_has(const char* feature) {
+  return llvmjit::host_target_id().find(std::string("+") + feature + ",") != std::string::npos;
+}
+
+} // namespace
+
+// ---- float ops -----------------------------------------------------------------------------------
+
+TEMPLATE_TEST_CASE("llvm: float unary ops", "[llvm]", F32, F64) {
+  constexpr DType D = TestType::value;
+  using F = ctype<D>;
+  struct Case {
+    Op op;
+    F (*ref)(F);
+    double lo, hi; // range of the random inputs
+    int ulp;       // 0: bit-exact
+  };
+  const Case cases[] = {
+      {Op::Neg, [](F x) { return -x; }, -1e6, 1e6, 0},
+      {Op::Abs, [](F x) { return std::fabs(x); }, -1e6, 1e6, 0},
+      {Op::Floor, [](F x) { return std::floor(x); }, -100, 100, 0},
+      {Op::Ceil, [](F x) { return std::ceil(x); }, -100, 100, 0},
+      {Op::Trunc, [](F x) { return std::trunc(x); }, -100, 100, 0},
+      {Op::Round, [](F x) { return std::nearbyint(x); }, -100, 100, 0}, // half to even
+      {Op::Sqrt, [](F x) { return std::sqrt(x); }, -1, 1e6, 0},
+      {Op::Recip, [](F x) { return F(1) / x; }, -1e6, 1e6, 0},
+      {Op::Exp, [](F x) { return std::exp(x); }, -80, 80, kVecMathUlp},
+      {Op::Exp2, [](F x) { return std::exp2(x); }, -100, 100, kVecMathUlp},
+      {Op::Expm1, [](F x) { return std::expm1(x); }, -10, 10, kVecMathUlp},
+      {Op::Log, [](F x) { return std::log(x); }, -1, 1e6, kVecMathUlp},
+      {Op::Log2, [](F x) { return std::log2(x); }, -1, 1e6, kVecMathUlp},
+      {Op::Log10, [](F x) { return std::log10(x); }, -1, 1e6, kVecMathUlp},
+      {Op::Log1p, [](F x) { return std::log1p(x); }, -1, 100, kVecMathUlp},
+      {Op::Sin, [](F x) { return std::sin(x); }, -10, 10, kVecMathUlp},
+      {Op::Cos, [](F x) { return std::cos(x); }, -10, 10, kVecMathUlp},
+      {Op::Tan, [](F x) { return std::tan(x); }, -1.5, 1.5, kVecMathUlp},
+      {Op::Asin, [](F x) { return std::asin(x); }, -1, 1, kVecMathUlp},
+      {Op::Acos, [](F x) { return std::acos(x); }, -1, 1, kVecMathUlp},
+      {Op::Atan, [](F x) { return std::atan(x); }, -10, 10, kVecMathUlp},
+      {Op::Sinh, [](F x) { return std::sinh(x); }, -10, 10, kVecMathUlp},
+      {Op::Cosh, [](F x) { return std::cosh(x); }, -10, 10, kVecMathUlp},
+      {Op::Tanh, [](F x) { return std::tanh(x); }, -10, 10, kVecMathUlp},
+      {Op::Erf, [](F x) { return std::erf(x); }, -4, 4, kVecMathUlp},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(ir::name(c.op)) {
+      // 203 elements: the vector loop, its epilogue and the scalar remainder all run.
+      std::vector<F> x = float_inputs<F>(203, c.lo, c.hi);
+      auto y = run_op<D, D>(c.op, {x});
+      size_t bad = count_bad(
+          x.size(),
+          [&](size_t i) {
+            return c.ulp ? ulp_distance(y[i], c.ref(x[i])) <= c.ulp : same_float(y[i], c.ref(x[i]));
+          },
+          [&](size_t i) {
+            return ir::name(c.op).data() + std::string("(") + show(x[i]) + ") = " + show(y[i]) +
+                   ", expected " + show(c.ref(x[i]));
+          });
+      CHECK(bad == 0);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("llvm: float binary ops", "[llvm]", F32, F64) {
+  constexpr DType D = TestType::value;
+  using F = ctype<D>;
+  struct Case {
+    Op op;
+    F (*ref)(F, F);
+    int ulp;
+  };
+  const Case cases[] = {
+      {Op::Add, [](F a, F b) { return a + b; }, 0},
+      {Op::Sub, [](F a, F b) { return a - b; }, 0},
+      {Op::Mul, [](F a, F b) { return a * b; }, 0},
+      {Op::Div, [](F a, F b) { return a / b; }, 0},
+      {Op::Mod, [](F a, F b) { return std::fmod(a, b); }, 0},
+      {Op::Max, ref_max<F>, 0},
+      {Op::Min, ref_min<F>, 0},
+      {Op::Pow, [](F a, F b) { return std::pow(a, b); }, kVecMathUlp},
+      {Op::Atan2, [](F a, F b) { return std::atan2(a, b); }, kVecMathUlp},
+  };
+  // Every pair of specials, then random pairs (positive bases for Pow).
+  std::vector<F> a, b;
+  for (F x : float_specials<F>())
+    for (F y : float_specials<F>()) a.push_back(x), b.push_back(y);
+  std::uniform_real_distribution<double> d(-8, 8), pos(0, 8);
+  for (int i = 0; i < 300; ++i) a.push_back(F(i % 2 ? d(rng()) : pos(rng()))), b.push_back(F(d(rng())));
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(ir::name(c.op)) {
+      auto y = run_op<D, D>(c.op, {a, b});
+      size_t bad = count_bad(
+          a.size(),
+          [&](size_t i) {
+            F want = c.ref(a[i], b[i]);
+            return c.ulp ? ulp_distance(y[i], want) <= c.ulp : same_float(y[i], want);
+          },
+          [&](size_t i) {
+            return ir::name(c.op).data() + std::string("(") + show(a[i]) + ", " + show(b[i]) +
+                   ") = " + show(y[i]) + ", expected " + show(c.ref(a[i], b[i]));
+          });
+      CHECK(bad == 0);
+    }
+  }
+  struct Cmp {
+    Op op;
+    bool (*ref)(F, F);
+  };
+  const Cmp cmps[] = {{Op::CmpEq, [](F x, F y) { return x == y; }},
+                      {Op::CmpNe, [](F x, F y) { return x != y; }}, // unordered: NaN != NaN
+                      {Op::CmpLt, [](F x, F y) { return x < y; }},
+                      {Op::CmpLe, [](F x, F y) { return x <= y; }}};
+  for (const Cmp& c : cmps) {
+    DYNAMIC_SECTION(ir::name(c.op)) {
+      auto y = run_op<kBool, D>(c.op, {a, b});
+      size_t bad = count_bad(
+          a.size(), [&](size_t i) { return y[i] == uint8_t(c.ref(a[i], b[i])); },
+          [&](size_t i) { return show(a[i]) + " vs " + show(b[i]) + ": " + show(y[i]); });
+      CHECK(bad == 0);
+    }
+  }
+}
+
+TEST_CASE("llvm: float ops reject integer-only ops", "[llvm]") {
+  KernelBuilder kb;
+  int a = kb.load(kb.in(kFloat32));
+  int o = kb.out(kFloat32);
+  kb.store(o, kb.op(Op::Xor, kFloat32, {a, a}));
+  CHECK_THROWS_WITH(llvmjit::compile(kb.k, 2),
+                    Catch::Contains("Xor does not apply to torch.float32") &&
+                        Catch::Contains("load slot0"));
+}
+
+// ---- integer and bool ops ----------------------------------------------------------------------
+
+TEMPLATE_TEST_CASE("llvm: integer and bool ops", "[llvm]", Bool, U8, I8, I16, I32, I64) {
+  constexpr DType D = TestType::value;
+  using T = ctype<D>;
+  auto pairs = int_pairs<D>(200);
+  const std::vector<T>& a = pairs[0];
+  const std::vector<T>& b = pairs[1];
+  const Op binary[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Mod, Op::Max,
+                       Op::Min, Op::And, Op::Or,  Op::Xor, Op::Pow};
+  for (Op op : binary) {
+    DYNAMIC_SECTION(ir::name(op)) {
+      std::vector<T> y_in = b;
+      if (op == Op::Pow && D != kBool) { // exponents from -3 to 70, and the specials
+        std::uniform_int_distribution<int> e(-3, 70);
+        for (size_t i = a.size() / 2; i < a.size(); ++i)
+          y_in[i] = D == kUInt8 ? T(e(rng()) + 3) : T(e(rng()));
+      }
+      int32_t err = 0;
+      auto y = run_op<D, D>(op, {a, y_in}, &err);
+      bool want_err = false;
+      size_t bad = count_bad(
+          a.size(),
+          [&](size_t i) { return y[i] == ref_int_binary<D>(op, a[i], y_in[i], want_err); },
+          [&](size_t i) {
+            bool e = false;
+            return ir::name(op).data() + std::string("(") + show(a[i]) + ", " + show(y_in[i]) +
+                   ") = " + show(y[i]) + ", expected " + show(ref_int_binary<D>(op, a[i], y_in[i], e));
+          });
+      CHECK(bad == 0);
+      CHECK(err == int32_t(want_err));
+    }
+  }
+  struct Cmp {
+    Op op;
+    bool (*ref)(T, T);
+  };
+  const Cmp cmps[] = {{Op::CmpEq, [](T x, T y) { return x == y; }},
+                      {Op::CmpNe, [](T x, T y) { return x != y; }},
+                      {Op::CmpLt, [](T x, T y) { return x < y; }},
+                      {Op::CmpLe, [](T x, T y) { return x <= y; }}};
+  for (const Cmp& c : cmps) {
+    DYNAMIC_SECTION(ir::name(c.op)) {
+      auto y = run_op<kBool, D>(c.op, {a, b});
+      size_t bad = count_bad(
+          a.size(), [&](size_t i) { return y[i] == uint8_t(c.ref(a[i], b[i])); },
+          [&](size_t i) { return show(a[i]) + " vs " + show(b[i]) + ": " + show(y[i]); });
+      CHECK(bad == 0);
+    }
+  }
+  std::vector<Op> unary = {Op::Neg, Op::Abs, Op::BitNot, Op::Floor, Op::Ceil, Op::Round, Op::Trunc};
+  if (D == kBool) unary.push_back(Op::Not);
+  for (Op op : unary) {
+    DYNAMIC_SECTION(ir::name(op)) {
+      auto y = run_op<D, D>(op, {a});
+      size_t bad = count_bad(
+          a.size(), [&](size_t i) { return y[i] == ref_int_unary<D>(op, a[i]); },
+          [&](size_t i) { return show(a[i]) + " -> " + show(y[i]); });
+      CHECK(bad == 0);
+    }
+  }
+  SECTION("float-only ops are rejected") {
+    KernelBuilder kb;
+    int x = kb.load(kb.in(D));
+    kb.store(kb.out(D), kb.op(Op::Sqrt, D, {x}));
+    CHECK_THROWS_WITH(llvmjit::compile(kb.k, 2),
+                      Catch::Contains("Sqrt does not apply to " + dtype_name(D)));
+  }
+}
+
+TEST_CASE("llvm: integer division by zero sets the error flag", "[llvm]") {
+  for (Op op : {Op::Div, Op::Mod}) {
+    for (size_t zero_at : {size_t(3), size_t(200), size_t(1000)}) { // vector body, tail, none
+      std::vector<int32_t> a(203), b(203);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = int32_t(i * 7 - 500), b[i] = int32_t(i % 5) + 1;
+      if (zero_at < b.size()) b[zero_at] = 0;
+      int32_t err = 0;
+      auto y = run_op<kInt32, kInt32>(op, {a, b}, &err);
+      INFO(ir::name(op) << " zero at " << zero_at);
+      CHECK(err == (zero_at < b.size() ? 1 : 0));
+      if (zero_at < b.size()) CHECK(y[zero_at] == 0);
+      CHECK(y[1] == (op == Op::Div ? a[1] / b[1] : a[1] % b[1]));
+    }
+  }
+  SECTION("the flag is left untouched when nothing divides by zero") {
+    KernelBuilder kb;
+    int x = kb.load(kb.in(kInt64));
+    int o = kb.out(kInt64);
+    kb.store(o, kb.op(Op::Div, kInt64, {x, x}));
+    auto ck = jit(kb.k);
+    std::vector<int64_t> in(50, 3), out(50);
+    Call call(kb.k);
+    call.ptrs = {in.data(), out.data()};
+    call.err = 7;
+    call.run(*ck, 50);
+    CHECK(call.err == 7);
+    in[10] = 0;
+    call.run(*ck, 50);
+    CHECK(call.err == 1);
+    CHECK(out[10] == 0);
+    CHECK(out[11] == 1);
+  }
+  SECTION("INT_MIN / -1 wraps, INT_MIN % -1 is 0") {
+    int32_t err = 0;
+    auto q = run_op<kInt64, kInt64>(Op::Div, {{INT64_MIN, 5}, {-1, -1}}, &err);
+    CHECK(q == std::vector<int64_t>{INT64_MIN, -5});
+    auto r = run_op<kInt8, kInt8>(Op::Mod, {{-128, 7}, {-1, -1}}, &err);
+    CHECK(r == std::vector<int8_t>{0, 0});
+    CHECK(err == 0);
+  }
+}
+
+TEST_CASE("llvm: Where selects", "[llvm]") {
+  KernelBuilder kb;
+  int c = kb.load(kb.in(kBool));
+  int x = kb.load(kb.in(kFloat32));
+  int y = kb.load(kb.in(kFloat32));
+  int o = kb.out(kFloat32);
+  int oi = kb.out(kInt64);
+  kb.store(o, kb.value(Op::Where, kFloat32, {c, x, y}));
+  int ix = kb.op(Op::Cast, kInt64, {x});
+  int iy = kb.op(Op::Cast, kInt64, {y});
+  kb.store(oi, kb.value(Op::Where, kInt64, {c, ix, iy}));
+  auto ck = jit(kb.k);
+  const size_t n = 77;
+  std::vector<uint8_t> cond(n);
+  std::vector<float> a(n), b(n), out(n);
+  std::vector<int64_t> outi(n);
+  for (size_t i = 0; i < n; ++i) cond[i] = i % 3 == 0, a[i] = float(i), b[i] = -float(i);
+  Call call(kb.k);
+  call.ptrs = {cond.data(), a.data(), b.data(), out.data(), outi.data()};
+  call.run(*ck, n);
+  for (size_t i = 0; i < n; ++i) {
+    CHECK(out[i] == (cond[i] ? a[i] : b[i]));
+    CHECK(outi[i] == int64_t(cond[i] ? a[i] : b[i]));
+  }
+}
+
+// ---- casts ---------------------------------------------------------------------------------------
+
+namespace {
+
+// Source values of each dtype for the cast matrix.
+template <DType D> std::vector<ctype<D>> cast_sources() {
+  using T = ctype<D>;
+  const double inf = HUGE_VAL, nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> reals = {0.0,      -0.0,     1.0,     -1.0,    0.5,      -1.5,
+                                     2.5,      -2.7,     3.5,     127.5,   -128.5,   255.9,
+                                     256.1,    300.7,    65504.0, 65519.0, 65520.0,  1e-8,
+                                     6e-8,     3e-8,     1e20,    -1e20,   3e9,      -3e9,
+                                     0x1p31,   0x1p63,   -0x1p63, 3.4e38,  1e300,    -1e300,
+                                     1 + 0x1p-11,        1 + 3 * 0x1p-11,  1 + 0x1p-8,
+                                     1 + 3 * 0x1p-8,     1 + 0x1p-11 + 0x1p-30, // rounds twice
+                                     inf,      -inf,     nan,     -nan};
+  std::vector<T> v;
+  if constexpr (D == kFloat32 || D == kFloat64) {
+    for (double r : reals) v.push_back(T(r));
+  } else if constexpr (D == kFloat16) {
+    v = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00,
+         0xfe00, 0x0001, 0x03ff, 0x0400, 0x3555, 0x5bd0, 0x57ff, 0xd800, 0x4b00};
+  } else if constexpr (D == kBFloat16) {
+    v = {0x0000, 0x8000, 0x3f80, 0xbf80, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0, 0xffc0,
+         0x0001, 0x4b00, 0x5f00, 0xdf00, 0x5f80, 0x4f00, 0x437f, 0xc300, 0x3e80, 0xc0a0};
+  } else if constexpr (D == kBool) {
+    v = {0, 1};
+  } else {
+    v = int_specials<T>();
+    for (int64_t x : {100, -100, 255, 256, 65504, 65520, 70000, 16777217, -16777217})
+      v.push_back(T(x));
+    if constexpr (D == kInt64) {
+      v.push_back(T(9007199254740993LL)); // 2^53 + 1: float64 rounds
+      v.push_back(T(0x7fffff7fffffffLL));
+    }
+  }
+  std::uniform_int_distribution<uint64_t> bits;
+  for (int i = 0; i < 30 && D != kBool; ++i) {
+    uint64_t r = bits(rng());
+    if constexpr (std::is_same_v<T, float>) {
+      v.push_back(std::bit_cast<float>(uint32_t(r)));
+    } else if constexpr (std::is_same_v<T, double>) {
+      v.push_back(std::bit_cast<double>(r));
+    } else {
+      v.push_back(T(r));
+    }
+  }
+  return v;
+}
+
+template <DType Out> bool cast_matches(ctype<Out> got, ctype<Out> want) {
+  if constexpr (Out == kFloat32 || Out == kFloat64) return same_float(got, want);
+  else if constexpr (Out == kFloat16) return got == want || (f16_is_nan(got) && f16_is_nan(want));
+  else return got == want; // bfloat16 NaN is exactly 0x7fc0
+}
+
+// The expected result of casting x: a cast to the same dtype is the identity (NaN bits too).
+template <DType In, DType Out> ctype<Out> expected_cast(ctype<In> x) {
+  if constexpr (In == Out) return x;
+  else return ref_cast<Out>(to_scalar<In>(x));
+}
+
+template <DType In, DType Out> void check_cast() {
+  auto x = cast_sources<In>();
+  std::vector<ctype<In>> padded = x;
+  while (padded.size() < 150) padded.push_back(x[padded.size() % x.size()]); // vector path too
+  auto y = run_op<Out, In>(Op::Cast, {padded});
+  size_t bad = count_bad(
+      padded.size(),
+      [&](size_t i) { return cast_matches<Out>(y[i], expected_cast<In, Out>(padded[i])); },
+      [&](size_t i) {
+        return dtype_name(In) + " " + show(padded[i]) + " -> " + dtype_name(Out) + " " + show(y[i]) +
+               ", expected " + show(expected_cast<In, Out>(padded[i]));
+      });
+  INFO(dtype_name(In) << " -> " << dtype_name(Out));
+  CHECK(bad == 0);
+}
+
+template <DType In> void check_casts_from() {
+  check_cast<In, kBool>();
+  check_cast<In, kUInt8>();
+  check_cast<In, kInt8>();
+  check_cast<In, kInt16>();
+  check_cast<In, kInt32>();
+  check_cast<In, kInt64>();
+  check_cast<In, kFloat16>();
+  check_cast<In, kBFloat16>();
+  check_cast<In, kFloat32>();
+  check_cast<In, kFloat64>();
+}
+
+} // namespace
+
+TEST_CASE("llvm: reference half and bfloat16 conversions", "[llvm]") {
+  // The test's own references, on known answers.
+  CHECK(ref_f32_to_f16(65504.f) == 0x7bff);
+  CHECK(ref_f32_to_f16(65519.f) == 0x7bff);
+  CHECK(ref_f32_to_f16(65520.f) == 0x7c00);
+  CHECK(ref_f32_to_f16(1 + 0x1p-11f) == 0x3c00);     // tie -> even
+  CHECK(ref_f32_to_f16(1 + 3 * 0x1p-11f) == 0x3c02); // tie -> even (up)
+  CHECK(ref_f32_to_f16(0x1p-24f) == 0x0001);
+  CHECK(ref_f32_to_f16(0x1p-25f) == 0x0000);
+  CHECK(ref_f32_to_f16(-2.f) == 0xc000);
+  CHECK(ref_f16_to_f32(0x3555) == 0x1.554p-2f);
+  CHECK(ref_f32_to_bf16(1 + 0x1p-8f) == 0x3f80);
+  CHECK(ref_f32_to_bf16(1 + 3 * 0x1p-8f) == 0x3f82);
+  CHECK(ref_f32_to_bf16(3.4e38f) == 0x7f80);
+  CHECK(ref_f32_to_bf16(-NAN) == 0x7fc0);
+}
+
+TEST_CASE("llvm: casts between all dtypes", "[llvm]") {
+  check_casts_from<kBool>();
+  check_casts_from<kUInt8>();
+  check_casts_from<kInt8>();
+  check_casts_from<kInt16>();
+  check_casts_from<kInt32>();
+  check_casts_from<kInt64>();
+  check_casts_from<kFloat16>();
+  check_casts_from<kBFloat16>();
+  check_casts_from<kFloat32>();
+  check_casts_from<kFloat64>();
+}
+
+TEST_CASE("llvm: cast known answers", "[llvm]") {
+  auto f16 = run_op<kFloat16, kFloat32>(
+      Op::Cast, {{65504.f, 65520.f, 1 + 0x1p-11f, 1 + 3 * 0x1p-11f, 0x1p-24f, -INFINITY}});
+  CHECK(f16 == std::vector<uint16_t>{0x7bff, 0x7c00, 0x3c00, 0x3c02, 0x0001, 0xfc00});
+  // float64 -> float16 rounds through float32 (1 + 2^-11 + 2^-30 would round up directly).
+  auto f16d = run_op<kFloat16, kFloat64>(Op::Cast, {{1 + 0x1p-11 + 0x1p-30, 1e10}});
+  CHECK(f16d == std::vector<uint16_t>{0x3c00, 0x7c00});
+  auto bf = run_op<kBFloat16, kFloat32>(Op::Cast, {{1 + 0x1p-8f, 1 + 3 * 0x1p-8f, 3.4e38f, NAN}});
+  CHECK(bf == std::vector<uint16_t>{0x3f80, 0x3f82, 0x7f80, 0x7fc0});
+  auto i32 = run_op<kInt32, kFloat32>(Op::Cast, {{NAN, 1e20f, -1e20f, 3e9f, -2.7f}});
+  CHECK(i32 == std::vector<int32_t>{0, -1, 0, int32_t(3000000000u), -2});
+  auto u8 = run_op<kUInt8, kFloat64>(Op::Cast, {{300.5, -1.0, 255.9, NAN}});
+  CHECK(u8 == std::vector<uint8_t>{44, 255, 255, 0});
+  auto b = run_op<kBool, kFloat32>(Op::Cast, {{0.5f, -0.f, NAN, 0.f}});
+  CHECK(b == std::vector<uint8_t>{1, 0, 1, 0});
+  auto back = run_op<kFloat32, kBFloat16>(Op::Cast, {{0x3f80, 0xc0a0, 0x7f80}});
+  CHECK(back == std::vector<float>{1.f, -5.f, INFINITY});
+}
+
+// ---- slots, indices, params ----------------------------------------------------------------------
+
+TEST_CASE("llvm: contiguous, broadcast and strided slots", "[llvm]") {
+  // out[o] = a[e_a] * 10 + b[e_b] for one slot of each kind, and a strided output.
+  for (int opt : {0, 1, 2, 3}) {
+    KernelBuilder kb;
+    int sa = kb.in(kFloat64, StrideKind::Contiguous);
+    int sb = kb.in(kFloat64, StrideKind::Broadcast);
+    int sc = kb.in(kFloat64, StrideKind::Strided);
+    int so = kb.out(kFloat64, StrideKind::Strided);
+    int sp = kb.out(kFloat64, StrideKind::Contiguous);
+    int ten = kb.cnst(kb.param(kFloat64));
+    int a = kb.load(sa), b = kb.load(sb), c = kb.load(sc);
+    int sum = kb.op(Op::Add, kFloat64, {kb.op(Op::Mul, kFloat64, {a, ten}), b});
+    kb.store(so, sum);
+    kb.store(sp, kb.op(Op::Sub, kFloat64, {c, b}));
+    auto ck = jit(kb.k, opt);
+    const int64_t n = 37;
+    std::vector<double> va(n + 5), vb(4), vc(3 * n + 10), vo(2 * n + 3, -1), vp(n + 2, -1);
+    for (size_t i = 0; i < va.size(); ++i) va[i] = double(i);
+    vb = {0.25, 0.5, 0.75, 1.0};
+    for (size_t i = 0; i < vc.size(); ++i) vc[i] = 1000.0 + double(i);
+    Call call(kb.k);
+    call.ptrs = {va.data(), vb.data(), vc.data(), vo.data(), vp.data()};
+    call.params[0] = std::bit_cast<uint64_t>(10.0);
+    call.base = {5, 2, 3 * n + 5, 1, 2};
+    call.stride[sc] = -3; // walks backwards
+    call.stride[so] = 2;
+    call.run(*ck, n);
+    INFO("opt " << opt);
+    for (int64_t i = 0; i < n; ++i) {
+      CHECK(vo[1 + 2 * i] == (5 + i) * 10 + 0.75);
+      CHECK(vp[2 + i] == vc[3 * n + 5 - 3 * i] - 0.75);
+    }
+    CHECK(vo[0] == -1);
+    CHECK(vo[2] == -1);
+    CHECK(vp[1] == -1);
+  }
+}
+
+TEST_CASE("llvm: index slots and Iota", "[llvm]") {
+  KernelBuilder kb;
+  int ic = kb.index(StrideKind::Contiguous);
+  int ib = kb.index(StrideKind::Broadcast);
+  int is = kb.index(StrideKind::Strided);
+  int in = kb.in(kFloat32, StrideKind::Strided);
+  int oc = kb.out(kInt64), ob = kb.out(kInt64), os = kb.out(kInt64), oin = kb.out(kInt32);
+  kb.store(oc, kb.iota(ic));
+  kb.store(ob, kb.iota(ib));
+  kb.store(os, kb.iota(is));
+  kb.store(oin, kb.value(Op::Iota, kInt32, {}, in)); // the element index of an input slot
+  auto ck = jit(kb.k);
+  const int64_t n = 50;
+  std::vector<int64_t> c(n), b(n), s(n);
+  std::vector<int32_t> e(n);
+  Call call(kb.k);
+  call.ptrs[oc] = c.data();
+  call.ptrs[ob] = b.data();
+  call.ptrs[os] = s.data();
+  call.ptrs[oin] = e.data();
+  call.base[ic] = 100;
+  call.base[ib] = 7;
+  call.base[is] = 1000;
+  call.stride[is] = -4;
+  call.base[in] = 3;
+  call.stride[in] = 5;
+  call.run(*ck, n);
+  for (int64_t i = 0; i < n; ++i) {
+    CHECK(c[i] == 100 + i);
+    CHECK(b[i] == 7);
+    CHECK(s[i] == 1000 - 4 * i);
+    CHECK(e[i] == 3 + 5 * i);
+  }
+}
+
+TEST_CASE("llvm: params of each dtype", "[llvm]") {
+  // out_t = param_t, and out_f64 = cast(param_t) + 0.5 for each dtype.
+  const DType types[] = {kBool, kUInt8, kInt8, kInt16, kInt32, kInt64, kFloat32, kFloat64};
+  KernelBuilder kb;
+  std::vector<int> outs, outs_f;
+  int half = kb.cnst(kb.param(kFloat64));
+  for (DType t : types) {
+    int p = kb.cnst(kb.param(t));
+    int o = kb.out(t, StrideKind::Contiguous);
+    int of = kb.out(kFloat64);
+    kb.store(o, p);
+    kb.store(of, kb.op(Op::Add, kFloat64, {kb.op(Op::Cast, kFloat64, {p}), half}));
+    outs.push_back(o), outs_f.push_back(of);
+  }
+  auto ck = jit(kb.k);
+  const int64_t n = 20;
+  std::vector<std::vector<uint8_t>> mem(kb.k.slots.size(), std::vector<uint8_t>(n * 8));
+  Call call(kb.k);
+  for (size_t s = 0; s < mem.size(); ++s) call.ptrs[s] = mem[s].data();
+  call.params = {std::bit_cast<uint64_t>(0.5),
+                 1,
+                 200,
+                 uint64_t(int64_t(-100)),
+                 uint64_t(int64_t(-30000)),
+                 uint64_t(int64_t(-2000000000)),
+                 uint64_t(INT64_MIN + 3),
+                 0xdeadbeef00000000ULL | std::bit_cast<uint32_t>(-1.25f), // high half ignored
+                 std::bit_cast<uint64_t>(1e300)};
+  call.run(*ck, n);
+  const double want_f[] = {1, 200, -100, -30000, -2000000000, double(INT64_MIN + 3), -1.25, 1e300};
+  for (int64_t i = 0; i < n; ++i) {
+    auto at = [&](int slot, auto type) {
+      decltype(type) v;
+      std::memcpy(&v, mem[slot].data() + i * sizeof(v), sizeof(v));
+      return v;
+    };
+    CHECK(at(outs[0], uint8_t()) == 1);
+    CHECK(at(outs[1], uint8_t()) == 200);
+    CHECK(at(outs[2], int8_t()) == -100);
+    CHECK(at(outs[3], int16_t()) == -30000);
+    CHECK(at(outs[4], int32_t()) == -2000000000);
+    CHECK(at(outs[5], int64_t()) == INT64_MIN + 3);
+    CHECK(at(outs[6], float()) == -1.25f);
+    CHECK(at(outs[7], double()) == 1e300);
+    for (size_t t = 0; t < outs_f.size(); ++t) CHECK(at(outs_f[t], double()) == want_f[t] + 0.5);
+  }
+}
+
+// ---- Philox ------------------------------------------------------------------------------------
+
+TEST_CASE("llvm: Philox4x32-10 reference matches Random123's known answers", "[llvm]") {
+  CHECK(ref_philox({0, 0, 0, 0}, {0, 0}) ==
+        std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+  CHECK(ref_philox({~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}) ==
+        std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
+}
+
+TEST_CASE("llvm: Philox words", "[llvm]") {
+  // word w at counter offset[i] + ctr, key: inputs for offset and key, a param for ctr.
+  KernelBuilder kb;
+  int off = kb.load(kb.in(kInt64));
+  int key = kb.load(kb.in(kInt64));
+  int ctr = kb.cnst(kb.param(kInt64));
+  int outs[4];
+  for (int w = 0; w < 4; ++w) {
+    outs[w] = kb.out(kInt64);
+    kb.store(outs[w], kb.value(Op::Philox, kInt64, {off, ctr, key}, -1, w));
+  }
+  auto ck = jit(kb.k);
+  const size_t n = 101;
+  std::vector<int64_t> o(n), k(n), r[4];
+  std::uniform_int_distribution<int64_t> d(INT64_MIN, INT64_MAX);
+  for (size_t i = 1; i < n; ++i) o[i] = d(rng()), k[i] = d(rng());
+  o[1] = -5, k[1] = -1; // counter 0xffffffff'ffffffff, key 0xffffffff'ffffffff
+  for (auto& w : r) w.resize(n);
+  Call call(kb.k);
+  call.ptrs = {o.data(), k.data(), r[0].data(), r[1].data(), r[2].data(), r[3].data()};
+  const int64_t base_ctr = 4;
+  o[0] = -base_ctr; // counter 0, key 0: the first known answer
+  call.params[0] = uint64_t(base_ctr);
+  call.run(*ck, n);
+  CHECK(r[0][0] == 0x6627e8d5);
+  CHECK(r[1][0] == 0xe169c58d);
+  CHECK(r[2][0] == 0xbc57ac4c);
+  CHECK(r[3][0] == 0x9b00dbd8);
+  size_t bad = count_bad(
+      n,
+      [&](size_t i) {
+        uint64_t c = uint64_t(o[i]) + uint64_t(base_ctr), kk = uint64_t(k[i]);
+        auto want = ref_philox({uint32_t(c), uint32_t(c >> 32), 0, 0}, {uint32_t(kk), uint32_t(kk >> 32)});
+        for (int w = 0; w < 4; ++w)
+          if (r[w][i] != int64_t(want[w])) return false;
+        return true;
+      },
+      [&](size_t i) { return "counter offset " + show(o[i]) + " key " + show(k[i]); });
+  CHECK(bad == 0);
+}
+
+// ---- long rows, vectorization, codegen output ----------------------------------------------------
+
+TEST_CASE("llvm: a long row (n = 1e6)", "[llvm]") {
+  const int64_t n = 1000000;
+  SECTION("a*b+c is bit-exact: no contraction, no fast-math") {
+    KernelBuilder kb;
+    int a = kb.load(kb.in(kFloat32)), b = kb.load(kb.in(kFloat32)), c = kb.load(kb.in(kFloat32));
+    int o = kb.out(kFloat32);
+    kb.store(o, kb.op(Op::Add, kFloat32, {kb.op(Op::Mul, kFloat32, {a, b}), c}));
+    auto ck = jit(kb.k, 3);
+    std::vector<float> va(n), vb(n), vc(n), vo(n);
+    std::uniform_real_distribution<float> d(-10, 10);
+    for (int64_t i = 0; i < n; ++i) va[i] = d(rng()), vb[i] = d(rng()), vc[i] = d(rng());
+    Call call(kb.k);
+    call.ptrs = {va.data(), vb.data(), vc.data(), vo.data()};
+    call.run(*ck, n);
+    size_t bad = count_bad(
+        n,
+        [&](size_t i) {
+          volatile float p = va[i] * vb[i];
+          return same_float(vo[i], p + vc[i]);
+        },
+        [&](size_t i) { return "element " + show(i); });
+    CHECK(bad == 0);
+    std::string ir = llvmjit::emit_llvm_ir(kb.k, 3);
+    CHECK(ir.find("fmul <") != std::string::npos); // vectorized
+    for (const char* flag : {"fast", "contract", "reassoc", "nnan", "ninf", "nsz", "arcp", "afn"})
+      CHECK(ir.find(std::string(" ") + flag + " ") == std::string::npos);
+    CHECK(ir.find("fmuladd") == std::string::npos);
+    CHECK(ir.find("llvm.fma") == std::string::npos);
+  }
+  SECTION("gelu (tanh form) matches scalar libm within tolerance") {
+    KernelBuilder kb;
+    int x = kb.load(kb.in(kFloat32));
+    auto c = [&] { return kb.cnst(kb.param(kFloat32)); }; // values come with the call
+    int half = c(), one = c(), k0 = c(), k1 = c();
+    auto mul = [&](int p, int q) { return kb.op(Op::Mul, kFloat32, {p, q}); };
+    auto add = [&](int p, int q) { return kb.op(Op::Add, kFloat32, {p, q}); };
+    int inner = mul(k0, add(x, mul(mul(mul(k1, x), x), x)));
+    int y = mul(mul(half, x), add(one, kb.op(Op::Tanh, kFloat32, {inner})));
+    int o = kb.out(kFloat32);
+    kb.store(o, y);
+    auto ck = jit(kb.k, 2);
+    std::vector<float> vx(n), vy(n);
+    std::uniform_real_distribution<float> d(-8, 8);
+    for (auto& v : vx) v = d(rng());
+    Call call(kb.k);
+    call.ptrs = {vx.data(), vy.data()};
+    call.params = {std::bit_cast<uint32_t>(0.5f), std::bit_cast<uint32_t>(1.f),
+                   std::bit_cast<uint32_t>(0.7978845608f), std::bit_cast<uint32_t>(0.044715f)};
+    call.run(*ck, n);
+    size_t bad = count_bad(
+        n,
+        [&](size_t i) {
+          float v = vx[i];
+          float want = 0.5f * v * (1.f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+          return std::fabs(vy[i] - want) <= 1e-6f + 1e-5f * std::fabs(want);
+        },
+        [&](size_t i) { return "gelu(" + show(vx[i]) + ") = " + show(vy[i]); });
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("llvm: float32 exp uses vector math in the host's widest registers", "[llvm]") {
+  KernelBuilder kb;
+  int x = kb.load(kb.in(kFloat32));
+  kb.store(kb.out(kFloat32), kb.op(Op::Exp, kFloat32, {x}));
+  std::string as = llvmjit::emit_asm(kb.k, 2);
+  if (host_has("avx512f")) {
+    CHECK(as.find("_ZGVeN16v_expf") != std::string::npos);
+    CHECK(as.find("zmm") != std::string::npos);
+  } else if (host_has("avx2")) {
+    CHECK(as.find("_ZGVdN8v_expf") != std::string::npos);
+  }
+  CHECK(llvmjit::emit_llvm_ir(kb.k, 0).find("call float @expf") != std::string::npos);
+}
+
+TEST_CASE("llvm: host target id", "[llvm]") {
+  std::string id = llvmjit::host_target_id();
+  CHECK(id.find(' ') != std::string::npos);
+  CHECK(id == llvmjit::host_target_id());
+}
+
+TEST_CASE("llvm: n = 0 touches nothing", "[llvm]") {
+  KernelBuilder kb;
+  int x = kb.load(kb.in(kInt32, StrideKind::Broadcast));
+  int p = kb.cnst(kb.param(kInt32));
+  kb.store(kb.out(kInt32), kb.op(Op::Div, kInt32, {x, p}));
+  auto ck = jit(kb.k);
+  int32_t err = 0;
+  ck->fn(0, nullptr, nullptr, nullptr, nullptr, &err);
+  CHECK(err == 0);
+}
+
+TEST_CASE("llvm: compiles from several threads", "[llvm]") {
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([t, &ok] {
+      for (int r = 0; r < 5; ++r) {
+        KernelBuilder kb;
+        int x = kb.load(kb.in(kInt64));
+        int y = x;
+        for (int j = 0; j <= t + r; ++j) y = kb.op(Op::Add, kInt64, {y, x});
+        kb.store(kb.out(kInt64), y);
+        auto ck = llvmjit::compile(kb.k, 2);
+        std::vector<int64_t> in(33, 3), out(33);
+        void* ptrs[] = {in.data(), out.data()};
+        int64_t base[] = {0, 0}, stride[] = {1, 1};
+        int32_t err = 0;
+        ck->fn(33, ptrs, base, stride, nullptr, &err);
+        ok[t] += std::all_of(out.begin(), out.end(), [&](int64_t v) { return v == 3 * (t + r + 2); });
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(ok == std::vector<int>{5, 5, 5, 5});
+}
+
+TEST_CASE("llvm: errors name the problem and show the kernel", "[llvm]") {
+  KernelBuilder kb;
+  int x = kb.load(kb.in(kInt32));
+  int f = kb.load(kb.in(kFloat32));
+  kb.store(kb.out(kInt32), kb.op(Op::Add, kInt32, {x, f}));
+  CHECK_THROWS_AS(llvmjit::compile(kb.k, 2), std::runtime_error);
+  CHECK_THROWS_WITH(llvmjit::compile(kb.k, 2),
+                    Catch::Contains("Add operand %1 is torch.float32, expected torch.int32") &&
+                        Catch::Contains("kernel") && Catch::Contains("store slot2, %2"));
+  CHECK_THROWS_WITH(llvmjit::emit_llvm_ir(kb.k, 9), Catch::Contains("opt_level 9"));
+  kb.k.stores[0].value = 7;
+  CHECK_THROWS_AS(llvmjit::compile(kb.k, 2), std::logic_error); // the kernel IR verifier
+}
