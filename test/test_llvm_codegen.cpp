@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -161,10 +162,12 @@ size_t count_bad(size_t n, Pred&& ok, Describe&& describe) {
 
 // ---- inputs ------------------------------------------------------------------------------------
 
+// Seeded from TJ_TEST_SEED when set (to replay a failure), else at random; the seed is printed.
 std::mt19937_64& rng() {
   static std::mt19937_64 r = [] {
-    uint64_t seed = std::random_device{}();
-    WARN("test_llvm_codegen random seed: " << seed);
+    const char* env = std::getenv("TJ_TEST_SEED");
+    uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    WARN("test_llvm_codegen random seed (TJ_TEST_SEED): " << seed);
     return std::mt19937_64(seed);
   }();
   return r;
@@ -386,6 +389,7 @@ bool host_has(const char* feature) {
 TEMPLATE_TEST_CASE("llvm: float unary ops", "[llvm]", F32, F64) {
   constexpr DType D = TestType::value;
   using F = ctype<D>;
+  const int opt = GENERATE(0, 2);
   struct Case {
     Op op;
     F (*ref)(F);
@@ -423,7 +427,8 @@ TEMPLATE_TEST_CASE("llvm: float unary ops", "[llvm]", F32, F64) {
     DYNAMIC_SECTION(ir::name(c.op)) {
       // 203 elements: the vector loop, its epilogue and the scalar remainder all run.
       std::vector<F> x = float_inputs<F>(203, c.lo, c.hi);
-      auto y = run_op<D, D>(c.op, {x});
+      auto y = run_op<D, D>(c.op, {x}, nullptr, opt);
+      INFO("opt " << opt);
       size_t bad = count_bad(
           x.size(),
           [&](size_t i) {
@@ -441,6 +446,8 @@ TEMPLATE_TEST_CASE("llvm: float unary ops", "[llvm]", F32, F64) {
 TEMPLATE_TEST_CASE("llvm: float binary ops", "[llvm]", F32, F64) {
   constexpr DType D = TestType::value;
   using F = ctype<D>;
+  const int opt = GENERATE(0, 2);
+  INFO("opt " << opt);
   struct Case {
     Op op;
     F (*ref)(F, F);
@@ -465,7 +472,7 @@ TEMPLATE_TEST_CASE("llvm: float binary ops", "[llvm]", F32, F64) {
   for (int i = 0; i < 300; ++i) a.push_back(F(i % 2 ? d(rng()) : pos(rng()))), b.push_back(F(d(rng())));
   for (const Case& c : cases) {
     DYNAMIC_SECTION(ir::name(c.op)) {
-      auto y = run_op<D, D>(c.op, {a, b});
+      auto y = run_op<D, D>(c.op, {a, b}, nullptr, opt);
       size_t bad = count_bad(
           a.size(),
           [&](size_t i) {
@@ -489,7 +496,7 @@ TEMPLATE_TEST_CASE("llvm: float binary ops", "[llvm]", F32, F64) {
                       {Op::CmpLe, [](F x, F y) { return x <= y; }}};
   for (const Cmp& c : cmps) {
     DYNAMIC_SECTION(ir::name(c.op)) {
-      auto y = run_op<kBool, D>(c.op, {a, b});
+      auto y = run_op<kBool, D>(c.op, {a, b}, nullptr, opt);
       size_t bad = count_bad(
           a.size(), [&](size_t i) { return y[i] == uint8_t(c.ref(a[i], b[i])); },
           [&](size_t i) { return show(a[i]) + " vs " + show(b[i]) + ": " + show(y[i]); });
@@ -513,6 +520,8 @@ TEST_CASE("llvm: float ops reject integer-only ops", "[llvm]") {
 TEMPLATE_TEST_CASE("llvm: integer and bool ops", "[llvm]", Bool, U8, I8, I16, I32, I64) {
   constexpr DType D = TestType::value;
   using T = ctype<D>;
+  const int opt = GENERATE(0, 2);
+  INFO("opt " << opt);
   auto pairs = int_pairs<D>(200);
   const std::vector<T>& a = pairs[0];
   const std::vector<T>& b = pairs[1];
@@ -527,7 +536,7 @@ TEMPLATE_TEST_CASE("llvm: integer and bool ops", "[llvm]", Bool, U8, I8, I16, I3
           y_in[i] = D == kUInt8 ? T(e(rng()) + 3) : T(e(rng()));
       }
       int32_t err = 0;
-      auto y = run_op<D, D>(op, {a, y_in}, &err);
+      auto y = run_op<D, D>(op, {a, y_in}, &err, opt);
       bool want_err = false;
       size_t bad = count_bad(
           a.size(),
@@ -551,7 +560,7 @@ TEMPLATE_TEST_CASE("llvm: integer and bool ops", "[llvm]", Bool, U8, I8, I16, I3
                       {Op::CmpLe, [](T x, T y) { return x <= y; }}};
   for (const Cmp& c : cmps) {
     DYNAMIC_SECTION(ir::name(c.op)) {
-      auto y = run_op<kBool, D>(c.op, {a, b});
+      auto y = run_op<kBool, D>(c.op, {a, b}, nullptr, opt);
       size_t bad = count_bad(
           a.size(), [&](size_t i) { return y[i] == uint8_t(c.ref(a[i], b[i])); },
           [&](size_t i) { return show(a[i]) + " vs " + show(b[i]) + ": " + show(y[i]); });
@@ -562,7 +571,7 @@ TEMPLATE_TEST_CASE("llvm: integer and bool ops", "[llvm]", Bool, U8, I8, I16, I3
   if (D == kBool) unary.push_back(Op::Not);
   for (Op op : unary) {
     DYNAMIC_SECTION(ir::name(op)) {
-      auto y = run_op<D, D>(op, {a});
+      auto y = run_op<D, D>(op, {a}, nullptr, opt);
       size_t bad = count_bad(
           a.size(), [&](size_t i) { return y[i] == ref_int_unary<D>(op, a[i]); },
           [&](size_t i) { return show(a[i]) + " -> " + show(y[i]); });
@@ -708,11 +717,11 @@ template <DType In, DType Out> ctype<Out> expected_cast(ctype<In> x) {
   else return ref_cast<Out>(to_scalar<In>(x));
 }
 
-template <DType In, DType Out> void check_cast() {
+template <DType In, DType Out> void check_cast(int opt) {
   auto x = cast_sources<In>();
   std::vector<ctype<In>> padded = x;
   while (padded.size() < 150) padded.push_back(x[padded.size() % x.size()]); // vector path too
-  auto y = run_op<Out, In>(Op::Cast, {padded});
+  auto y = run_op<Out, In>(Op::Cast, {padded}, nullptr, opt);
   size_t bad = count_bad(
       padded.size(),
       [&](size_t i) { return cast_matches<Out>(y[i], expected_cast<In, Out>(padded[i])); },
@@ -720,21 +729,21 @@ template <DType In, DType Out> void check_cast() {
         return dtype_name(In) + " " + show(padded[i]) + " -> " + dtype_name(Out) + " " + show(y[i]) +
                ", expected " + show(expected_cast<In, Out>(padded[i]));
       });
-  INFO(dtype_name(In) << " -> " << dtype_name(Out));
+  INFO(dtype_name(In) << " -> " << dtype_name(Out) << " at opt " << opt);
   CHECK(bad == 0);
 }
 
-template <DType In> void check_casts_from() {
-  check_cast<In, kBool>();
-  check_cast<In, kUInt8>();
-  check_cast<In, kInt8>();
-  check_cast<In, kInt16>();
-  check_cast<In, kInt32>();
-  check_cast<In, kInt64>();
-  check_cast<In, kFloat16>();
-  check_cast<In, kBFloat16>();
-  check_cast<In, kFloat32>();
-  check_cast<In, kFloat64>();
+template <DType In> void check_casts_from(int opt) {
+  check_cast<In, kBool>(opt);
+  check_cast<In, kUInt8>(opt);
+  check_cast<In, kInt8>(opt);
+  check_cast<In, kInt16>(opt);
+  check_cast<In, kInt32>(opt);
+  check_cast<In, kInt64>(opt);
+  check_cast<In, kFloat16>(opt);
+  check_cast<In, kBFloat16>(opt);
+  check_cast<In, kFloat32>(opt);
+  check_cast<In, kFloat64>(opt);
 }
 
 } // namespace
@@ -757,16 +766,17 @@ TEST_CASE("llvm: reference half and bfloat16 conversions", "[llvm]") {
 }
 
 TEST_CASE("llvm: casts between all dtypes", "[llvm]") {
-  check_casts_from<kBool>();
-  check_casts_from<kUInt8>();
-  check_casts_from<kInt8>();
-  check_casts_from<kInt16>();
-  check_casts_from<kInt32>();
-  check_casts_from<kInt64>();
-  check_casts_from<kFloat16>();
-  check_casts_from<kBFloat16>();
-  check_casts_from<kFloat32>();
-  check_casts_from<kFloat64>();
+  const int opt = GENERATE(0, 2);
+  check_casts_from<kBool>(opt);
+  check_casts_from<kUInt8>(opt);
+  check_casts_from<kInt8>(opt);
+  check_casts_from<kInt16>(opt);
+  check_casts_from<kInt32>(opt);
+  check_casts_from<kInt64>(opt);
+  check_casts_from<kFloat16>(opt);
+  check_casts_from<kBFloat16>(opt);
+  check_casts_from<kFloat32>(opt);
+  check_casts_from<kFloat64>(opt);
 }
 
 TEST_CASE("llvm: cast known answers", "[llvm]") {
