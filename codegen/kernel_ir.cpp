@@ -15,18 +15,24 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 const char* slot_role(Slot::Role r) {
   switch (r) {
-  case Slot::Role::Input: return "in";
-  case Slot::Role::Output: return "out";
-  case Slot::Role::Index: return "index";
+  case Slot::Role::Input:
+    return "in";
+  case Slot::Role::Output:
+    return "out";
+  case Slot::Role::Index:
+    return "index";
   }
   return "?";
 }
 
 const char* stride_kind(StrideKind s) {
   switch (s) {
-  case StrideKind::Contiguous: return "contiguous";
-  case StrideKind::Broadcast: return "broadcast";
-  case StrideKind::Strided: return "strided";
+  case StrideKind::Contiguous:
+    return "contiguous";
+  case StrideKind::Broadcast:
+    return "broadcast";
+  case StrideKind::Strided:
+    return "strided";
   }
   return "?";
 }
@@ -42,14 +48,17 @@ uint64_t Kernel::hash() const {
   uint64_t h = 0x243f6a8885a308d3ULL;
   for (const auto& s : slots)
     h = mix(h, (uint64_t(s.role) << 16) | (uint64_t(s.dtype) << 8) | uint64_t(s.stride));
-  for (auto p : params) h = mix(h, uint64_t(p));
+  for (auto p : params)
+    h = mix(h, uint64_t(p));
   for (const auto& v : values) {
     h = mix(h, (uint64_t(v.op) << 8) | uint64_t(v.dtype));
-    for (int32_t s : v.src) h = mix(h, uint64_t(uint32_t(s)));
+    for (int32_t s : v.src)
+      h = mix(h, uint64_t(uint32_t(s)));
     h = mix(h, uint64_t(uint32_t(v.slot)));
     h = mix(h, uint64_t(v.imm));
   }
-  for (const auto& s : stores) h = mix(h, (uint64_t(uint32_t(s.slot)) << 32) | uint32_t(s.value));
+  for (const auto& s : stores)
+    h = mix(h, (uint64_t(uint32_t(s.slot)) << 32) | uint32_t(s.value));
   return h;
 }
 
@@ -75,26 +84,35 @@ std::string Kernel::str() const {
     const Value& v = values[i];
     std::string rhs;
     switch (v.op) {
-    case Op::Buffer: rhs = fmt::format("load slot{}", v.slot); break;
-    case Op::Const: rhs = fmt::format("param{}", v.slot); break;
-    case Op::Iota: rhs = fmt::format("index slot{}", v.slot); break;
+    case Op::Buffer:
+      rhs = fmt::format("load slot{}", v.slot);
+      break;
+    case Op::Const:
+      rhs = fmt::format("param{}", v.slot);
+      break;
+    case Op::Iota:
+      rhs = fmt::format("index slot{}", v.slot);
+      break;
     case Op::Philox:
       rhs = fmt::format("philox %{} + %{}, key %{}, word {}", v.src[0], v.src[1], v.src[2], v.imm);
       break;
     default: {
       rhs = std::string(ir::name(v.op));
-      for (int k = 0; k < 3 && v.src[k] >= 0; ++k) rhs += fmt::format("{}%{}", k ? ", " : " ", v.src[k]);
+      for (int k = 0; k < 3 && v.src[k] >= 0; ++k)
+        rhs += fmt::format("{}%{}", k ? ", " : " ", v.src[k]);
     }
     }
     s += fmt::format("  %{} : {} = {}\n", i, short_dtype(v.dtype), rhs);
   }
-  for (const auto& st : stores) s += fmt::format("  store slot{}, %{}\n", st.slot, st.value);
+  for (const auto& st : stores)
+    s += fmt::format("  store slot{}, %{}\n", st.slot, st.value);
   return s + "}\n";
 }
 
 void verify(const Kernel& k) {
   auto fail = [&](const std::string& what) {
-    throw std::logic_error(fmt::format("internal error: kernel IR verifier: {}\n{}", what, k.str()));
+    throw std::logic_error(
+        fmt::format("internal error: kernel IR verifier: {}\n{}", what, k.str()));
   };
   for (size_t i = 0; i < k.values.size(); ++i) {
     const Value& v = k.values[i];
@@ -102,7 +120,8 @@ void verify(const Kernel& k) {
     if (v.op == Op::Philox) arity = 3;
     for (int a = 0; a < 3; ++a) {
       bool used = a < arity;
-      if (used && (v.src[a] < 0 || v.src[a] >= int32_t(i))) fail(fmt::format("%{} operand {}", i, a));
+      if (used && (v.src[a] < 0 || v.src[a] >= int32_t(i)))
+        fail(fmt::format("%{} operand {}", i, a));
       if (!used && v.src[a] != -1) fail(fmt::format("%{} has extra operand", i));
     }
     bool leaf = ir::is_leaf(v.op);

@@ -32,7 +32,7 @@ enum class StrideKind : uint8_t { Contiguous, Broadcast, Strided };
 struct Slot {
   enum class Role : uint8_t { Input, Output, Index };
   Role role;
-  DType dtype;  // element type of Input/Output; int64 for Index
+  DType dtype; // element type of Input/Output; int64 for Index
   StrideKind stride;
 };
 
@@ -59,10 +59,10 @@ struct Store {
 };
 
 struct Kernel {
-  std::string name;               // human-readable, not part of identity
+  std::string name; // human-readable, not part of identity
   std::vector<Slot> slots;
   std::vector<DType> params;
-  std::vector<Value> values;      // in topological order
+  std::vector<Value> values; // in topological order
   std::vector<Store> stores;
 
   // Structural identity: equal kernels compile to the same code.

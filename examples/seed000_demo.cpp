@@ -66,8 +66,8 @@ int main() {
 
   std::cout << "Scalars\n";
   Tensor s = (d * d).add(1);
-  std::cout << "item() of the (1, 1) element squared plus one: " << s.reshape({4}).to_vector<float>()[3]
-            << "\n";
+  std::cout << "item() of the (1, 1) element squared plus one: "
+            << s.reshape({4}).to_vector<float>()[3] << "\n";
   std::cout << tensor({2.5}).item<double>() << "\n";
   try {
     d.item();

@@ -20,7 +20,8 @@ constexpr int64_t kGrain = 32768;
 void run_launch(const Launch& l, llvmjit::KernelFn fn) {
   const size_t nd = l.domain.size(), ns = l.slots.size();
   int64_t total = 1;
-  for (int64_t d : l.domain) total *= d;
+  for (int64_t d : l.domain)
+    total *= d;
   std::vector<void*> ptrs(ns, nullptr);
   std::vector<int64_t> inner(ns);
   for (size_t s = 0; s < ns; ++s) {
@@ -40,7 +41,8 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
       int64_t n = std::min(l.domain[nd - 1] - idx[nd - 1], end - pos);
       for (size_t s = 0; s < ns; ++s) {
         int64_t b = l.slots[s].base;
-        for (size_t d = 0; d < nd; ++d) b += idx[d] * l.slots[s].strides[d];
+        for (size_t d = 0; d < nd; ++d)
+          b += idx[d] * l.slots[s].strides[d];
         base[s] = b;
       }
       fn(n, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err);
@@ -65,7 +67,8 @@ void execute(const std::vector<Launch>& launches) {
     run_launch(l, code->fn);
     ++counters().kernels_launched;
     if (config().debug >= 1) {
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       fmt::print(stderr, "[tj] launched {} over [{}] in {:.1f} us\n", l.kernel.name,
                  fmt::join(l.domain, ", "), us);
     }

@@ -22,7 +22,7 @@ struct Cache {
   std::unordered_multimap<uint64_t, Entry> map;
 };
 Cache& cache() {
-  static Cache* c = new Cache;  // kernels stay valid until exit
+  static Cache* c = new Cache; // kernels stay valid until exit
   return *c;
 }
 

@@ -9,16 +9,16 @@
 namespace tj::rt {
 
 struct SlotBinding {
-  std::shared_ptr<Storage> storage;  // null for Index slots
-  int64_t base = 0;                  // element offset of iteration index (0, ..., 0)
-  std::vector<int64_t> strides;      // element stride per domain dim
+  std::shared_ptr<Storage> storage; // null for Index slots
+  int64_t base = 0;                 // element offset of iteration index (0, ..., 0)
+  std::vector<int64_t> strides;     // element stride per domain dim
 };
 
 struct Launch {
   kir::Kernel kernel;
-  std::vector<int64_t> domain;       // iteration shape, innermost last
-  std::vector<SlotBinding> slots;    // parallel to kernel.slots
-  std::vector<uint64_t> params;      // parallel to kernel.params
+  std::vector<int64_t> domain;    // iteration shape, innermost last
+  std::vector<SlotBinding> slots; // parallel to kernel.slots
+  std::vector<uint64_t> params;   // parallel to kernel.params
 };
 
 // Runs launches in order on the CPU: compiles (or finds cached) kernels and

@@ -64,7 +64,7 @@ private:
 };
 
 HostAllocator& host_allocator() {
-  static HostAllocator* a = new HostAllocator;  // outlives every storage
+  static HostAllocator* a = new HostAllocator; // outlives every storage
   return *a;
 }
 
@@ -78,8 +78,8 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
     throw Error("DefaultCPUAllocator: not enough memory: you tried to allocate " +
                 std::to_string(nbytes) + " bytes.");
   counters().bytes_allocated += static_cast<int64_t>(nbytes);
-  return std::shared_ptr<Storage>(
-      new Storage(p, nbytes, device, [capacity](void* q) { host_allocator().release(q, capacity); }));
+  return std::shared_ptr<Storage>(new Storage(
+      p, nbytes, device, [capacity](void* q) { host_allocator().release(q, capacity); }));
 }
 
 std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, Device device,

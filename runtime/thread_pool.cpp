@@ -17,7 +17,8 @@ namespace {
 class Pool {
 public:
   explicit Pool(int n) {
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+    for (int i = 1; i < n; ++i)
+      workers_.emplace_back([this] { loop(); });
   }
   ~Pool() {
     {
@@ -25,13 +26,14 @@ public:
       stop_ = true;
     }
     cv_.notify_all();
-    for (auto& w : workers_) w.join();
+    for (auto& w : workers_)
+      w.join();
   }
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Runs task(i) for i in [0, ntasks) on the workers and the caller.
   void run(int64_t ntasks, const std::function<void(int64_t)>& task) {
-    std::lock_guard job_lock(job_mu_);  // one job at a time
+    std::lock_guard job_lock(job_mu_); // one job at a time
     {
       std::lock_guard lock(mu_);
       task_ = &task;
@@ -102,7 +104,8 @@ int num_threads() {
   return n;
 }
 
-void parallel_for(int64_t n, int64_t grain, int64_t align, const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_for(int64_t n, int64_t grain, int64_t align,
+                  const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   int threads = num_threads();
   if (threads <= 1 || n < 2 * grain) {

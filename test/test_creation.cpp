@@ -67,7 +67,8 @@ TEST_CASE("distributions have the right moments", "[random]") {
   auto mean_std = [](const std::vector<double>& v) {
     double m = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
     double s = 0;
-    for (double x : v) s += (x - m) * (x - m);
+    for (double x : v)
+      s += (x - m) * (x - m);
     return std::make_pair(m, std::sqrt(s / (v.size() - 1)));
   };
   auto [um, us] = mean_std(rand({n}).to_vector<double>());

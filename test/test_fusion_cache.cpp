@@ -85,14 +85,14 @@ TEST_CASE("simplification folds constants and identities", "[graph]") {
   reset_stats();
   Tensor threes = (ones({2, 2}) * 7 - 1) / 2;
   threes.eval();
-  CHECK(stats().kernels_launched == 1);  // a fill of the folded constant 3
+  CHECK(stats().kernels_launched == 1); // a fill of the folded constant 3
   CHECK(threes.to_vector<float>() == std::vector<float>{3, 3, 3, 3});
   Tensor x = rand({5});
   x.eval();
   Tensor y = x * 1 + 0;
   y.eval();
   CHECK(y.to_vector<float>() == x.to_vector<float>());
-  CHECK(y.data_ptr() != x.data_ptr());  // materializing gives fresh memory
+  CHECK(y.data_ptr() != x.data_ptr()); // materializing gives fresh memory
 }
 
 TEST_CASE("a realized value is never computed again", "[fusion]") {

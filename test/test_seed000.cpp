@@ -16,13 +16,14 @@ TEST_CASE("seed 000: creation and printing", "[seed]") {
   CHECK(tensor({{2, 4, 6}, {3, 6, 9}}).str() == "tensor([[2, 4, 6],\n        [3, 6, 9]])");
   Tensor x = empty({2, 2, 3});
   CHECK(x.sizes() == Shape{2, 2, 3});
-  CHECK(zeros_like(x).str() ==
-        "tensor([[[0., 0., 0.],\n         [0., 0., 0.]],\n\n        [[0., 0., 0.],\n         [0., 0., 0.]]])");
+  CHECK(zeros_like(x).str() == "tensor([[[0., 0., 0.],\n         [0., 0., 0.]],\n\n        [[0., "
+                               "0., 0.],\n         [0., 0., 0.]]])");
   CHECK(ones_like(x).sizes() == Shape{2, 2, 3});
 }
 
 TEST_CASE("seed 000: dtypes and truncating casts", "[seed]") {
-  CHECK(ones({2, 3}, dtype(kInt16)).str() == "tensor([[1, 1, 1],\n        [1, 1, 1]], dtype=torch.int16)");
+  CHECK(ones({2, 3}, dtype(kInt16)).str() ==
+        "tensor([[1, 1, 1],\n        [1, 1, 1]], dtype=torch.int16)");
   Tensor b = tensor({{0.9956, 1.4148, 5.8364}, {11.2406, 11.2083, 11.6692}}, dtype(kFloat64));
   CHECK(b.str() == "tensor([[ 0.9956,  1.4148,  5.8364],\n        [11.2406, 11.2083, 11.6692]], "
                    "dtype=torch.float64)");
@@ -53,18 +54,23 @@ TEST_CASE("seed 000: broadcasting shapes and errors", "[seed]") {
   CHECK((a * rand({1, 2})).sizes() == Shape{4, 3, 2});
   // Every 3-element column identical, as the tutorial points out for c.
   Tensor c = a * tensor({{0.5}, {0.25}, {0.125}});
-  CHECK(c.str() == "tensor([[[0.5000, 0.5000],\n         [0.2500, 0.2500],\n         [0.1250, 0.1250]],\n\n"
-                   "        [[0.5000, 0.5000],\n         [0.2500, 0.2500],\n         [0.1250, 0.1250]],\n\n"
-                   "        [[0.5000, 0.5000],\n         [0.2500, 0.2500],\n         [0.1250, 0.1250]],\n\n"
-                   "        [[0.5000, 0.5000],\n         [0.2500, 0.2500],\n         [0.1250, 0.1250]]])");
-  CHECK_THROWS_WITH(rand({2, 3}) * rand({3, 2}),
-                    "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1");
-  CHECK_THROWS_WITH(a * rand({4, 3}),
-                    "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 2");
-  CHECK_THROWS_WITH(a * rand({2, 3}),
-                    "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 2");
-  CHECK_THROWS_WITH(a * rand({0}),
-                    "The size of tensor a (2) must match the size of tensor b (0) at non-singleton dimension 2");
+  CHECK(c.str() ==
+        "tensor([[[0.5000, 0.5000],\n         [0.2500, 0.2500],\n         [0.1250, 0.1250]],\n\n"
+        "        [[0.5000, 0.5000],\n         [0.2500, 0.2500],\n         [0.1250, 0.1250]],\n\n"
+        "        [[0.5000, 0.5000],\n         [0.2500, 0.2500],\n         [0.1250, 0.1250]],\n\n"
+        "        [[0.5000, 0.5000],\n         [0.2500, 0.2500],\n         [0.1250, 0.1250]]])");
+  CHECK_THROWS_WITH(
+      rand({2, 3}) * rand({3, 2}),
+      "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1");
+  CHECK_THROWS_WITH(
+      a * rand({4, 3}),
+      "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 2");
+  CHECK_THROWS_WITH(
+      a * rand({2, 3}),
+      "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 2");
+  CHECK_THROWS_WITH(
+      a * rand({0}),
+      "The size of tensor a (2) must match the size of tensor b (0) at non-singleton dimension 2");
 }
 
 TEST_CASE("seed 000: math functions", "[seed]") {
@@ -77,11 +83,12 @@ TEST_CASE("seed 000: math functions", "[seed]") {
   Tensor d = tensor({{1., 2.}, {3., 4.}});
   CHECK(eq(d, ones({1, 2})).str() == "tensor([[ True, False],\n        [False, False]])");
   Tensor m = tensor({{-0.9238, -0.5724, 0.0791, -0.2629}, {-0.1986, 0.4439, 0.6434, -0.4776}});
-  CHECK(abs(m).str() == "tensor([[0.9238, 0.5724, 0.0791, 0.2629],\n        [0.1986, 0.4439, 0.6434, 0.4776]])");
+  CHECK(abs(m).str() ==
+        "tensor([[0.9238, 0.5724, 0.0791, 0.2629],\n        [0.1986, 0.4439, 0.6434, 0.4776]])");
   CHECK(ceil(m).str() == "tensor([[-0., -0., 1., -0.],\n        [-0., 1., 1., -0.]])");
   CHECK(floor(m).str() == "tensor([[-1., -1.,  0., -1.],\n        [-1.,  0.,  0., -1.]])");
-  CHECK(clamp(m, -0.5, 0.5).str() ==
-        "tensor([[-0.5000, -0.5000,  0.0791, -0.2629],\n        [-0.1986,  0.4439,  0.5000, -0.4776]])");
+  CHECK(clamp(m, -0.5, 0.5).str() == "tensor([[-0.5000, -0.5000,  0.0791, -0.2629],\n        "
+                                     "[-0.1986,  0.4439,  0.5000, -0.4776]])");
 }
 
 TEST_CASE("seed 000: item and scalar conversion", "[seed]") {

@@ -122,7 +122,7 @@ public:
                                              codegen_level(opt), /*JIT=*/true));
       if (!tm) throw std::runtime_error("LLVM backend: cannot create a TargetMachine for the host");
     }
-    tm->setOptLevel(codegen_level(opt));
+    tm->setOptLevel(codegen_level(getenv("E_CGLESS") && opt >= 2 ? 1 : opt));
     return tm;
   }
   void give(std::unique_ptr<llvm::TargetMachine> tm) {
@@ -452,6 +452,9 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = opt >= 2;
   pto.SLPVectorization = opt >= 2;
+  if (getenv("E_NOUNROLL")) pto.LoopUnrolling = false;
+  if (getenv("E_NOSLP")) pto.SLPVectorization = false;
+  if (getenv("E_NOINTERLEAVE")) pto.LoopInterleaving = false;
   llvm::PassBuilder pb(&tm, pto);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
@@ -508,7 +511,9 @@ std::unique_ptr<llvm::Module> build_module(const kir::Kernel& k, const std::stri
     m->print(os, nullptr);
     throw LowerError(fmt::format("invalid LLVM IR: {}\n{}", errors, ir));
   }
-  optimize(*m, tm, opt);
+  auto t0 = std::chrono::steady_clock::now();
+  if (!getenv("E_RAW")) optimize(*m, tm, opt);
+  if (getenv("TJPROF")) fprintf(stderr, "opt %.2f ", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return m;
 }
 
@@ -530,12 +535,21 @@ std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level) {
   int opt = opt_level_checked(k, opt_level);
   llvm::orc::LLJIT& j = jit();
   std::string fname = fmt::format("tjk_{:016x}_{}", k.hash(), g_kernel_counter++);
+  static bool prof = getenv("TJPROF");
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   llvm::SmallVector<char, 0> obj = guarded(k, [&] {
     llvm::LLVMContext ctx;
+    auto ta = std::chrono::steady_clock::now();
     TargetMachineLease tm(opt);
+    auto tb = std::chrono::steady_clock::now();
     auto m = build_module(k, fname, ctx, *tm.tm, opt);
-    return machine_code(*m, *tm.tm, llvm::CodeGenFileType::ObjectFile);
+    auto tc = std::chrono::steady_clock::now();
+    auto r = machine_code(*m, *tm.tm, llvm::CodeGenFileType::ObjectFile);
+    auto td = std::chrono::steady_clock::now();
+    if (prof) fprintf(stderr, "tm %.2f lower+opt %.2f codegen %.2f ", ms(ta,tb), ms(tb,tc), ms(tc,td));
+    return r;
   });
+  auto tlink = std::chrono::steady_clock::now();
   auto rt = j.getMainJITDylib().createResourceTracker();
   if (auto e = j.addObjectFile(rt, std::make_unique<llvm::SmallVectorMemoryBuffer>(
                                        std::move(obj), fname, /*RequiresNullTerminator=*/false)))
@@ -547,6 +561,7 @@ std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level) {
     fail(k, "JIT link: " + msg);
   }
   auto t1 = std::chrono::steady_clock::now();
+  if (prof) fprintf(stderr, "link %.2f\n", ms(tlink, t1));
   auto* ck = new CompiledKernel;
   ck->fn = sym->toPtr<KernelFn>();
   ck->compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();

@@ -8,7 +8,7 @@ int main() {
   tj::Tensor y = (x * 2 + 1).sigmoid();
   std::cout << y << "\n";
   double last = y.to_vector<double>().back();
-  bool ok = last > 0.99998 && last < 0.99999;  // sigmoid(11)
+  bool ok = last > 0.99998 && last < 0.99999; // sigmoid(11)
   std::cout << (ok ? "consumer: ok" : "consumer: WRONG VALUE") << "\n";
   return ok ? 0 : 1;
 }

@@ -61,7 +61,8 @@ private:
   bool is_scalar_;
 };
 Tensor tensor(const NestedList& data, TensorOptions opts = {});
-template <typename T> Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions opts = {});
+template <typename T>
+Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions opts = {});
 template <typename T> Tensor tensor(const std::vector<T>& data, TensorOptions opts = {}) {
   return tensor<T>(data, {static_cast<int64_t>(data.size())}, opts);
 }
@@ -156,7 +157,7 @@ struct PrintOptions {
   int64_t threshold = 1000;
   int64_t edgeitems = 3;
   int64_t linewidth = 80;
-  std::optional<bool> sci_mode;  // nullopt: chosen from the values, as PyTorch does
+  std::optional<bool> sci_mode; // nullopt: chosen from the values, as PyTorch does
 };
 void set_printoptions(std::optional<int> precision = std::nullopt,
                       std::optional<int64_t> threshold = std::nullopt,

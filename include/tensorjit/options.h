@@ -13,9 +13,21 @@ public:
   TensorOptions(DType d) : dtype_(d) {}
   TensorOptions(Device d) : device_(d) {}
 
-  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
-  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
-  TensorOptions requires_grad(bool b) const { auto o = *this; o.requires_grad_ = b; return o; }
+  TensorOptions dtype(DType d) const {
+    auto o = *this;
+    o.dtype_ = d;
+    return o;
+  }
+  TensorOptions device(Device d) const {
+    auto o = *this;
+    o.device_ = d;
+    return o;
+  }
+  TensorOptions requires_grad(bool b) const {
+    auto o = *this;
+    o.requires_grad_ = b;
+    return o;
+  }
 
   std::optional<DType> dtype_opt() const { return dtype_; }
   DType dtype_or(DType fallback) const { return dtype_.value_or(fallback); }

@@ -14,7 +14,8 @@ public:
 
   Scalar() : kind_(Kind::Int), i_(0) {}
   Scalar(bool v) : kind_(Kind::Bool), i_(v) {}
-  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  template <typename T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   Scalar(T v) : kind_(Kind::Int), i_(static_cast<int64_t>(v)) {}
   template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   Scalar(T v) : kind_(Kind::Double), d_(static_cast<double>(v)) {}
@@ -28,9 +29,12 @@ public:
   int64_t to_int() const { return kind_ == Kind::Double ? static_cast<int64_t>(d_) : i_; }
   bool to_bool() const { return kind_ == Kind::Double ? d_ != 0.0 : i_ != 0; }
   template <typename T> T to() const {
-    if constexpr (std::is_same_v<T, bool>) return to_bool();
-    else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(to_double());
-    else return static_cast<T>(to_int());
+    if constexpr (std::is_same_v<T, bool>)
+      return to_bool();
+    else if constexpr (std::is_floating_point_v<T>)
+      return static_cast<T>(to_double());
+    else
+      return static_cast<T>(to_int());
   }
 
   // The dtype a Python scalar of this kind has in type promotion.

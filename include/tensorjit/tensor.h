@@ -25,10 +25,10 @@ struct TensorImpl;
 // A NumPy-style description of materialized memory; shares memory with the tensor.
 struct NumpyArray {
   void* data = nullptr;
-  std::string dtype;              // e.g. "<f4"
+  std::string dtype; // e.g. "<f4"
   std::vector<int64_t> shape;
-  std::vector<int64_t> strides;   // in bytes
-  std::shared_ptr<void> owner;    // keeps the storage alive
+  std::vector<int64_t> strides; // in bytes
+  std::shared_ptr<void> owner;  // keeps the storage alive
 };
 
 class Tensor {
@@ -174,8 +174,10 @@ public:
   Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
   Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
   Tensor where(const Tensor& cond, const Tensor& other) const;
-  bool allclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
-  Tensor isclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool allclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8,
+                bool equal_nan = false) const;
+  Tensor isclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8,
+                 bool equal_nan = false) const;
   bool equal(const Tensor& o) const;
 
   // In-place forms replace this tensor's value; every handle copied from it sees the change.

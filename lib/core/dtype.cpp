@@ -11,14 +11,18 @@ size_t itemsize(DType t) {
   switch (t) {
   case kBool:
   case kUInt8:
-  case kInt8: return 1;
+  case kInt8:
+    return 1;
   case kInt16:
   case kFloat16:
-  case kBFloat16: return 2;
+  case kBFloat16:
+    return 2;
   case kInt32:
-  case kFloat32: return 4;
+  case kFloat32:
+    return 4;
   case kInt64:
-  case kFloat64: return 8;
+  case kFloat64:
+    return 8;
   }
   return 0;
 }
@@ -33,18 +37,17 @@ bool is_integral(DType t, bool include_bool) {
 }
 
 std::string dtype_name(DType t) {
-  static const char* names[] = {"torch.bool",    "torch.uint8",    "torch.int8",
-                                "torch.int16",   "torch.int32",    "torch.int64",
-                                "torch.float16", "torch.bfloat16", "torch.float32",
-                                "torch.float64"};
+  static const char* names[] = {"torch.bool",    "torch.uint8",  "torch.int8",    "torch.int16",
+                                "torch.int32",   "torch.int64",  "torch.float16", "torch.bfloat16",
+                                "torch.float32", "torch.float64"};
   static_assert(std::size(names) == kNumDTypes);
   return names[static_cast<int>(t)];
 }
 
 std::string numpy_str(DType t) {
   // NumPy has no bfloat16: it is exposed as raw 16-bit words.
-  static const char* names[] = {"|b1", "|u1", "|i1", "<i2", "<i4", "<i8",
-                                "<f2", "<V2", "<f4", "<f8"};
+  static const char* names[] = {"|b1", "|u1", "|i1", "<i2", "<i4",
+                                "<i8", "<f2", "<V2", "<f4", "<f8"};
   static_assert(std::size(names) == kNumDTypes);
   return names[static_cast<int>(t)];
 }

@@ -9,8 +9,10 @@ namespace tj {
 
 std::string Scalar::str() const {
   switch (kind_) {
-  case Kind::Bool: return i_ ? "True" : "False";
-  case Kind::Int: return std::to_string(i_);
+  case Kind::Bool:
+    return i_ ? "True" : "False";
+  case Kind::Int:
+    return std::to_string(i_);
   case Kind::Double:
     if (std::isnan(d_)) return "nan";
     if (std::isinf(d_)) return d_ > 0 ? "inf" : "-inf";

@@ -20,7 +20,8 @@ using ir::Op;
 namespace {
 
 void check_device(const TensorOptions& o) {
-  if (o.device().is_cuda()) throw Error("CUDA is not available: this build has no CUDA backend yet");
+  if (o.device().is_cuda())
+    throw Error("CUDA is not available: this build has no CUDA backend yet");
 }
 
 Tensor finish(NodePtr n, const TensorOptions& o) {
@@ -34,7 +35,7 @@ Tensor finish(NodePtr n, const TensorOptions& o) {
 // the seed and the order of calls, never on threads or devices.
 struct Generator {
   std::mutex mu;
-  uint64_t seed = 67280421310721ULL;  // PyTorch's default seed
+  uint64_t seed = 67280421310721ULL; // PyTorch's default seed
   uint64_t offset = 0;
 };
 Generator& generator() {
@@ -45,8 +46,8 @@ Generator& generator() {
 // A leaf producing word `word` of Philox at counter offset + (linear index).
 NodePtr philox_word(const Shape& shape, uint64_t seed, uint64_t offset, int word) {
   return ir::make_node(Op::Philox, kInt64, shape, {},
-                       {static_cast<int64_t>(seed), static_cast<int64_t>(offset), word}, {}, nullptr,
-                       ir::View{ir::contiguous_strides(shape), 0});
+                       {static_cast<int64_t>(seed), static_cast<int64_t>(offset), word}, {},
+                       nullptr, ir::View{ir::contiguous_strides(shape), 0});
 }
 
 std::pair<uint64_t, uint64_t> take_counters(int64_t n) {
@@ -80,7 +81,10 @@ DType float_dtype(const TensorOptions& o, const char* fn) {
   DType t = o.dtype_or(default_dtype());
   if (!is_floating_point(t))
     throw Error(fmt::format("\"{}\" not implemented for '{}'", fn,
-                            t == kInt64 ? "Long" : t == kInt32 ? "Int" : t == kBool ? "Bool" : "Integral"));
+                            t == kInt64   ? "Long"
+                            : t == kInt32 ? "Int"
+                            : t == kBool  ? "Bool"
+                                          : "Integral"));
   return t;
 }
 
@@ -108,8 +112,12 @@ Tensor full(IntArrayRef size, const Scalar& v, TensorOptions o) {
   check_device(o);
   return finish(fe::constant(v, dtype_for_value(v, o), size), o);
 }
-Tensor zeros(IntArrayRef size, TensorOptions o) { return full(size, 0.0, o.dtype(o.dtype_or(default_dtype()))); }
-Tensor ones(IntArrayRef size, TensorOptions o) { return full(size, 1.0, o.dtype(o.dtype_or(default_dtype()))); }
+Tensor zeros(IntArrayRef size, TensorOptions o) {
+  return full(size, 0.0, o.dtype(o.dtype_or(default_dtype())));
+}
+Tensor ones(IntArrayRef size, TensorOptions o) {
+  return full(size, 1.0, o.dtype(o.dtype_or(default_dtype())));
+}
 Tensor scalar_tensor(const Scalar& v, TensorOptions o) { return full({}, v, o); }
 
 Tensor rand(IntArrayRef size, TensorOptions o) {
@@ -127,7 +135,7 @@ Tensor randn(IntArrayRef size, TensorOptions o) {
   auto [seed, off] = take_counters(ir::numel(size));
   // Box-Muller on two independent uniforms from the same counter (words 0-1 and 2-3).
   DType c = t == kFloat64 ? kFloat64 : kFloat32;
-  NodePtr u1 = fe::binary(Op::Sub, k(1.0, c), uniform(size, c, seed, off, 0));  // (0, 1]
+  NodePtr u1 = fe::binary(Op::Sub, k(1.0, c), uniform(size, c, seed, off, 0)); // (0, 1]
   NodePtr u2 = uniform(size, c, seed, off, 2);
   NodePtr r = fe::unary(Op::Sqrt, fe::binary(Op::Mul, k(-2.0, c), fe::unary(Op::Log, u1)));
   NodePtr th = fe::unary(Op::Cos, fe::binary(Op::Mul, k(2.0 * M_PI, c), u2));
@@ -138,7 +146,8 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o) {
   ir::check_sizes(size);
   check_device(o);
   if (low >= high)
-    throw Error(fmt::format("random_ expects 'from' to be less than 'to', but got from={} >= to={}", low, high));
+    throw Error(fmt::format("random_ expects 'from' to be less than 'to', but got from={} >= to={}",
+                            low, high));
   DType t = o.dtype_or(kInt64);
   auto [seed, off] = take_counters(ir::numel(size));
   // 63 random bits reduced modulo the range (bias below 2^-31 for 32-bit ranges).
@@ -148,37 +157,46 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o) {
   NodePtr v = fe::binary(Op::Add, fe::binary(Op::Mod, bits, k(high - low, kInt64)), k(low, kInt64));
   return finish(fe::cast(v, t), o);
 }
-Tensor randint(int64_t high, IntArrayRef size, TensorOptions o) { return randint(0, high, size, o); }
+Tensor randint(int64_t high, IntArrayRef size, TensorOptions o) {
+  return randint(0, high, size, o);
+}
 
 Tensor randperm(int64_t n, TensorOptions o) {
   if (n < 0) throw Error(fmt::format("n must be non-negative, got{}", n));
   // Sort random keys: a permutation drawn from the same Philox stream.
   std::vector<int64_t> keys = randint(0, int64_t{1} << 62, {n}).to_vector<int64_t>();
   std::vector<int64_t> perm(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) perm[i] = i;
-  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
+  for (int64_t i = 0; i < n; ++i)
+    perm[i] = i;
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
   return tensor<int64_t>(perm, {n}, o.dtype(o.dtype_or(kInt64)));
 }
 
 Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o); }
-Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o) { return arange(start, end, 1, o); }
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o) {
+  return arange(start, end, 1, o);
+}
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
   check_device(o);
   bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
   DType t = o.dtype_or(floating ? default_dtype() : kInt64);
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
   if (st == 0) throw Error("step must be nonzero");
-  if (!std::isfinite(s) || !std::isfinite(e)) throw Error(fmt::format("unsupported range: {} -> {}", start.str(), end.str()));
+  if (!std::isfinite(s) || !std::isfinite(e))
+    throw Error(fmt::format("unsupported range: {} -> {}", start.str(), end.str()));
   if ((st > 0 && e < s) || (st < 0 && e > s))
     throw Error("upper bound and larger bound inconsistent with step sign");
   int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
   NodePtr idx = ir::make_node(Op::Iota, kInt64, {n}, {}, {}, {}, nullptr, ir::View{{1}, 0});
   NodePtr v;
   if (!floating && is_integral(t, true)) {
-    v = fe::binary(Op::Add, k(start.to_int(), kInt64), fe::binary(Op::Mul, idx, k(step.to_int(), kInt64)));
+    v = fe::binary(Op::Add, k(start.to_int(), kInt64),
+                   fe::binary(Op::Mul, idx, k(step.to_int(), kInt64)));
   } else {
     // Computed in double and rounded once, as PyTorch's accumulate type does.
-    v = fe::binary(Op::Add, k(s, kFloat64), fe::binary(Op::Mul, fe::cast(idx, kFloat64), k(st, kFloat64)));
+    v = fe::binary(Op::Add, k(s, kFloat64),
+                   fe::binary(Op::Mul, fe::cast(idx, kFloat64), k(st, kFloat64)));
   }
   return finish(fe::cast(v, t), o);
 }
@@ -191,15 +209,19 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   if (steps == 1) return full({1}, start, o.dtype(t));
   double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
   // PyTorch's symmetric form: the first half counts up from start, the second down from end.
-  NodePtr idx = fe::cast(ir::make_node(Op::Iota, kInt64, {steps}, {}, {}, {}, nullptr, ir::View{{1}, 0}), kFloat64);
+  NodePtr idx = fe::cast(
+      ir::make_node(Op::Iota, kInt64, {steps}, {}, {}, {}, nullptr, ir::View{{1}, 0}), kFloat64);
   NodePtr up = fe::binary(Op::Add, k(s, kFloat64), fe::binary(Op::Mul, idx, k(step, kFloat64)));
-  NodePtr down = fe::binary(Op::Sub, k(e, kFloat64),
-                            fe::binary(Op::Mul, fe::binary(Op::Sub, k(double(steps - 1), kFloat64), idx), k(step, kFloat64)));
+  NodePtr down =
+      fe::binary(Op::Sub, k(e, kFloat64),
+                 fe::binary(Op::Mul, fe::binary(Op::Sub, k(double(steps - 1), kFloat64), idx),
+                            k(step, kFloat64)));
   NodePtr first_half = fe::binary(Op::CmpLt, idx, k(double(steps / 2), kFloat64));
   return finish(fe::cast(fe::where(first_half, up, down), t), o);
 }
 
-Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base, TensorOptions o) {
+Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base,
+                TensorOptions o) {
   DType t = o.dtype_or(default_dtype());
   Tensor exps = linspace(start, end, steps, o.dtype(kFloat64));
   return finish(fe::cast(fe::binary(Op::Pow, k(base, kFloat64), node_of(exps)), t), o);
@@ -215,12 +237,24 @@ Tensor eye(int64_t n, int64_t m, TensorOptions o) {
   return finish(fe::cast(fe::binary(Op::CmpEq, row, col), o.dtype_or(default_dtype())), o);
 }
 
-Tensor empty_like(const Tensor& t, TensorOptions o) { return empty(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
-Tensor zeros_like(const Tensor& t, TensorOptions o) { return zeros(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
-Tensor ones_like(const Tensor& t, TensorOptions o) { return ones(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
-Tensor full_like(const Tensor& t, const Scalar& v, TensorOptions o) { return full(t.sizes(), v, o.dtype(o.dtype_or(t.dtype()))); }
-Tensor rand_like(const Tensor& t, TensorOptions o) { return rand(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
-Tensor randn_like(const Tensor& t, TensorOptions o) { return randn(t.sizes(), o.dtype(o.dtype_or(t.dtype()))); }
+Tensor empty_like(const Tensor& t, TensorOptions o) {
+  return empty(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
+}
+Tensor zeros_like(const Tensor& t, TensorOptions o) {
+  return zeros(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
+}
+Tensor ones_like(const Tensor& t, TensorOptions o) {
+  return ones(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
+}
+Tensor full_like(const Tensor& t, const Scalar& v, TensorOptions o) {
+  return full(t.sizes(), v, o.dtype(o.dtype_or(t.dtype())));
+}
+Tensor rand_like(const Tensor& t, TensorOptions o) {
+  return rand(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
+}
+Tensor randn_like(const Tensor& t, TensorOptions o) {
+  return randn(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
+}
 
 // --- from host data ---
 namespace {
@@ -229,53 +263,82 @@ void infer_shape(const NestedList& l, size_t depth, Shape& shape, bool& any_floa
                  bool& all_bool) {
   if (l.is_scalar()) {
     if (depth != shape.size() && !(shape.empty() && depth == 0))
-      throw Error("expected sequence of length " + std::to_string(shape.empty() ? 0 : shape[depth]) +
-                  " at dim " + std::to_string(depth) + " (got scalar)");
+      throw Error("expected sequence of length " +
+                  std::to_string(shape.empty() ? 0 : shape[depth]) + " at dim " +
+                  std::to_string(depth) + " (got scalar)");
     any_float |= l.scalar().is_floating_point();
     any_int |= l.scalar().is_integral();
     all_bool &= l.scalar().is_bool();
     return;
   }
   int64_t n = static_cast<int64_t>(l.children().size());
-  if (depth == shape.size()) shape.push_back(n);
+  if (depth == shape.size())
+    shape.push_back(n);
   else if (shape[depth] != n)
-    throw Error(fmt::format("expected sequence of length {} at dim {} (got {})", shape[depth], depth, n));
-  for (const auto& c : l.children()) infer_shape(c, depth + 1, shape, any_float, any_int, all_bool);
+    throw Error(
+        fmt::format("expected sequence of length {} at dim {} (got {})", shape[depth], depth, n));
+  for (const auto& c : l.children())
+    infer_shape(c, depth + 1, shape, any_float, any_int, all_bool);
 }
 
 void flatten(const NestedList& l, std::vector<Scalar>& out) {
-  if (l.is_scalar()) out.push_back(l.scalar());
+  if (l.is_scalar())
+    out.push_back(l.scalar());
   else
-    for (const auto& c : l.children()) flatten(c, out);
+    for (const auto& c : l.children())
+      flatten(c, out);
 }
 
 // Writes `v` converted to dtype `t` at `dst`.
 void store_scalar(void* dst, const Scalar& v, DType t) {
   auto put = [&](auto x) { std::memcpy(dst, &x, sizeof(x)); };
   switch (t) {
-  case kBool: put(static_cast<uint8_t>(v.to_bool())); break;
-  case kFloat64: put(v.to_double()); break;
-  case kFloat32: put(static_cast<float>(v.to_double())); break;
-  case kFloat16: put(ir::float_to_half_bits(static_cast<float>(v.to_double()))); break;
-  case kBFloat16: put(ir::float_to_bfloat_bits(static_cast<float>(v.to_double()))); break;
+  case kBool:
+    put(static_cast<uint8_t>(v.to_bool()));
+    break;
+  case kFloat64:
+    put(v.to_double());
+    break;
+  case kFloat32:
+    put(static_cast<float>(v.to_double()));
+    break;
+  case kFloat16:
+    put(ir::float_to_half_bits(static_cast<float>(v.to_double())));
+    break;
+  case kBFloat16:
+    put(ir::float_to_bfloat_bits(static_cast<float>(v.to_double())));
+    break;
   default: {
-    int64_t i = v.is_floating_point() ? ir::float_to_int(v.to_double(), t) : ir::wrap_to_dtype(v.to_int(), t);
+    int64_t i = v.is_floating_point() ? ir::float_to_int(v.to_double(), t)
+                                      : ir::wrap_to_dtype(v.to_int(), t);
     switch (t) {
-    case kUInt8: put(static_cast<uint8_t>(i)); break;
-    case kInt8: put(static_cast<int8_t>(i)); break;
-    case kInt16: put(static_cast<int16_t>(i)); break;
-    case kInt32: put(static_cast<int32_t>(i)); break;
-    default: put(i); break;
+    case kUInt8:
+      put(static_cast<uint8_t>(i));
+      break;
+    case kInt8:
+      put(static_cast<int8_t>(i));
+      break;
+    case kInt16:
+      put(static_cast<int16_t>(i));
+      break;
+    case kInt32:
+      put(static_cast<int32_t>(i));
+      break;
+    default:
+      put(i);
+      break;
     }
   }
   }
 }
 
-Tensor from_scalars(const std::vector<Scalar>& vals, const Shape& shape, DType t, const TensorOptions& o) {
+Tensor from_scalars(const std::vector<Scalar>& vals, const Shape& shape, DType t,
+                    const TensorOptions& o) {
   check_device(o);
   NodePtr buf = ir::make_empty(t, shape);
   char* p = static_cast<char*>(buf->storage->data());
-  for (size_t i = 0; i < vals.size(); ++i) store_scalar(p + i * itemsize(t), vals[i], t);
+  for (size_t i = 0; i < vals.size(); ++i)
+    store_scalar(p + i * itemsize(t), vals[i], t);
   return finish(buf, o);
 }
 
@@ -287,24 +350,30 @@ Tensor tensor(const NestedList& data, TensorOptions o) {
   infer_shape(data, 0, shape, any_float, any_int, all_bool);
   std::vector<Scalar> vals;
   flatten(data, vals);
-  DType t = o.dtype_or(any_float ? default_dtype() : (all_bool && !vals.empty()) ? kBool
-                                                     : vals.empty() ? default_dtype() : kInt64);
+  DType t = o.dtype_or(any_float                     ? default_dtype()
+                       : (all_bool && !vals.empty()) ? kBool
+                       : vals.empty()                ? default_dtype()
+                                                     : kInt64);
   return from_scalars(vals, shape, t, o);
 }
 
-template <typename T> Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions o) {
+template <typename T>
+Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions o) {
   ir::check_sizes(shape);
   if (ir::numel(shape) != static_cast<int64_t>(data.size()))
-    throw Error(fmt::format("shape '{}' is invalid for input of size {}", ir::shape_str(shape), data.size()));
-  DType natural = std::is_same_v<T, bool> ? kBool : std::is_floating_point_v<T> ? (sizeof(T) == 8 ? kFloat64 : kFloat32)
-                  : kInt64;
+    throw Error(fmt::format("shape '{}' is invalid for input of size {}", ir::shape_str(shape),
+                            data.size()));
+  DType natural = std::is_same_v<T, bool>       ? kBool
+                  : std::is_floating_point_v<T> ? (sizeof(T) == 8 ? kFloat64 : kFloat32)
+                                                : kInt64;
   if constexpr (std::is_same_v<T, int32_t>) natural = kInt32;
   if constexpr (std::is_same_v<T, int16_t>) natural = kInt16;
   if constexpr (std::is_same_v<T, int8_t>) natural = kInt8;
   if constexpr (std::is_same_v<T, uint8_t>) natural = kUInt8;
   std::vector<Scalar> vals;
   vals.reserve(data.size());
-  for (const auto& v : data) vals.emplace_back(static_cast<T>(v));
+  for (const auto& v : data)
+    vals.emplace_back(static_cast<T>(v));
   return from_scalars(vals, shape, o.dtype_or(natural), o);
 }
 template Tensor tensor<float>(const std::vector<float>&, IntArrayRef, TensorOptions);

@@ -39,7 +39,7 @@ DType float_type(DType t) { return is_floating_point(t) ? t : default_dtype(); }
 
 Tensor add_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
   DType t = fe::result_type({a, b});
-  if (t == kBool) return wrap(bin(Op::Or, a, b, t));  // PyTorch: bool + bool is logical or
+  if (t == kBool) return wrap(bin(Op::Or, a, b, t)); // PyTorch: bool + bool is logical or
   NodePtr y = fe::cast(b.node, t);
   if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, k(alpha, t));
   return wrap(fe::binary(Op::Add, fe::cast(a.node, t), y));
@@ -77,7 +77,8 @@ NodePtr floor_div_nodes(NodePtr x, NodePtr y, DType t) {
     NodePtr r = fe::binary(Op::Mod, x, y);
     NodePtr zero = k(0, t);
     NodePtr inexact = fe::binary(Op::CmpNe, r, zero);
-    NodePtr signs_differ = fe::binary(Op::Xor, fe::binary(Op::CmpLt, r, zero), fe::binary(Op::CmpLt, y, zero));
+    NodePtr signs_differ =
+        fe::binary(Op::Xor, fe::binary(Op::CmpLt, r, zero), fe::binary(Op::CmpLt, y, zero));
     NodePtr fix = fe::binary(Op::And, inexact, signs_differ);
     return fe::binary(Op::Sub, q, fe::cast(fix, t));
   }
@@ -85,8 +86,9 @@ NodePtr floor_div_nodes(NodePtr x, NodePtr y, DType t) {
   NodePtr mod = fe::binary(Op::Mod, x, y);
   NodePtr div = fe::binary(Op::Div, fe::binary(Op::Sub, x, mod), y);
   NodePtr zero = k(0, t);
-  NodePtr fix = fe::binary(Op::And, fe::binary(Op::CmpNe, mod, zero),
-                           fe::binary(Op::Xor, fe::binary(Op::CmpLt, y, zero), fe::binary(Op::CmpLt, mod, zero)));
+  NodePtr fix = fe::binary(
+      Op::And, fe::binary(Op::CmpNe, mod, zero),
+      fe::binary(Op::Xor, fe::binary(Op::CmpLt, y, zero), fe::binary(Op::CmpLt, mod, zero)));
   div = fe::where(fix, fe::binary(Op::Sub, div, k(1, t)), div);
   NodePtr fl = fe::unary(Op::Floor, div);
   NodePtr up = fe::binary(Op::CmpLt, k(0.5, t), fe::binary(Op::Sub, div, fl));
@@ -110,8 +112,9 @@ Tensor remainder_impl(const Operand& a, const Operand& b) {
   NodePtr x = fe::cast(a.node, t), y = fe::cast(b.node, t);
   NodePtr r = fe::binary(Op::Mod, x, y);
   NodePtr zero = k(0, t);
-  NodePtr fix = fe::binary(Op::And, fe::binary(Op::CmpNe, r, zero),
-                           fe::binary(Op::Xor, fe::binary(Op::CmpLt, r, zero), fe::binary(Op::CmpLt, y, zero)));
+  NodePtr fix = fe::binary(
+      Op::And, fe::binary(Op::CmpNe, r, zero),
+      fe::binary(Op::Xor, fe::binary(Op::CmpLt, r, zero), fe::binary(Op::CmpLt, y, zero)));
   return wrap(fe::where(fix, fe::binary(Op::Add, r, y), r));
 }
 
@@ -164,15 +167,23 @@ Tensor float_unary(Op op, const Tensor& a) {
 } // namespace
 
 // --- binary API ---
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl(operand(a), operand(b), alpha); }
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return sub_impl(operand(a), operand(b), alpha); }
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return add_impl(operand(a), operand(b), alpha);
+}
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return sub_impl(operand(a), operand(b), alpha);
+}
 Tensor mul(const Tensor& a, const Tensor& b) { return mul_impl(operand(a), operand(b)); }
 Tensor div(const Tensor& a, const Tensor& b) { return div_impl(operand(a), operand(b)); }
 Tensor pow(const Tensor& a, const Tensor& b) { return pow_impl(operand(a), operand(b)); }
 Tensor pow(const Tensor& a, const Scalar& b) { return pow_impl(operand(a), operand(b)); }
 Tensor pow(const Scalar& a, const Tensor& b) { return pow_impl(operand(a), operand(b)); }
-Tensor floor_divide(const Tensor& a, const Tensor& b) { return floor_divide_impl(operand(a), operand(b)); }
-Tensor remainder(const Tensor& a, const Tensor& b) { return remainder_impl(operand(a), operand(b)); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  return floor_divide_impl(operand(a), operand(b));
+}
+Tensor remainder(const Tensor& a, const Tensor& b) {
+  return remainder_impl(operand(a), operand(b));
+}
 Tensor fmod(const Tensor& a, const Tensor& b) { return fmod_impl(operand(a), operand(b)); }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   DType t = fe::result_type({operand(a), operand(b)});
@@ -186,31 +197,57 @@ Tensor atan2(const Tensor& a, const Tensor& b) {
   DType t = float_type(fe::result_type({operand(a), operand(b)}));
   return wrap(bin(Op::Atan2, operand(a), operand(b), t));
 }
-Tensor eq(const Tensor& a, const Tensor& b) { return compare(Op::CmpEq, operand(a), operand(b), false); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare(Op::CmpNe, operand(a), operand(b), false); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare(Op::CmpLt, operand(a), operand(b), false); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare(Op::CmpLe, operand(a), operand(b), false); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare(Op::CmpLt, operand(a), operand(b), true); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare(Op::CmpLe, operand(a), operand(b), true); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return wrap(fe::binary(Op::And, truthy(node_of(a)), truthy(node_of(b)))); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return wrap(fe::binary(Op::Or, truthy(node_of(a)), truthy(node_of(b)))); }
-Tensor logical_xor(const Tensor& a, const Tensor& b) { return wrap(fe::binary(Op::Xor, truthy(node_of(a)), truthy(node_of(b)))); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return compare(Op::CmpEq, operand(a), operand(b), false);
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return compare(Op::CmpNe, operand(a), operand(b), false);
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return compare(Op::CmpLt, operand(a), operand(b), false);
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return compare(Op::CmpLe, operand(a), operand(b), false);
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return compare(Op::CmpLt, operand(a), operand(b), true);
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return compare(Op::CmpLe, operand(a), operand(b), true);
+}
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return wrap(fe::binary(Op::And, truthy(node_of(a)), truthy(node_of(b))));
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return wrap(fe::binary(Op::Or, truthy(node_of(a)), truthy(node_of(b))));
+}
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  return wrap(fe::binary(Op::Xor, truthy(node_of(a)), truthy(node_of(b))));
+}
 Tensor logical_not(const Tensor& a) { return wrap(fe::unary(Op::Not, truthy(node_of(a)))); }
-Tensor bitwise_and(const Tensor& a, const Tensor& b) { return bitwise(Op::And, operand(a), operand(b), "bitwise_and"); }
-Tensor bitwise_or(const Tensor& a, const Tensor& b) { return bitwise(Op::Or, operand(a), operand(b), "bitwise_or"); }
-Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return bitwise(Op::Xor, operand(a), operand(b), "bitwise_xor"); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) {
+  return bitwise(Op::And, operand(a), operand(b), "bitwise_and");
+}
+Tensor bitwise_or(const Tensor& a, const Tensor& b) {
+  return bitwise(Op::Or, operand(a), operand(b), "bitwise_or");
+}
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
+  return bitwise(Op::Xor, operand(a), operand(b), "bitwise_xor");
+}
 Tensor bitwise_not(const Tensor& a) {
   NodePtr x = node_of(a);
   if (!is_integral(x->dtype, true))
-    throw Error(fmt::format("\"bitwise_not_cpu\" not implemented for '{}'", fe::cpp_type_name(x->dtype)));
+    throw Error(
+        fmt::format("\"bitwise_not_cpu\" not implemented for '{}'", fe::cpp_type_name(x->dtype)));
   return wrap(fe::unary(x->dtype == kBool ? Op::Not : Op::BitNot, x));
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   NodePtr c = node_of(cond);
   if (c->dtype != kBool)
-    throw Error(fmt::format("where expected condition to be a boolean tensor, but got a tensor with dtype {}",
-                            fe::cpp_type_name(c->dtype)));
+    throw Error(fmt::format(
+        "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+        fe::cpp_type_name(c->dtype)));
   DType t = fe::result_type({operand(a), operand(b)});
   return wrap(fe::where(c, fe::cast(node_of(a), t), fe::cast(node_of(b), t)));
 }
@@ -237,17 +274,21 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
 
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
   if (a.dtype() != b.dtype())
-    throw Error(fmt::format("{} did not match {}", fe::cpp_type_name(a.dtype()), fe::cpp_type_name(b.dtype())));
+    throw Error(fmt::format("{} did not match {}", fe::cpp_type_name(a.dtype()),
+                            fe::cpp_type_name(b.dtype())));
   NodePtr x = node_of(a), y = node_of(b);
   NodePtr eqn = fe::binary(Op::CmpEq, x, y);
   if (!is_floating_point(x->dtype)) return wrap(eqn);
   DType t = x->dtype;
   NodePtr diff = fe::unary(Op::Abs, fe::binary(Op::Sub, x, y));
-  NodePtr tol = fe::binary(Op::Add, k(atol, t), fe::binary(Op::Mul, k(rtol, t), fe::unary(Op::Abs, y)));
+  NodePtr tol =
+      fe::binary(Op::Add, k(atol, t), fe::binary(Op::Mul, k(rtol, t), fe::unary(Op::Abs, y)));
   NodePtr finite = fe::binary(Op::CmpLt, diff, k(std::numeric_limits<double>::infinity(), t));
-  NodePtr close = fe::binary(Op::Or, eqn, fe::binary(Op::And, finite, fe::binary(Op::CmpLe, diff, tol)));
+  NodePtr close =
+      fe::binary(Op::Or, eqn, fe::binary(Op::And, finite, fe::binary(Op::CmpLe, diff, tol)));
   if (equal_nan) {
-    NodePtr both_nan = fe::binary(Op::And, fe::binary(Op::CmpNe, x, x), fe::binary(Op::CmpNe, y, y));
+    NodePtr both_nan =
+        fe::binary(Op::And, fe::binary(Op::CmpNe, x, x), fe::binary(Op::CmpNe, y, y));
     close = fe::binary(Op::Or, close, both_nan);
   }
   return wrap(close);
@@ -288,7 +329,7 @@ Tensor sign(const Tensor& a) {
   NodePtr zero = k(0, t);
   NodePtr s = fe::binary(Op::Sub, fe::cast(fe::binary(Op::CmpLt, zero, x), t),
                          fe::cast(fe::binary(Op::CmpLt, x, zero), t));
-  if (is_floating_point(t)) s = fe::where(fe::binary(Op::CmpNe, x, x), x, s);  // sign(nan) is nan
+  if (is_floating_point(t)) s = fe::where(fe::binary(Op::CmpNe, x, x), x, s); // sign(nan) is nan
   return wrap(s);
 }
 #define TJ_ROUNDING(name, op)                                                                      \
@@ -329,7 +370,8 @@ Tensor sigmoid(const Tensor& a) {
   NodePtr x = node_of(a);
   DType t = float_type(x->dtype);
   x = fe::cast(x, t);
-  return wrap(fe::unary(Op::Recip, fe::binary(Op::Add, k(1, t), fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
+  return wrap(fe::unary(Op::Recip,
+                        fe::binary(Op::Add, k(1, t), fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
 }
 Tensor relu(const Tensor& a) {
   if (a.dtype() == kBool) throw Error("\"clamp_min_cpu\" not implemented for 'Bool'");
@@ -342,7 +384,8 @@ Tensor gelu(const Tensor& a) {
   DType t = float_type(x->dtype);
   x = fe::cast(x, t);
   NodePtr e = fe::unary(Op::Erf, fe::binary(Op::Mul, x, k(M_SQRT1_2, t)));
-  return wrap(fe::binary(Op::Mul, fe::binary(Op::Mul, x, k(0.5, t)), fe::binary(Op::Add, k(1, t), e)));
+  return wrap(
+      fe::binary(Op::Mul, fe::binary(Op::Mul, x, k(0.5, t)), fe::binary(Op::Add, k(1, t), e)));
 }
 Tensor isnan(const Tensor& a) {
   NodePtr x = node_of(a);
@@ -352,46 +395,88 @@ Tensor isnan(const Tensor& a) {
 Tensor isinf(const Tensor& a) {
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape));
-  return wrap(fe::binary(Op::CmpEq, fe::unary(Op::Abs, x), k(std::numeric_limits<double>::infinity(), x->dtype)));
+  return wrap(fe::binary(Op::CmpEq, fe::unary(Op::Abs, x),
+                         k(std::numeric_limits<double>::infinity(), x->dtype)));
 }
 Tensor isfinite(const Tensor& a) {
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(true, kBool, x->shape));
-  return wrap(fe::binary(Op::CmpLt, fe::unary(Op::Abs, x), k(std::numeric_limits<double>::infinity(), x->dtype)));
+  return wrap(fe::binary(Op::CmpLt, fe::unary(Op::Abs, x),
+                         k(std::numeric_limits<double>::infinity(), x->dtype)));
 }
 
 // --- Tensor members and operators, in terms of the functions above ---
-Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return add_impl(operand(*this), operand(o), alpha); }
-Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return add_impl(operand(*this), operand(o), alpha); }
-Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return sub_impl(operand(*this), operand(o), alpha); }
-Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return sub_impl(operand(*this), operand(o), alpha); }
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const {
+  return add_impl(operand(*this), operand(o), alpha);
+}
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const {
+  return add_impl(operand(*this), operand(o), alpha);
+}
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const {
+  return sub_impl(operand(*this), operand(o), alpha);
+}
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const {
+  return sub_impl(operand(*this), operand(o), alpha);
+}
 Tensor Tensor::mul(const Tensor& o) const { return mul_impl(operand(*this), operand(o)); }
 Tensor Tensor::mul(const Scalar& o) const { return mul_impl(operand(*this), operand(o)); }
 Tensor Tensor::div(const Tensor& o) const { return div_impl(operand(*this), operand(o)); }
 Tensor Tensor::div(const Scalar& o) const { return div_impl(operand(*this), operand(o)); }
 Tensor Tensor::pow(const Tensor& e) const { return pow_impl(operand(*this), operand(e)); }
 Tensor Tensor::pow(const Scalar& e) const { return pow_impl(operand(*this), operand(e)); }
-Tensor Tensor::floor_divide(const Tensor& o) const { return floor_divide_impl(operand(*this), operand(o)); }
-Tensor Tensor::floor_divide(const Scalar& o) const { return floor_divide_impl(operand(*this), operand(o)); }
-Tensor Tensor::remainder(const Tensor& o) const { return remainder_impl(operand(*this), operand(o)); }
-Tensor Tensor::remainder(const Scalar& o) const { return remainder_impl(operand(*this), operand(o)); }
+Tensor Tensor::floor_divide(const Tensor& o) const {
+  return floor_divide_impl(operand(*this), operand(o));
+}
+Tensor Tensor::floor_divide(const Scalar& o) const {
+  return floor_divide_impl(operand(*this), operand(o));
+}
+Tensor Tensor::remainder(const Tensor& o) const {
+  return remainder_impl(operand(*this), operand(o));
+}
+Tensor Tensor::remainder(const Scalar& o) const {
+  return remainder_impl(operand(*this), operand(o));
+}
 Tensor Tensor::fmod(const Tensor& o) const { return fmod_impl(operand(*this), operand(o)); }
 Tensor Tensor::fmod(const Scalar& o) const { return fmod_impl(operand(*this), operand(o)); }
 Tensor Tensor::maximum(const Tensor& o) const { return tj::maximum(*this, o); }
 Tensor Tensor::minimum(const Tensor& o) const { return tj::minimum(*this, o); }
 Tensor Tensor::atan2(const Tensor& o) const { return tj::atan2(*this, o); }
-Tensor Tensor::eq(const Tensor& o) const { return compare(Op::CmpEq, operand(*this), operand(o), false); }
-Tensor Tensor::eq(const Scalar& o) const { return compare(Op::CmpEq, operand(*this), operand(o), false); }
-Tensor Tensor::ne(const Tensor& o) const { return compare(Op::CmpNe, operand(*this), operand(o), false); }
-Tensor Tensor::ne(const Scalar& o) const { return compare(Op::CmpNe, operand(*this), operand(o), false); }
-Tensor Tensor::lt(const Tensor& o) const { return compare(Op::CmpLt, operand(*this), operand(o), false); }
-Tensor Tensor::lt(const Scalar& o) const { return compare(Op::CmpLt, operand(*this), operand(o), false); }
-Tensor Tensor::le(const Tensor& o) const { return compare(Op::CmpLe, operand(*this), operand(o), false); }
-Tensor Tensor::le(const Scalar& o) const { return compare(Op::CmpLe, operand(*this), operand(o), false); }
-Tensor Tensor::gt(const Tensor& o) const { return compare(Op::CmpLt, operand(*this), operand(o), true); }
-Tensor Tensor::gt(const Scalar& o) const { return compare(Op::CmpLt, operand(*this), operand(o), true); }
-Tensor Tensor::ge(const Tensor& o) const { return compare(Op::CmpLe, operand(*this), operand(o), true); }
-Tensor Tensor::ge(const Scalar& o) const { return compare(Op::CmpLe, operand(*this), operand(o), true); }
+Tensor Tensor::eq(const Tensor& o) const {
+  return compare(Op::CmpEq, operand(*this), operand(o), false);
+}
+Tensor Tensor::eq(const Scalar& o) const {
+  return compare(Op::CmpEq, operand(*this), operand(o), false);
+}
+Tensor Tensor::ne(const Tensor& o) const {
+  return compare(Op::CmpNe, operand(*this), operand(o), false);
+}
+Tensor Tensor::ne(const Scalar& o) const {
+  return compare(Op::CmpNe, operand(*this), operand(o), false);
+}
+Tensor Tensor::lt(const Tensor& o) const {
+  return compare(Op::CmpLt, operand(*this), operand(o), false);
+}
+Tensor Tensor::lt(const Scalar& o) const {
+  return compare(Op::CmpLt, operand(*this), operand(o), false);
+}
+Tensor Tensor::le(const Tensor& o) const {
+  return compare(Op::CmpLe, operand(*this), operand(o), false);
+}
+Tensor Tensor::le(const Scalar& o) const {
+  return compare(Op::CmpLe, operand(*this), operand(o), false);
+}
+Tensor Tensor::gt(const Tensor& o) const {
+  return compare(Op::CmpLt, operand(*this), operand(o), true);
+}
+Tensor Tensor::gt(const Scalar& o) const {
+  return compare(Op::CmpLt, operand(*this), operand(o), true);
+}
+Tensor Tensor::ge(const Tensor& o) const {
+  return compare(Op::CmpLe, operand(*this), operand(o), true);
+}
+Tensor Tensor::ge(const Scalar& o) const {
+  return compare(Op::CmpLe, operand(*this), operand(o), true);
+}
 Tensor Tensor::logical_and(const Tensor& o) const { return tj::logical_and(*this, o); }
 Tensor Tensor::logical_or(const Tensor& o) const { return tj::logical_or(*this, o); }
 Tensor Tensor::logical_xor(const Tensor& o) const { return tj::logical_xor(*this, o); }
@@ -437,8 +522,12 @@ TJ_MEMBER_UNARY(isnan)
 TJ_MEMBER_UNARY(isinf)
 TJ_MEMBER_UNARY(isfinite)
 #undef TJ_MEMBER_UNARY
-Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const { return tj::clamp(*this, lo, hi); }
-Tensor Tensor::where(const Tensor& cond, const Tensor& other) const { return tj::where(cond, *this, other); }
+Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
+  return tj::clamp(*this, lo, hi);
+}
+Tensor Tensor::where(const Tensor& cond, const Tensor& other) const {
+  return tj::where(cond, *this, other);
+}
 bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
   return tj::allclose(*this, o, rtol, atol, equal_nan);
 }

@@ -16,7 +16,9 @@ NodePtr with_view(const NodePtr& leaf, Shape shape, ir::View view) {
 
 } // namespace
 
-NodePtr constant(const Scalar& v, DType t, Shape shape) { return ir::make_const(v, t, std::move(shape)); }
+NodePtr constant(const Scalar& v, DType t, Shape shape) {
+  return ir::make_const(v, t, std::move(shape));
+}
 
 NodePtr cast(const NodePtr& x, DType t) {
   if (x->dtype == t) return x;
@@ -43,12 +45,12 @@ NodePtr where(NodePtr cond, NodePtr a, NodePtr b) {
   a = expand(a, shape);
   b = expand(b, shape);
   DType out = a->dtype;
-  return ir::make_node(Op::Where, out, std::move(shape), {std::move(cond), std::move(a), std::move(b)});
+  return ir::make_node(Op::Where, out, std::move(shape),
+                       {std::move(cond), std::move(a), std::move(b)});
 }
 
-std::optional<std::vector<int64_t>> view_strides(const Shape& old_shape,
-                                                 const std::vector<int64_t>& old_strides,
-                                                 const Shape& shape) {
+std::optional<std::vector<int64_t>>
+view_strides(const Shape& old_shape, const std::vector<int64_t>& old_strides, const Shape& shape) {
   // PyTorch's computeStride: walk chunks of old dims that are contiguous among
   // themselves and match them against groups of new dims with the same size.
   std::vector<int64_t> strides(shape.size());
@@ -58,7 +60,8 @@ std::optional<std::vector<int64_t>> view_strides(const Shape& old_shape,
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_shape[d];
-    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
         strides[view_d] = view_numel * chunk_base_stride;
         view_numel *= shape[view_d];
@@ -83,20 +86,23 @@ NodePtr reshape(const NodePtr& x, const Shape& shape) {
     if (auto st = view_strides(x->shape, x->view.strides, shape))
       return with_view(x, shape, ir::View{*st, x->view.offset});
   }
-  if (x->op == Op::Reshape) return reshape(x->src[0], shape);  // reshape of reshape
+  if (x->op == Op::Reshape) return reshape(x->src[0], shape); // reshape of reshape
   return ir::make_node(Op::Reshape, x->dtype, shape, {x}, shape);
 }
 
 NodePtr permute(const NodePtr& x, const std::vector<int64_t>& perm) {
   bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity &= perm[i] == static_cast<int64_t>(i);
   if (identity) return x;
   Shape shape(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) shape[i] = x->shape[perm[i]];
+  for (size_t i = 0; i < perm.size(); ++i)
+    shape[i] = x->shape[perm[i]];
   if (x->op == Op::Const) return constant(x->value, x->dtype, shape);
   if (ir::has_view(x->op)) {
     ir::View v{std::vector<int64_t>(perm.size()), x->view.offset};
-    for (size_t i = 0; i < perm.size(); ++i) v.strides[i] = x->view.strides[perm[i]];
+    for (size_t i = 0; i < perm.size(); ++i)
+      v.strides[i] = x->view.strides[perm[i]];
     return with_view(x, shape, v);
   }
   return ir::make_node(Op::Permute, x->dtype, shape, {x}, perm);
@@ -114,12 +120,14 @@ NodePtr expand(const NodePtr& x, const Shape& shape) {
   Shape target(shape);
   for (size_t i = 0; i < x->shape.size(); ++i) {
     int64_t have = x->shape[i], want = shape[lead + i];
-    if (want == -1) target[lead + i] = have;
+    if (want == -1)
+      target[lead + i] = have;
     else if (have != want && have != 1)
       throw Error(fmt::format("The expanded size of the tensor ({}) must match the existing size "
                               "({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor "
                               "sizes: [{}]",
-                              want, have, lead + i, fmt::join(shape, ", "), fmt::join(x->shape, ", ")));
+                              want, have, lead + i, fmt::join(shape, ", "),
+                              fmt::join(x->shape, ", ")));
   }
   if (x->shape == target) return x;
   if (x->op == Op::Const) return constant(x->value, x->dtype, target);

@@ -17,16 +17,20 @@ void realize(const std::vector<ir::NodePtr>& nodes) {
   ++rt::counters().materializations;
   std::vector<ir::NodePtr> simple = passes::simplify(todo);
   std::vector<sched::Target> targets;
-  for (size_t i = 0; i < todo.size(); ++i) targets.push_back({todo[i], simple[i]});
+  for (size_t i = 0; i < todo.size(); ++i)
+    targets.push_back({todo[i], simple[i]});
   std::vector<rt::Launch> launches = sched::schedule(targets, config().fusion);
   if (config().debug >= 2)
-    for (const auto& l : launches) fmt::print(stderr, "[tj] schedule: {} over [{}]\n", l.kernel.name, fmt::join(l.domain, ", "));
+    for (const auto& l : launches)
+      fmt::print(stderr, "[tj] schedule: {} over [{}]\n", l.kernel.name, fmt::join(l.domain, ", "));
   try {
     rt::execute(launches);
   } catch (...) {
     // Nothing was computed: forget the buffers the plan promised.
-    for (const auto& n : todo) n->realized.reset();
-    for (const auto& n : simple) if (n->op != ir::Op::Buffer) n->realized.reset();
+    for (const auto& n : todo)
+      n->realized.reset();
+    for (const auto& n : simple)
+      if (n->op != ir::Op::Buffer) n->realized.reset();
     throw;
   }
 }

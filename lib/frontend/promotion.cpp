@@ -33,8 +33,8 @@ DType result_type(std::initializer_list<Operand> ops) {
 }
 
 const char* cpp_type_name(DType t) {
-  static const char* names[] = {"Bool", "Byte",  "Char",     "Short", "Int",
-                                "Long", "Half",  "BFloat16", "Float", "Double"};
+  static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
+                                "Long", "Half", "BFloat16", "Float", "Double"};
   return names[static_cast<int>(t)];
 }
 

@@ -5,9 +5,9 @@
 #include <ostream>
 
 #include "frontend/graph_builders.h"
+#include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
 #include "ir/scalar_semantics.h"
-#include "frontend/promotion.h"
 #include "print/tensor_print.h"
 #include "tensorjit/config.h"
 #include "tensorjit/functions.h"
@@ -56,7 +56,8 @@ struct Reader {
       int64_t idx = n->shape[d] ? (i / cstrides[d]) % n->shape[d] : 0;
       off += idx * n->view.strides[d];
     }
-    return static_cast<const char*>(n->storage->data()) + off * static_cast<int64_t>(itemsize(n->dtype));
+    return static_cast<const char*>(n->storage->data()) +
+           off * static_cast<int64_t>(itemsize(n->dtype));
   }
   template <typename T> T load(int64_t i) const {
     T v;
@@ -65,22 +66,34 @@ struct Reader {
   }
   double as_double(int64_t i) const {
     switch (n->dtype) {
-    case kFloat64: return load<double>(i);
-    case kFloat32: return load<float>(i);
-    case kFloat16: return ir::half_bits_to_float(load<uint16_t>(i));
-    case kBFloat16: return ir::bfloat_bits_to_float(load<uint16_t>(i));
-    default: return static_cast<double>(as_int(i));
+    case kFloat64:
+      return load<double>(i);
+    case kFloat32:
+      return load<float>(i);
+    case kFloat16:
+      return ir::half_bits_to_float(load<uint16_t>(i));
+    case kBFloat16:
+      return ir::bfloat_bits_to_float(load<uint16_t>(i));
+    default:
+      return static_cast<double>(as_int(i));
     }
   }
   int64_t as_int(int64_t i) const {
     switch (n->dtype) {
-    case kBool: return load<uint8_t>(i) != 0;
-    case kUInt8: return load<uint8_t>(i);
-    case kInt8: return load<int8_t>(i);
-    case kInt16: return load<int16_t>(i);
-    case kInt32: return load<int32_t>(i);
-    case kInt64: return load<int64_t>(i);
-    default: return ir::float_to_int(as_double(i), kInt64);
+    case kBool:
+      return load<uint8_t>(i) != 0;
+    case kUInt8:
+      return load<uint8_t>(i);
+    case kInt8:
+      return load<int8_t>(i);
+    case kInt16:
+      return load<int16_t>(i);
+    case kInt32:
+      return load<int32_t>(i);
+    case kInt64:
+      return load<int64_t>(i);
+    default:
+      return ir::float_to_int(as_double(i), kInt64);
     }
   }
 };
@@ -135,7 +148,7 @@ Tensor& Tensor::requires_grad_(bool b) {
 const Tensor& Tensor::eval() const {
   const auto& n = node_of(*this);
   if (n->op != Op::Buffer) detail::realize({n});
-  node_of(*this);  // picks up the realized buffer
+  node_of(*this); // picks up the realized buffer
   return *this;
 }
 
@@ -144,7 +157,8 @@ void eval(const std::vector<Tensor>& tensors) {
   for (const auto& t : tensors)
     if (node_of(t)->op != Op::Buffer) nodes.push_back(node_of(t));
   if (!nodes.empty()) detail::realize(nodes);
-  for (const auto& t : tensors) node_of(t);
+  for (const auto& t : tensors)
+    node_of(t);
 }
 
 Scalar Tensor::item() const {
@@ -162,11 +176,13 @@ template <typename T> std::vector<T> Tensor::to_vector() const {
   std::vector<T> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (std::is_floating_point_v<T>)
-      out[i] = static_cast<T>(is_floating_point() ? r.as_double(i) : static_cast<double>(r.as_int(i)));
+      out[i] =
+          static_cast<T>(is_floating_point() ? r.as_double(i) : static_cast<double>(r.as_int(i)));
     else if constexpr (std::is_same_v<T, bool>)
       out[i] = is_floating_point() ? r.as_double(i) != 0.0 : r.as_int(i) != 0;
     else
-      out[i] = static_cast<T>(is_floating_point() ? ir::float_to_int(r.as_double(i), kInt64) : r.as_int(i));
+      out[i] = static_cast<T>(is_floating_point() ? ir::float_to_int(r.as_double(i), kInt64)
+                                                  : r.as_int(i));
   }
   return out;
 }
@@ -181,26 +197,35 @@ template std::vector<bool> Tensor::to_vector<bool>() const;
 
 namespace {
 template <typename T> constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return kBool;
-  else if constexpr (std::is_same_v<T, uint8_t>) return kUInt8;
-  else if constexpr (std::is_same_v<T, int8_t>) return kInt8;
-  else if constexpr (std::is_same_v<T, int16_t>) return kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>) return kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return kInt64;
-  else if constexpr (std::is_same_v<T, float>) return kFloat32;
-  else return kFloat64;
+  if constexpr (std::is_same_v<T, bool>)
+    return kBool;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return kUInt8;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return kInt8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return kInt16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return kInt64;
+  else if constexpr (std::is_same_v<T, float>)
+    return kFloat32;
+  else
+    return kFloat64;
 }
 } // namespace
 
 void* Tensor::data_ptr() const {
   const ir::Node* n = realized_node(*this);
-  return static_cast<char*>(n->storage->data()) + n->view.offset * static_cast<int64_t>(itemsize(n->dtype));
+  return static_cast<char*>(n->storage->data()) +
+         n->view.offset * static_cast<int64_t>(itemsize(n->dtype));
 }
 
 template <typename T> T* Tensor::data_ptr() const {
   if (dtype_of<T>() != dtype())
-    throw Error(fmt::format("expected scalar type {} but found {}", fe::cpp_type_name(dtype_of<T>()),
-                            fe::cpp_type_name(dtype())));
+    throw Error(fmt::format("expected scalar type {} but found {}",
+                            fe::cpp_type_name(dtype_of<T>()), fe::cpp_type_name(dtype())));
   return static_cast<T*>(data_ptr());
 }
 template float* Tensor::data_ptr<float>() const;
@@ -218,7 +243,8 @@ NumpyArray Tensor::numpy() const {
   a.data = data_ptr();
   a.dtype = numpy_str(n->dtype);
   a.shape = n->shape;
-  for (int64_t s : n->view.strides) a.strides.push_back(s * static_cast<int64_t>(itemsize(n->dtype)));
+  for (int64_t s : n->view.strides)
+    a.strides.push_back(s * static_cast<int64_t>(itemsize(n->dtype)));
   a.owner = n->storage;
   return a;
 }
@@ -283,7 +309,8 @@ Shape infer_size(Shape shape, int64_t numel) {
                             "unspecified dimension size -1 can be any value and is ambiguous",
                             ir::shape_str(shape)));
   if ((infer >= 0 && shape[infer] == -1) || ir::numel(shape) != numel)
-    throw Error(fmt::format("shape '{}' is invalid for input of size {}", ir::shape_str(shape), numel));
+    throw Error(
+        fmt::format("shape '{}' is invalid for input of size {}", ir::shape_str(shape), numel));
   return shape;
 }
 } // namespace
@@ -296,7 +323,9 @@ Tensor Tensor::view(IntArrayRef shape) const {
                 "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
   return wrap(fe::reshape(n, s));
 }
-Tensor Tensor::reshape(IntArrayRef shape) const { return wrap(fe::reshape(node_of(*this), infer_size(shape, numel()))); }
+Tensor Tensor::reshape(IntArrayRef shape) const {
+  return wrap(fe::reshape(node_of(*this), infer_size(shape, numel())));
+}
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
   if (dim() == 0) return reshape({1});
   start = ir::wrap_dim(start, dim());
@@ -304,7 +333,8 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   if (start > end) throw Error("flatten() has invalid args: start_dim cannot come after end_dim");
   Shape s(sizes().begin(), sizes().begin() + start);
   int64_t m = 1;
-  for (int64_t i = start; i <= end; ++i) m *= sizes()[i];
+  for (int64_t i = start; i <= end; ++i)
+    m *= sizes()[i];
   s.push_back(m);
   s.insert(s.end(), sizes().begin() + end + 1, sizes().end());
   return reshape(s);
@@ -330,10 +360,11 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 Tensor Tensor::permute(IntArrayRef dims) const {
   if (static_cast<int64_t>(dims.size()) != dim())
-    throw Error(fmt::format("permute(sparse_coo): number of dimensions in the tensor input does not "
-                            "match the length of the desired ordering of dimensions i.e. input.dim() "
-                            "= {} is not equal to len(dims) = {}",
-                            dim(), dims.size()));
+    throw Error(
+        fmt::format("permute(sparse_coo): number of dimensions in the tensor input does not "
+                    "match the length of the desired ordering of dimensions i.e. input.dim() "
+                    "= {} is not equal to len(dims) = {}",
+                    dim(), dims.size()));
   std::vector<int64_t> perm(dims.size());
   std::vector<bool> seen(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -346,12 +377,14 @@ Tensor Tensor::permute(IntArrayRef dims) const {
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   if (dim() == 0) return *this;
   std::vector<int64_t> perm(dim());
-  for (int64_t i = 0; i < dim(); ++i) perm[i] = i;
+  for (int64_t i = 0; i < dim(); ++i)
+    perm[i] = i;
   std::swap(perm[ir::wrap_dim(d0, dim())], perm[ir::wrap_dim(d1, dim())]);
   return wrap(fe::permute(node_of(*this), perm));
 }
 Tensor Tensor::t() const {
-  if (dim() > 2) throw Error(fmt::format("t() expects a tensor with <= 2 dimensions, but self is {}D", dim()));
+  if (dim() > 2)
+    throw Error(fmt::format("t() expects a tensor with <= 2 dimensions, but self is {}D", dim()));
   return dim() < 2 ? *this : transpose(0, 1);
 }
 Tensor Tensor::expand(IntArrayRef shape) const { return wrap(fe::expand(node_of(*this), shape)); }
@@ -375,7 +408,9 @@ Tensor& Tensor::mul_(const Scalar& o) { return assign(*this, mul(o)); }
 Tensor& Tensor::div_(const Tensor& o) { return assign(*this, div(o)); }
 Tensor& Tensor::div_(const Scalar& o) { return assign(*this, div(o)); }
 Tensor& Tensor::zero_() { return fill_(0); }
-Tensor& Tensor::fill_(const Scalar& v) { return assign(*this, wrap(fe::constant(v, dtype(), sizes()))); }
+Tensor& Tensor::fill_(const Scalar& v) {
+  return assign(*this, wrap(fe::constant(v, dtype(), sizes())));
+}
 Tensor& Tensor::copy_(const Tensor& src) {
   NodePtr self = node_of(*this);
   impl()->node = fe::cast(fe::expand(node_of(src), self->shape), self->dtype);

@@ -6,7 +6,7 @@
 namespace tj::detail {
 
 struct TensorImpl {
-  ir::NodePtr node;  // the lazy value; replaced by its Buffer once realized
+  ir::NodePtr node; // the lazy value; replaced by its Buffer once realized
   bool requires_grad = false;
   Device device{kCPU};
 };

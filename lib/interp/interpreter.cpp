@@ -25,21 +25,25 @@ std::vector<int64_t> unravel(int64_t lin, const ir::Shape& shape) {
 
 int64_t ravel(const std::vector<int64_t>& idx, const ir::Shape& shape) {
   int64_t lin = 0;
-  for (size_t d = 0; d < shape.size(); ++d) lin = lin * shape[d] + idx[d];
+  for (size_t d = 0; d < shape.size(); ++d)
+    lin = lin * shape[d] + idx[d];
   return lin;
 }
 
 int64_t view_offset(const ir::View& v, const std::vector<int64_t>& idx) {
   int64_t off = v.offset;
-  for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * v.strides[d];
+  for (size_t d = 0; d < idx.size(); ++d)
+    off += idx[d] * v.strides[d];
   return off;
 }
 
 HostArray make(DType t, const ir::Shape& shape) {
   HostArray a{t, shape, {}, {}};
   size_t n = static_cast<size_t>(ir::numel(shape));
-  if (a.is_float()) a.f.resize(n);
-  else a.i.resize(n);
+  if (a.is_float())
+    a.f.resize(n);
+  else
+    a.i.resize(n);
   return a;
 }
 
@@ -54,16 +58,36 @@ void read_buffer(const Node& n, HostArray& out) {
       return v;
     };
     switch (n.dtype) {
-    case kFloat64: out.f[k] = get(double{}); break;
-    case kFloat32: out.f[k] = get(float{}); break;
-    case kFloat16: out.f[k] = ir::half_bits_to_float(get(uint16_t{})); break;
-    case kBFloat16: out.f[k] = ir::bfloat_bits_to_float(get(uint16_t{})); break;
-    case kBool: out.i[k] = get(uint8_t{}) != 0; break;
-    case kUInt8: out.i[k] = get(uint8_t{}); break;
-    case kInt8: out.i[k] = get(int8_t{}); break;
-    case kInt16: out.i[k] = get(int16_t{}); break;
-    case kInt32: out.i[k] = get(int32_t{}); break;
-    case kInt64: out.i[k] = get(int64_t{}); break;
+    case kFloat64:
+      out.f[k] = get(double{});
+      break;
+    case kFloat32:
+      out.f[k] = get(float{});
+      break;
+    case kFloat16:
+      out.f[k] = ir::half_bits_to_float(get(uint16_t{}));
+      break;
+    case kBFloat16:
+      out.f[k] = ir::bfloat_bits_to_float(get(uint16_t{}));
+      break;
+    case kBool:
+      out.i[k] = get(uint8_t{}) != 0;
+      break;
+    case kUInt8:
+      out.i[k] = get(uint8_t{});
+      break;
+    case kInt8:
+      out.i[k] = get(int8_t{});
+      break;
+    case kInt16:
+      out.i[k] = get(int16_t{});
+      break;
+    case kInt32:
+      out.i[k] = get(int32_t{});
+      break;
+    case kInt64:
+      out.i[k] = get(int64_t{});
+      break;
     }
   }
 }
@@ -83,42 +107,55 @@ private:
     HostArray out = make(n.dtype, n.shape);
     const int64_t count = n.numel();
     switch (n.op) {
-    case Op::Buffer: read_buffer(n, out); return out;
+    case Op::Buffer:
+      read_buffer(n, out);
+      return out;
     case Op::Const:
-      for (int64_t k = 0; k < count; ++k) set_scalar(out, k, n.value);
+      for (int64_t k = 0; k < count; ++k)
+        set_scalar(out, k, n.value);
       return out;
     case Op::Iota:
-      for (int64_t k = 0; k < count; ++k) out.i[k] = view_offset(n.view, unravel(k, n.shape));
+      for (int64_t k = 0; k < count; ++k)
+        out.i[k] = view_offset(n.view, unravel(k, n.shape));
       return out;
     case Op::Philox:
       for (int64_t k = 0; k < count; ++k) {
         uint32_t w[4];
-        uint64_t ctr = static_cast<uint64_t>(n.args[1]) + static_cast<uint64_t>(view_offset(n.view, unravel(k, n.shape)));
+        uint64_t ctr = static_cast<uint64_t>(n.args[1]) +
+                       static_cast<uint64_t>(view_offset(n.view, unravel(k, n.shape)));
         ir::philox4x32(ctr, static_cast<uint64_t>(n.args[0]), w);
         out.i[k] = w[n.args[2]];
       }
       return out;
-    default: break;
+    default:
+      break;
     }
     if (ir::is_movement(n.op)) {
       const HostArray& s = eval(n.src[0]);
       for (int64_t k = 0; k < count; ++k) {
         int64_t from = source_index(n, k);
-        if (out.is_float()) out.f[k] = s.f[from];
-        else out.i[k] = s.i[from];
+        if (out.is_float())
+          out.f[k] = s.f[from];
+        else
+          out.i[k] = s.i[from];
       }
       return out;
     }
     std::vector<const HostArray*> src;
-    for (const auto& s : n.src) src.push_back(&eval(s));
-    for (int64_t k = 0; k < count; ++k) elementwise(n, src, out, k);
+    for (const auto& s : n.src)
+      src.push_back(&eval(s));
+    for (int64_t k = 0; k < count; ++k)
+      elementwise(n, src, out, k);
     return out;
   }
 
   static void set_scalar(HostArray& out, int64_t k, const Scalar& v) {
-    if (out.is_float()) out.f[k] = ir::round_to_dtype(v.to_double(), out.dtype);
-    else if (v.is_floating_point()) out.i[k] = ir::float_to_int(v.to_double(), out.dtype);
-    else out.i[k] = ir::wrap_to_dtype(v.to_int(), out.dtype);
+    if (out.is_float())
+      out.f[k] = ir::round_to_dtype(v.to_double(), out.dtype);
+    else if (v.is_floating_point())
+      out.i[k] = ir::float_to_int(v.to_double(), out.dtype);
+    else
+      out.i[k] = ir::wrap_to_dtype(v.to_int(), out.dtype);
   }
 
   // Row-major index into the source of a movement node for output element k.
@@ -128,33 +165,43 @@ private:
     std::vector<int64_t> idx = unravel(k, n.shape), sidx(ss.size());
     switch (n.op) {
     case Op::Permute:
-      for (size_t i = 0; i < n.args.size(); ++i) sidx[n.args[i]] = idx[i];
+      for (size_t i = 0; i < n.args.size(); ++i)
+        sidx[n.args[i]] = idx[i];
       break;
     case Op::Expand:
-      for (size_t i = 0; i < ss.size(); ++i) sidx[i] = ss[i] == 1 ? 0 : idx[i];
+      for (size_t i = 0; i < ss.size(); ++i)
+        sidx[i] = ss[i] == 1 ? 0 : idx[i];
       break;
     case Op::Slice:
-      for (size_t i = 0; i < ss.size(); ++i) sidx[i] = n.args[2 * i] + n.args[2 * i + 1] * idx[i];
+      for (size_t i = 0; i < ss.size(); ++i)
+        sidx[i] = n.args[2 * i] + n.args[2 * i + 1] * idx[i];
       break;
-    default: break;
+    default:
+      break;
     }
     return ravel(sidx, ss);
   }
 
-  static void elementwise(const Node& n, const std::vector<const HostArray*>& src, HostArray& out, int64_t k) {
+  static void elementwise(const Node& n, const std::vector<const HostArray*>& src, HostArray& out,
+                          int64_t k) {
     const HostArray& a = *src[0];
     if (n.op == Op::Where) {
       const HostArray& x = *src[1];
       const HostArray& y = *src[2];
       const HostArray& pick = a.i[k] ? x : y;
-      if (out.is_float()) out.f[k] = pick.f[k];
-      else out.i[k] = pick.i[k];
+      if (out.is_float())
+        out.f[k] = pick.f[k];
+      else
+        out.i[k] = pick.i[k];
       return;
     }
     if (n.op == Op::Cast) {
-      if (out.is_float()) out.f[k] = ir::round_to_dtype(a.as_double(k), out.dtype);
-      else if (a.is_float()) out.i[k] = ir::float_to_int(a.f[k], out.dtype);
-      else out.i[k] = ir::wrap_to_dtype(a.i[k], out.dtype);
+      if (out.is_float())
+        out.f[k] = ir::round_to_dtype(a.as_double(k), out.dtype);
+      else if (a.is_float())
+        out.i[k] = ir::float_to_int(a.f[k], out.dtype);
+      else
+        out.i[k] = ir::wrap_to_dtype(a.i[k], out.dtype);
       return;
     }
     const HostArray* b = src.size() > 1 ? src[1] : &a;

@@ -12,8 +12,8 @@ namespace tj::interp {
 struct HostArray {
   DType dtype;
   ir::Shape shape;
-  std::vector<double> f;   // floating dtypes
-  std::vector<int64_t> i;  // integral dtypes and bool
+  std::vector<double> f;  // floating dtypes
+  std::vector<int64_t> i; // integral dtypes and bool
   bool is_float() const { return is_floating_point(dtype); }
   double as_double(size_t k) const { return is_float() ? f[k] : static_cast<double>(i[k]); }
 };

@@ -21,12 +21,16 @@ bool same_scalar(const Scalar& a, const Scalar& b) {
 
 size_t hash_of(const Node& n) {
   size_t h = mix(static_cast<size_t>(n.op), static_cast<size_t>(n.dtype));
-  for (int64_t d : n.shape) h = mix(h, static_cast<size_t>(d));
-  for (const auto& s : n.src) h = mix(h, s->hash);
-  for (int64_t a : n.args) h = mix(h, static_cast<size_t>(a));
+  for (int64_t d : n.shape)
+    h = mix(h, static_cast<size_t>(d));
+  for (const auto& s : n.src)
+    h = mix(h, s->hash);
+  for (int64_t a : n.args)
+    h = mix(h, static_cast<size_t>(a));
   h = mix(h, scalar_bits(n.value) ^ static_cast<size_t>(n.value.kind()));
   h = mix(h, reinterpret_cast<size_t>(n.storage.get()));
-  for (int64_t s : n.view.strides) h = mix(h, static_cast<size_t>(s));
+  for (int64_t s : n.view.strides)
+    h = mix(h, static_cast<size_t>(s));
   return mix(h, static_cast<size_t>(n.view.offset));
 }
 
@@ -52,7 +56,7 @@ struct Table {
   std::unordered_multimap<size_t, Entry> map;
 };
 Table& table() {
-  static Table* t = new Table;  // never destroyed: nodes may outlive static destruction
+  static Table* t = new Table; // never destroyed: nodes may outlive static destruction
   return *t;
 }
 
@@ -75,7 +79,8 @@ Node::~Node() {
       }
   }
   if (!tl_pending) tl_pending = new std::vector<NodePtr>;
-  for (auto& s : src) tl_pending->push_back(std::move(s));
+  for (auto& s : src)
+    tl_pending->push_back(std::move(s));
   if (realized) tl_pending->push_back(std::move(realized));
   if (tl_draining) return;
   tl_draining = true;
@@ -101,7 +106,8 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   n->view = std::move(view);
   n->hash = hash_of(*n);
   int64_t depth = 0;
-  for (const auto& s : n->src) depth = std::max(depth, s->realized ? 0 : s->depth);
+  for (const auto& s : n->src)
+    depth = std::max(depth, s->realized ? 0 : s->depth);
   n->depth = is_leaf(op) ? 0 : depth + 1;
 
   // Candidates are kept alive until the lock is released: dropping the last
@@ -127,8 +133,8 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
 NodePtr make_const(const Scalar& v, DType dtype, Shape shape) {
   // Store the value in the category of its dtype, so equal constants hash-cons.
   Scalar canon = is_floating_point(dtype) ? Scalar(v.to_double())
-                 : dtype == kBool        ? Scalar(v.to_bool())
-                                         : Scalar(v.to_int());
+                 : dtype == kBool         ? Scalar(v.to_bool())
+                                          : Scalar(v.to_int());
   return make_node(Op::Const, dtype, std::move(shape), {}, {}, canon);
 }
 

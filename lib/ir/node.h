@@ -29,13 +29,13 @@ struct Node {
   DType dtype;
   Shape shape;
   std::vector<NodePtr> src;
-  std::vector<int64_t> args;              // Reshape/Expand: shape; Permute: perm;
-                                          // Slice: (start, step)...; Philox: seed, offset, word
-  Scalar value;                           // Const
-  std::shared_ptr<rt::Storage> storage;   // Buffer
-  View view;                              // Buffer, Iota, Philox
+  std::vector<int64_t> args;            // Reshape/Expand: shape; Permute: perm;
+                                        // Slice: (start, step)...; Philox: seed, offset, word
+  Scalar value;                         // Const
+  std::shared_ptr<rt::Storage> storage; // Buffer
+  View view;                            // Buffer, Iota, Philox
   size_t hash = 0;
-  int64_t depth = 0;                      // longest path of unrealized nodes below, this one included
+  int64_t depth = 0; // longest path of unrealized nodes below, this one included
 
   // Set once the node has been computed: a Buffer node holding its value, so
   // later graphs that reach this node read memory instead of recomputing.

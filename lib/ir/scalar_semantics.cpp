@@ -11,17 +11,18 @@ uint16_t float_to_half_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
+  if (abs >= 0x7f800000u)
+    return static_cast<uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u); // rounds to inf
   if (abs < 0x38800000u) {
     // Subnormal half (or zero): round abs / 2^-24 to an integer, ties to even.
     float a = std::bit_cast<float>(abs);
-    float scaled = a * 16777216.0f;  // exact: a power-of-two scale
+    float scaled = a * 16777216.0f; // exact: a power-of-two scale
     float r = std::nearbyint(scaled);
     return static_cast<uint16_t>(sign | static_cast<uint32_t>(r));
   }
   uint32_t mant_odd = (abs >> 13) & 1u;
-  abs += 0xc8000fffu + mant_odd;  // rebias exponent (-112 << 23) and round to nearest even
+  abs += 0xc8000fffu + mant_odd; // rebias exponent (-112 << 23) and round to nearest even
   return static_cast<uint16_t>(sign | (abs >> 13));
 }
 
@@ -44,78 +45,129 @@ uint16_t float_to_bfloat_bits(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-float bfloat_bits_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+float bfloat_bits_to_float(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 double round_to_dtype(double v, DType t) {
   switch (t) {
-  case kFloat64: return v;
-  case kFloat32: return static_cast<float>(v);
-  case kFloat16: return half_bits_to_float(float_to_half_bits(static_cast<float>(v)));
-  case kBFloat16: return bfloat_bits_to_float(float_to_bfloat_bits(static_cast<float>(v)));
-  default: return v;
+  case kFloat64:
+    return v;
+  case kFloat32:
+    return static_cast<float>(v);
+  case kFloat16:
+    return half_bits_to_float(float_to_half_bits(static_cast<float>(v)));
+  case kBFloat16:
+    return bfloat_bits_to_float(float_to_bfloat_bits(static_cast<float>(v)));
+  default:
+    return v;
   }
 }
 
 int64_t wrap_to_dtype(int64_t v, DType t) {
   switch (t) {
-  case kBool: return v != 0;
-  case kUInt8: return static_cast<uint8_t>(v);
-  case kInt8: return static_cast<int8_t>(v);
-  case kInt16: return static_cast<int16_t>(v);
-  case kInt32: return static_cast<int32_t>(v);
-  default: return v;
+  case kBool:
+    return v != 0;
+  case kUInt8:
+    return static_cast<uint8_t>(v);
+  case kInt8:
+    return static_cast<int8_t>(v);
+  case kInt16:
+    return static_cast<int16_t>(v);
+  case kInt32:
+    return static_cast<int32_t>(v);
+  default:
+    return v;
   }
 }
 
 int64_t float_to_int(double v, DType t) {
-  if (t == kBool) return v != 0.0;  // NaN is true
+  if (t == kBool) return v != 0.0; // NaN is true
   if (std::isnan(v)) return 0;
   int64_t i;
-  if (v >= 9223372036854775807.0) i = std::numeric_limits<int64_t>::max();
-  else if (v <= -9223372036854775808.0) i = std::numeric_limits<int64_t>::min();
-  else i = static_cast<int64_t>(v);
+  if (v >= 9223372036854775807.0)
+    i = std::numeric_limits<int64_t>::max();
+  else if (v <= -9223372036854775808.0)
+    i = std::numeric_limits<int64_t>::min();
+  else
+    i = static_cast<int64_t>(v);
   return wrap_to_dtype(i, t);
 }
 
 double eval_float(Op op, double a, double b) {
   switch (op) {
-  case Op::Neg: return -a;
-  case Op::Abs: return std::fabs(a);
-  case Op::Floor: return std::floor(a);
-  case Op::Ceil: return std::ceil(a);
-  case Op::Round: return std::nearbyint(a);
-  case Op::Trunc: return std::trunc(a);
-  case Op::Sqrt: return std::sqrt(a);
-  case Op::Recip: return 1.0 / a;
-  case Op::Exp: return std::exp(a);
-  case Op::Exp2: return std::exp2(a);
-  case Op::Expm1: return std::expm1(a);
-  case Op::Log: return std::log(a);
-  case Op::Log2: return std::log2(a);
-  case Op::Log10: return std::log10(a);
-  case Op::Log1p: return std::log1p(a);
-  case Op::Sin: return std::sin(a);
-  case Op::Cos: return std::cos(a);
-  case Op::Tan: return std::tan(a);
-  case Op::Asin: return std::asin(a);
-  case Op::Acos: return std::acos(a);
-  case Op::Atan: return std::atan(a);
-  case Op::Sinh: return std::sinh(a);
-  case Op::Cosh: return std::cosh(a);
-  case Op::Tanh: return std::tanh(a);
-  case Op::Erf: return std::erf(a);
-  case Op::Add: return a + b;
-  case Op::Sub: return a - b;
-  case Op::Mul: return a * b;
-  case Op::Div: return a / b;
-  case Op::Mod: return std::fmod(a, b);
-  case Op::Pow: return std::pow(a, b);
-  case Op::Max: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN()
-                       : (a == b ? (std::signbit(a) ? b : a) : (a > b ? a : b));
-  case Op::Min: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN()
-                       : (a == b ? (std::signbit(a) ? a : b) : (a < b ? a : b));
-  case Op::Atan2: return std::atan2(a, b);
-  default: return std::numeric_limits<double>::quiet_NaN();
+  case Op::Neg:
+    return -a;
+  case Op::Abs:
+    return std::fabs(a);
+  case Op::Floor:
+    return std::floor(a);
+  case Op::Ceil:
+    return std::ceil(a);
+  case Op::Round:
+    return std::nearbyint(a);
+  case Op::Trunc:
+    return std::trunc(a);
+  case Op::Sqrt:
+    return std::sqrt(a);
+  case Op::Recip:
+    return 1.0 / a;
+  case Op::Exp:
+    return std::exp(a);
+  case Op::Exp2:
+    return std::exp2(a);
+  case Op::Expm1:
+    return std::expm1(a);
+  case Op::Log:
+    return std::log(a);
+  case Op::Log2:
+    return std::log2(a);
+  case Op::Log10:
+    return std::log10(a);
+  case Op::Log1p:
+    return std::log1p(a);
+  case Op::Sin:
+    return std::sin(a);
+  case Op::Cos:
+    return std::cos(a);
+  case Op::Tan:
+    return std::tan(a);
+  case Op::Asin:
+    return std::asin(a);
+  case Op::Acos:
+    return std::acos(a);
+  case Op::Atan:
+    return std::atan(a);
+  case Op::Sinh:
+    return std::sinh(a);
+  case Op::Cosh:
+    return std::cosh(a);
+  case Op::Tanh:
+    return std::tanh(a);
+  case Op::Erf:
+    return std::erf(a);
+  case Op::Add:
+    return a + b;
+  case Op::Sub:
+    return a - b;
+  case Op::Mul:
+    return a * b;
+  case Op::Div:
+    return a / b;
+  case Op::Mod:
+    return std::fmod(a, b);
+  case Op::Pow:
+    return std::pow(a, b);
+  case Op::Max:
+    return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN()
+                                          : (a == b ? (std::signbit(a) ? b : a) : (a > b ? a : b));
+  case Op::Min:
+    return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN()
+                                          : (a == b ? (std::signbit(a) ? a : b) : (a < b ? a : b));
+  case Op::Atan2:
+    return std::atan2(a, b);
+  default:
+    return std::numeric_limits<double>::quiet_NaN();
   }
 }
 
@@ -136,50 +188,89 @@ int64_t eval_int(Op op, DType t, int64_t a, int64_t b, bool* div_by_zero) {
   auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   int64_t r = 0;
   switch (op) {
-  case Op::Neg: r = static_cast<int64_t>(0 - ua); break;
-  case Op::Abs: r = a < 0 ? static_cast<int64_t>(0 - ua) : a; break;
-  case Op::BitNot: r = t == kBool ? !a : ~a; break;
-  case Op::Not: r = !a; break;
-  case Op::Add: r = static_cast<int64_t>(ua + ub); break;
-  case Op::Sub: r = static_cast<int64_t>(ua - ub); break;
-  case Op::Mul: r = static_cast<int64_t>(ua * ub); break;
+  case Op::Neg:
+    r = static_cast<int64_t>(0 - ua);
+    break;
+  case Op::Abs:
+    r = a < 0 ? static_cast<int64_t>(0 - ua) : a;
+    break;
+  case Op::BitNot:
+    r = t == kBool ? !a : ~a;
+    break;
+  case Op::Not:
+    r = !a;
+    break;
+  case Op::Add:
+    r = static_cast<int64_t>(ua + ub);
+    break;
+  case Op::Sub:
+    r = static_cast<int64_t>(ua - ub);
+    break;
+  case Op::Mul:
+    r = static_cast<int64_t>(ua * ub);
+    break;
   case Op::Div:
   case Op::Mod:
     if (b == 0) {
       if (div_by_zero) *div_by_zero = true;
       return 0;
     }
-    if (b == -1) r = op == Op::Div ? static_cast<int64_t>(0 - ua) : 0;
-    else r = op == Op::Div ? a / b : a % b;
+    if (b == -1)
+      r = op == Op::Div ? static_cast<int64_t>(0 - ua) : 0;
+    else
+      r = op == Op::Div ? a / b : a % b;
     break;
-  case Op::Pow: r = ipow(a, b); break;
-  case Op::Max: r = a > b ? a : b; break;
-  case Op::Min: r = a < b ? a : b; break;
-  case Op::And: r = a & b; break;
-  case Op::Or: r = a | b; break;
-  case Op::Xor: r = a ^ b; break;
-  default: r = 0;
+  case Op::Pow:
+    r = ipow(a, b);
+    break;
+  case Op::Max:
+    r = a > b ? a : b;
+    break;
+  case Op::Min:
+    r = a < b ? a : b;
+    break;
+  case Op::And:
+    r = a & b;
+    break;
+  case Op::Or:
+    r = a | b;
+    break;
+  case Op::Xor:
+    r = a ^ b;
+    break;
+  default:
+    r = 0;
   }
   return wrap_to_dtype(r, t);
 }
 
 bool eval_compare_float(Op op, double a, double b) {
   switch (op) {
-  case Op::CmpEq: return a == b;
-  case Op::CmpNe: return a != b;
-  case Op::CmpLt: return a < b;
-  case Op::CmpLe: return a <= b;
-  default: return false;
+  case Op::CmpEq:
+    return a == b;
+  case Op::CmpNe:
+    return a != b;
+  case Op::CmpLt:
+    return a < b;
+  case Op::CmpLe:
+    return a <= b;
+  default:
+    return false;
   }
 }
 
 bool eval_compare_int(Op op, int64_t a, int64_t b) {
   switch (op) {
-  case Op::CmpEq: return a == b;
-  case Op::CmpNe: return a != b;
-  case Op::CmpLt: return a < b;
-  case Op::CmpLe: return a <= b;
-  default: return false;
+  case Op::CmpEq:
+    return a == b;
+  case Op::CmpNe:
+    return a != b;
+  case Op::CmpLt:
+    return a < b;
+  case Op::CmpLe:
+    return a <= b;
+  default:
+    return false;
   }
 }
 

@@ -10,7 +10,8 @@ namespace tj::ir {
 
 int64_t numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    n *= d;
   return n;
 }
 
@@ -43,8 +44,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 int64_t wrap_dim(int64_t dim, int64_t ndim) {
   int64_t n = std::max<int64_t>(ndim, 1);
   if (dim < -n || dim >= n)
-    throw Error(fmt::format("Dimension out of range (expected to be in range of [{}, {}], but got {})",
-                            -n, n - 1, dim));
+    throw Error(
+        fmt::format("Dimension out of range (expected to be in range of [{}, {}], but got {})", -n,
+                    n - 1, dim));
   return dim < 0 ? dim + n : dim;
 }
 
@@ -53,8 +55,8 @@ std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, 
 void check_sizes(const Shape& s) {
   for (int64_t d : s)
     if (d < 0)
-      throw Error(fmt::format("Trying to create tensor with negative dimension {}: {}", d,
-                              shape_str(s)));
+      throw Error(
+          fmt::format("Trying to create tensor with negative dimension {}: {}", d, shape_str(s)));
 }
 
 } // namespace tj::ir

@@ -48,7 +48,8 @@ private:
       return ir::make_const(fold_constant(n->op, n->dtype, src), n->dtype, n->shape);
     if (NodePtr id = identity(n, src)) return id;
     if (!changed) return n;
-    return ir::make_node(n->op, n->dtype, n->shape, std::move(src), n->args, n->value, n->storage, n->view);
+    return ir::make_node(n->op, n->dtype, n->shape, std::move(src), n->args, n->value, n->storage,
+                         n->view);
   }
 
   // The simpler equal node for algebraic identities, or null.
@@ -83,7 +84,8 @@ private:
     case Op::Cast:
       if (s[0]->dtype == n->dtype) return s[0];
       break;
-    default: break;
+    default:
+      break;
     }
     return nullptr;
   }
@@ -103,7 +105,8 @@ Scalar fold_constant(Op op, DType out, const std::vector<NodePtr>& src) {
     return is_floating_point(in) ? Scalar(ir::eval_compare_float(op, a.to_double(), b.to_double()))
                                  : Scalar(ir::eval_compare_int(op, a.to_int(), b.to_int()));
   }
-  if (is_floating_point(out)) return Scalar(ir::round_to_dtype(ir::eval_float(op, a.to_double(), b.to_double()), out));
+  if (is_floating_point(out))
+    return Scalar(ir::round_to_dtype(ir::eval_float(op, a.to_double(), b.to_double()), out));
   bool div0 = false;
   int64_t r = ir::eval_int(op, out, a.to_int(), b.to_int(), &div0);
   if (div0) throw Error("ZeroDivisionError");
@@ -114,7 +117,8 @@ std::vector<NodePtr> simplify(const std::vector<NodePtr>& roots) {
   Simplifier s;
   std::vector<NodePtr> out;
   out.reserve(roots.size());
-  for (const auto& r : roots) out.push_back(s.run(r));
+  for (const auto& r : roots)
+    out.push_back(s.run(r));
   return out;
 }
 

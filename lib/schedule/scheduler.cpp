@@ -25,8 +25,10 @@ struct Access {
   std::vector<std::vector<int64_t>> coef;
 
   static Access identity(size_t n) {
-    Access a{std::vector<int64_t>(n, 0), std::vector<std::vector<int64_t>>(n, std::vector<int64_t>(n, 0))};
-    for (size_t k = 0; k < n; ++k) a.coef[k][k] = 1;
+    Access a{std::vector<int64_t>(n, 0),
+             std::vector<std::vector<int64_t>>(n, std::vector<int64_t>(n, 0))};
+    for (size_t k = 0; k < n; ++k)
+      a.coef[k][k] = 1;
     return a;
   }
   // Affine map of a leaf's view: element offset and per-domain-dim strides.
@@ -35,7 +37,8 @@ struct Access {
     std::vector<int64_t> strides(ndomain, 0);
     for (size_t k = 0; k < offset.size(); ++k) {
       base += v.strides[k] * offset[k];
-      for (size_t d = 0; d < ndomain; ++d) strides[d] += v.strides[k] * coef[k][d];
+      for (size_t d = 0; d < ndomain; ++d)
+        strides[d] += v.strides[k] * coef[k][d];
     }
     return {base, strides};
   }
@@ -44,7 +47,9 @@ struct Access {
       if (c) return false;
     return true;
   }
-  bool operator<(const Access& o) const { return std::tie(offset, coef) < std::tie(o.offset, o.coef); }
+  bool operator<(const Access& o) const {
+    return std::tie(offset, coef) < std::tie(o.offset, o.coef);
+  }
 };
 
 // Raised while lowering when a node must be computed into memory first.
@@ -60,7 +65,7 @@ std::optional<Access> reshape_access(const Node& n, const Access& a) {
   if (!a.coef.empty()) nd = a.coef[0].size();
   Access out{std::vector<int64_t>(src.size(), 0),
              std::vector<std::vector<int64_t>>(src.size(), std::vector<int64_t>(nd, 0))};
-  std::vector<size_t> sd, dd;  // non-singleton dims
+  std::vector<size_t> sd, dd; // non-singleton dims
   for (size_t i = 0; i < src.size(); ++i)
     if (src[i] != 1) sd.push_back(i);
   for (size_t j = 0; j < dst.size(); ++j)
@@ -70,9 +75,12 @@ std::optional<Access> reshape_access(const Node& n, const Access& a) {
     size_t i0 = i, j0 = j;
     int64_t ps = src[sd[i++]], pd = dst[dd[j++]];
     while (ps != pd) {
-      if (ps < pd && i < sd.size()) ps *= src[sd[i++]];
-      else if (pd < ps && j < dd.size()) pd *= dst[dd[j++]];
-      else return std::nullopt;
+      if (ps < pd && i < sd.size())
+        ps *= src[sd[i++]];
+      else if (pd < ps && j < dd.size())
+        pd *= dst[dd[j++]];
+      else
+        return std::nullopt;
     }
     // Linear index within the group, from the node's dims (row-major).
     std::vector<int64_t> lin_coef(nd, 0);
@@ -81,7 +89,8 @@ std::optional<Access> reshape_access(const Node& n, const Access& a) {
     for (size_t q = j; q-- > j0;) {
       size_t k = dd[q];
       lin_off += a.offset[k] * mult;
-      for (size_t d = 0; d < nd; ++d) lin_coef[d] += a.coef[k][d] * mult;
+      for (size_t d = 0; d < nd; ++d)
+        lin_coef[d] += a.coef[k][d] * mult;
       constant &= a.constant_row(k);
       mult *= dst[k];
     }
@@ -105,7 +114,8 @@ uint64_t param_bits(const Scalar& v, DType t) {
   if (t == kFloat64) return std::bit_cast<uint64_t>(v.to_double());
   if (t == kFloat32) return std::bit_cast<uint32_t>(static_cast<float>(v.to_double()));
   if (t == kBool) return v.to_bool();
-  int64_t i = v.is_floating_point() ? ir::float_to_int(v.to_double(), t) : ir::wrap_to_dtype(v.to_int(), t);
+  int64_t i =
+      v.is_floating_point() ? ir::float_to_int(v.to_double(), t) : ir::wrap_to_dtype(v.to_int(), t);
   return static_cast<uint64_t>(i);
 }
 
@@ -126,7 +136,8 @@ public:
   }
 
   void store(const NodePtr& root, int32_t value, std::shared_ptr<rt::Storage> storage) {
-    int32_t s = add_slot(Slot::Role::Output, root->dtype, storage, 0, ir::contiguous_strides(domain_));
+    int32_t s =
+        add_slot(Slot::Role::Output, root->dtype, storage, 0, ir::contiguous_strides(domain_));
     k_.stores.push_back({s, convert(value, root->dtype)});
   }
 
@@ -144,15 +155,18 @@ public:
         merge = st[s].back() == slots_[s].strides[d] * domain_[d];
       if (merge) {
         dom.back() *= domain_[d];
-        for (size_t s = 0; s < slots_.size(); ++s) st[s].back() = slots_[s].strides[d];
+        for (size_t s = 0; s < slots_.size(); ++s)
+          st[s].back() = slots_[s].strides[d];
       } else {
         dom.push_back(domain_[d]);
-        for (size_t s = 0; s < slots_.size(); ++s) st[s].push_back(slots_[s].strides[d]);
+        for (size_t s = 0; s < slots_.size(); ++s)
+          st[s].push_back(slots_[s].strides[d]);
       }
     }
     if (dom.empty()) {
       dom.push_back(1);
-      for (auto& s : st) s.push_back(0);
+      for (auto& s : st)
+        s.push_back(0);
     }
     for (size_t s = 0; s < slots_.size(); ++s) {
       int64_t inner = st[s].back();
@@ -172,12 +186,16 @@ public:
 private:
   int32_t lower_uncached(const NodePtr& n, const Access& a) {
     switch (ir::category(n->op)) {
-    case ir::OpCategory::Leaf: return lower_leaf(n, a);
-    case ir::OpCategory::Movement: return lower(n->src[0], move_access(n, a));
-    case ir::OpCategory::Cast: return convert(lower(n->src[0], a), n->dtype);
+    case ir::OpCategory::Leaf:
+      return lower_leaf(n, a);
+    case ir::OpCategory::Movement:
+      return lower(n->src[0], move_access(n, a));
+    case ir::OpCategory::Cast:
+      return convert(lower(n->src[0], a), n->dtype);
     default: {
       std::vector<int32_t> src;
-      for (const auto& s : n->src) src.push_back(lower(s, a));
+      for (const auto& s : n->src)
+        src.push_back(lower(s, a));
       return alu(n->op, n->dtype, src);
     }
     }
@@ -208,14 +226,16 @@ private:
       for (size_t k = 0; k < out.offset.size(); ++k) {
         int64_t start = n->args[2 * k], step = n->args[2 * k + 1];
         out.offset[k] = start + step * a.offset[k];
-        for (auto& c : out.coef[k]) c *= step;
+        for (auto& c : out.coef[k])
+          c *= step;
       }
       return out;
     }
     case Op::Reshape:
       if (auto r = reshape_access(*n, a)) return *r;
       throw NeedsRealize{n->src[0]};
-    default: throw std::logic_error("scheduler: unknown movement op");
+    default:
+      throw std::logic_error("scheduler: unknown movement op");
     }
   }
 
@@ -237,14 +257,16 @@ private:
       int32_t s = add_slot(Slot::Role::Input, n->dtype, n->storage, base, strides);
       return emit({Op::Buffer, n->dtype, {-1, -1, -1}, s, 0});
     }
-    case Op::Iota: return index_value(n, a);
+    case Op::Iota:
+      return index_value(n, a);
     case Op::Philox: {
       int32_t idx = index_value(n, a);
       int32_t off = int_param(static_cast<int64_t>(n->args[1]));
       int32_t key = int_param(static_cast<int64_t>(n->args[0]));
       return emit({Op::Philox, kInt64, {idx, off, key}, -1, n->args[2]});
     }
-    default: throw std::logic_error("scheduler: unknown leaf");
+    default:
+      throw std::logic_error("scheduler: unknown leaf");
     }
   }
 
@@ -286,7 +308,8 @@ private:
     return it->second;
   }
 
-  static std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t> key_of(const kir::Value& v) {
+  static std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t>
+  key_of(const kir::Value& v) {
     return {int(v.op), int(v.dtype), v.src[0], v.src[1], v.src[2], v.slot, v.imm};
   }
 
@@ -313,7 +336,8 @@ private:
     (void)half;
     DType compute = is_half(out) ? kFloat32 : out;
     kir::Value v{op, compute, {-1, -1, -1}, -1, 0};
-    for (size_t i = 0; i < src.size(); ++i) v.src[i] = src[i];
+    for (size_t i = 0; i < src.size(); ++i)
+      v.src[i] = src[i];
     return convert(emit(v), out);
   }
 
@@ -322,7 +346,7 @@ private:
   std::vector<rt::SlotBinding> slots_;
   std::vector<uint64_t> params_;
   std::map<std::pair<const Node*, Access>, int32_t> memo_;
-  std::vector<NodePtr> keep_;  // keeps memo keys alive while building
+  std::vector<NodePtr> keep_; // keeps memo keys alive while building
   std::map<const Node*, int32_t> param_memo_;
   std::map<int64_t, int32_t> int_params_;
   std::map<std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t>, int32_t> cse_;
@@ -345,7 +369,8 @@ public:
   std::vector<rt::Launch> run(const std::vector<Target>& targets) {
     if (!fusion_) {
       std::unordered_set<const Node*> seen;
-      for (const auto& t : targets) realize_each(t.compute, seen);
+      for (const auto& t : targets)
+        realize_each(t.compute, seen);
     }
     // One kernel per distinct shape computes every target of that shape.
     // Reshapes at a target cost nothing: the source is computed into
@@ -353,10 +378,12 @@ public:
     std::map<ir::Shape, std::vector<Target>> groups;
     for (const auto& t : targets) {
       NodePtr n = ir::resolve(t.compute);
-      while (n->op == Op::Reshape) n = ir::resolve(n->src[0]);
+      while (n->op == Op::Reshape)
+        n = ir::resolve(n->src[0]);
       groups[n->shape].push_back({t.mark, n});
     }
-    for (auto& [shape, group] : groups) realize_group(group);
+    for (auto& [shape, group] : groups)
+      realize_group(group);
     return std::move(launches_);
   }
 
@@ -365,7 +392,8 @@ private:
   void realize_each(const NodePtr& in, std::unordered_set<const Node*>& seen) {
     NodePtr n = ir::resolve(in);
     if (!seen.insert(n.get()).second || ir::is_leaf(n->op)) return;
-    for (const auto& s : n->src) realize_each(s, seen);
+    for (const auto& s : n->src)
+      realize_each(s, seen);
     if (ir::is_alu(n->op)) realize_group({{n, n}});
   }
 
@@ -375,7 +403,8 @@ private:
         const ir::Shape& shape = targets[0].compute->shape;
         KernelBuilder kb(shape);
         std::vector<int32_t> values;
-        for (const auto& t : targets) values.push_back(kb.lower(t.compute, Access::identity(shape.size())));
+        for (const auto& t : targets)
+          values.push_back(kb.lower(t.compute, Access::identity(shape.size())));
         std::vector<std::shared_ptr<rt::Storage>> storages;
         std::vector<NodePtr> roots;
         for (size_t i = 0; i < targets.size(); ++i) {
@@ -389,7 +418,8 @@ private:
         for (size_t i = 0; i < targets.size(); ++i) {
           const Target& t = targets[i];
           auto buffer = [&](const NodePtr& n) {
-            return ir::make_buffer(storages[i], n->dtype, n->shape, ir::View{ir::contiguous_strides(n->shape), 0});
+            return ir::make_buffer(storages[i], n->dtype, n->shape,
+                                   ir::View{ir::contiguous_strides(n->shape), 0});
           };
           t.mark->realized = buffer(t.mark);
           // The computed node is realized too (unless it is memory already, as a clone's source).
@@ -402,7 +432,8 @@ private:
         // Compute the node that cannot be indexed affinely, then try again.
         NodePtr dep = ir::resolve(need.node);
         NodePtr inner = dep;
-        while (inner->op == Op::Reshape) inner = ir::resolve(inner->src[0]);
+        while (inner->op == Op::Reshape)
+          inner = ir::resolve(inner->src[0]);
         realize_group({{dep, inner}});
       }
     }

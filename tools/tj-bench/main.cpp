@@ -48,7 +48,8 @@ double copy_seconds(size_t bytes, int threads, int reps) {
       size_t b = std::min(bytes, t * per), e = std::min(bytes, (t + 1) * per);
       pool.emplace_back([&, b, e] { std::memcpy(dst.data() + b, src.data() + b, e - b); });
     }
-    for (auto& th : pool) th.join();
+    for (auto& th : pool)
+      th.join();
   });
 }
 
@@ -69,9 +70,12 @@ int main(int argc, char** argv) {
   std::string json;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--size" && i + 1 < argc) n = std::atoll(argv[++i]);
-    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--json" && i + 1 < argc) json = argv[++i];
+    if (a == "--size" && i + 1 < argc)
+      n = std::atoll(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (a == "--json" && i + 1 < argc)
+      json = argv[++i];
     else if (a == "--help" || a == "-h") {
       fmt::print("usage: tj-bench [--size N] [--reps R] [--json FILE]\n"
                  "Times fused tensorjit kernels against an unfused run (TJ_FUSION=0),\n"
@@ -82,12 +86,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int threads = tj::config().num_threads > 0 ? tj::config().num_threads
-                                             : static_cast<int>(std::thread::hardware_concurrency());
-  const double bytes = 2.0 * static_cast<double>(n) * sizeof(float);  // read once, write once
+  int threads = tj::config().num_threads > 0
+                    ? tj::config().num_threads
+                    : static_cast<int>(std::thread::hardware_concurrency());
+  const double bytes = 2.0 * static_cast<double>(n) * sizeof(float); // read once, write once
   double copy_s = copy_seconds(static_cast<size_t>(bytes / 2), threads, reps);
   double copy_gbps = bytes / copy_s / 1e9;
-  fmt::print("machine: {} threads, copy bandwidth {:.1f} GB/s (median of {})\n\n", threads, copy_gbps, reps);
+  fmt::print("machine: {} threads, copy bandwidth {:.1f} GB/s (median of {})\n\n", threads,
+             copy_gbps, reps);
 
   std::vector<Row> rows;
   auto add = [&](std::string w, std::string v, double s) {
@@ -116,7 +122,8 @@ int main(int argc, char** argv) {
   small.eval();
   for (int k = 0; k < std::max(5, reps); ++k) {
     tj::Tensor e = tj::exp(small) * small;
-    for (int j = 0; j <= k; ++j) e = e + small * static_cast<double>(j + 2);
+    for (int j = 0; j <= k; ++j)
+      e = e + small * static_cast<double>(j + 2);
     auto before = tj::stats().kernels_compiled;
     auto t0 = Clock::now();
     e.eval();
@@ -128,26 +135,31 @@ int main(int argc, char** argv) {
   tiny.eval();
   double hit_us = time_median(std::max(25, reps), [&] { (tj::exp(tiny) * tiny + 1).eval(); }) * 1e6;
 
-  fmt::print("{:<12} {:<22} {:>10} {:>10} {:>12}\n", "workload", "variant", "ms", "GB/s", "% of copy");
+  fmt::print("{:<12} {:<22} {:>10} {:>10} {:>12}\n", "workload", "variant", "ms", "GB/s",
+             "% of copy");
   for (const auto& r : rows)
-    fmt::print("{:<12} {:<22} {:>10.2f} {:>10.1f} {:>11.1f}%\n", r.workload, r.variant, r.ms, r.gbps, 100 * r.frac);
+    fmt::print("{:<12} {:<22} {:>10.2f} {:>10.1f} {:>11.1f}%\n", r.workload, r.variant, r.ms,
+               r.gbps, 100 * r.frac);
   double fused = rows[0].ms;
-  fmt::print("\nfused vs unfused: {:.2f}x faster; fused vs c++ loop: {:.2f}x faster\n", rows[1].ms / fused,
-             rows[2].ms / fused);
+  fmt::print("\nfused vs unfused: {:.2f}x faster; fused vs c++ loop: {:.2f}x faster\n",
+             rows[1].ms / fused, rows[2].ms / fused);
   fmt::print("compile latency of one fused elementwise kernel: median {:.2f} ms over {}\n",
              compile_ms.empty() ? 0.0 : median(compile_ms), compile_ms.size());
   fmt::print("cache hit, end to end (16 elements): median {:.1f} us\n", hit_us);
 
   if (!json.empty()) {
     std::ofstream f(json);
-    f << "{\n  \"copy_gbps\": " << copy_gbps << ",\n  \"threads\": " << threads << ",\n  \"rows\": [\n";
+    f << "{\n  \"copy_gbps\": " << copy_gbps << ",\n  \"threads\": " << threads
+      << ",\n  \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i)
-      f << fmt::format("    {{\"workload\": \"{}\", \"variant\": \"{}\", \"ms\": {:.4f}, \"gbps\": {:.3f}, "
-                       "\"fraction_of_copy\": {:.4f}}}{}\n",
-                       rows[i].workload, rows[i].variant, rows[i].ms, rows[i].gbps, rows[i].frac,
-                       i + 1 < rows.size() ? "," : "");
-    f << fmt::format("  ],\n  \"compile_ms_median\": {:.4f},\n  \"cache_hit_us_median\": {:.3f}\n}}\n",
-                     compile_ms.empty() ? 0.0 : median(compile_ms), hit_us);
+      f << fmt::format(
+          "    {{\"workload\": \"{}\", \"variant\": \"{}\", \"ms\": {:.4f}, \"gbps\": {:.3f}, "
+          "\"fraction_of_copy\": {:.4f}}}{}\n",
+          rows[i].workload, rows[i].variant, rows[i].ms, rows[i].gbps, rows[i].frac,
+          i + 1 < rows.size() ? "," : "");
+    f << fmt::format(
+        "  ],\n  \"compile_ms_median\": {:.4f},\n  \"cache_hit_us_median\": {:.3f}\n}}\n",
+        compile_ms.empty() ? 0.0 : median(compile_ms), hit_us);
   }
   return 0;
 }
