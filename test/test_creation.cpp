@@ -106,3 +106,21 @@ TEST_CASE("like-functions keep shape and dtype", "[creation]") {
   CHECK(rand_like(zeros({3}, dtype(kFloat64))).dtype() == kFloat64);
   CHECK_THROWS_WITH(rand_like(x), Catch::Contains("not implemented for 'Int'"));
 }
+
+TEST_CASE("from_blob shares memory both ways", "[creation]") {
+  std::vector<float> data{1, 2, 3, 4, 5, 6};
+  bool freed = false;
+  {
+    Tensor t = from_blob(data.data(), {2, 3}, [&](void*) { freed = true; });
+    CHECK(t.data_ptr() == data.data());
+    data[4] = 50; // written before materialization: seen
+    CHECK((t * 2).to_vector<float>() == std::vector<float>{2, 4, 6, 8, 100, 12});
+    t.data_ptr<float>()[0] = -1; // written through the tensor: seen by the owner
+    CHECK(data[0] == -1);
+    Tensor s = from_blob(data.data(), {3, 2}, {1, 3}); // a transposed view of the same memory
+    CHECK(s.str() == "tensor([[-1.,  4.],\n        [ 2., 50.],\n        [ 3.,  6.]])");
+    CHECK(s.stride() == std::vector<int64_t>{1, 3});
+    CHECK_FALSE(s.is_contiguous());
+  }
+  CHECK(freed);
+}

@@ -124,7 +124,10 @@ TEST_CASE("TJ_FUSION=0 runs one kernel per primitive with the same result", "[fu
   int64_t launched = stats().kernels_launched;
   config().fusion = true;
   CHECK(launched >= 8);
-  CHECK(fused.to_vector<float>() == unfused.to_vector<float>());
+  // Equal up to the last ulp: libmvec's vector and scalar tanh may round differently.
+  auto f = fused.to_vector<float>(), u = unfused.to_vector<float>();
+  for (size_t i = 0; i < f.size(); ++i)
+    CHECK(f[i] == Approx(u[i]).epsilon(1e-6).margin(1e-7));
 }
 
 TEST_CASE("a million-step lazy loop runs in bounded memory", "[graph]") {

@@ -13,6 +13,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -62,6 +63,12 @@ const HostTarget& host() {
   static const HostTarget h = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    if (getenv("E_NOEPI")) {
+      auto& opts = llvm::cl::getRegisteredOptions();
+      auto it = opts.find("enable-epilogue-vectorization");
+      if (it != opts.end()) static_cast<llvm::cl::opt<bool>*>(it->second)->setValue(false);
+      else fprintf(stderr, "no opt\n");
+    }
     HostTarget t;
     t.triple = llvm::sys::getProcessTriple();
     t.cpu = llvm::sys::getHostCPUName().str();
@@ -294,7 +301,15 @@ llvm::Function* KernelLowering::run(const std::string& fname, const HostTarget& 
     annotate(b_.CreateStore(x, element_address(st.slot)), st.slot);
   }
   llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
-  b_.CreateCondBr(b_.CreateICmpEQ(next, n), done, loop);
+  auto* latch_br = b_.CreateCondBr(b_.CreateICmpEQ(next, n), done, loop);
+  if (getenv("E_TAILFOLD")) {
+    llvm::Metadata* pe[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
+                            llvm::ConstantAsMetadata::get(b_.getTrue())};
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, pe)};
+    auto* md = llvm::MDNode::getDistinct(ctx_, ops);
+    md->replaceOperandWith(0, md);
+    latch_br->setMetadata(llvm::LLVMContext::MD_loop, md);
+  }
   i->addIncoming(b_.getInt64(0), pre_);
   i->addIncoming(next, loop);
 

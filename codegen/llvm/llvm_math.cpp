@@ -346,6 +346,7 @@ llvm::Value* OpLowering::libm(const char* base, DType t, llvm::ArrayRef<llvm::Va
     f->setDoesNotThrow();
     f->setWillReturn();
     f->setDoesNotFreeMemory();
+    if (getenv("E_TAILFOLD")) f->addFnAttr(llvm::Attribute::Speculatable);
   }
   llvm::CallInst* call = b_.CreateCall(f, args);
   call->setDoesNotAccessMemory();

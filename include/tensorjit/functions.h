@@ -1,5 +1,6 @@
 // Free functions: creation, elementwise math, materialization of several tensors.
 #pragma once
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <vector>
@@ -66,6 +67,14 @@ Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions opts 
 template <typename T> Tensor tensor(const std::vector<T>& data, TensorOptions opts = {}) {
   return tensor<T>(data, {static_cast<int64_t>(data.size())}, opts);
 }
+
+// --- over user memory (shared, not copied) ---
+// The tensor reads `data` when it is materialized, and values written through
+// data_ptr() land in it. `deleter` (optional) runs when the last view goes.
+Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions opts = {});
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions opts = {});
+Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter,
+                 TensorOptions opts = {});
 
 // --- elementwise ---
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);

@@ -256,6 +256,41 @@ Tensor randn_like(const Tensor& t, TensorOptions o) {
   return randn(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
 }
 
+// --- over user memory ---
+namespace {
+Tensor blob(void* data, const Shape& sizes, std::vector<int64_t> strides,
+            std::function<void(void*)> deleter, const TensorOptions& o) {
+  ir::check_sizes(sizes);
+  check_device(o);
+  if (strides.size() != sizes.size())
+    throw Error(fmt::format("from_blob: sizes has {} dims but strides has {}", sizes.size(),
+                            strides.size()));
+  DType t = o.dtype_or(default_dtype());
+  int64_t extent = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (strides[d] < 0) throw Error("from_blob: negative strides are not supported");
+    if (sizes[d] == 0)
+      extent = 0;
+    else if (extent)
+      extent += (sizes[d] - 1) * strides[d];
+  }
+  auto storage =
+      rt::Storage::wrap(data, static_cast<size_t>(extent) * itemsize(t), kCPU, std::move(deleter));
+  return finish(ir::make_buffer(std::move(storage), t, sizes, ir::View{std::move(strides), 0}), o);
+}
+} // namespace
+
+Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions o) {
+  return blob(data, sizes, ir::contiguous_strides(sizes), nullptr, o);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions o) {
+  return blob(data, sizes, strides, nullptr, o);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter,
+                 TensorOptions o) {
+  return blob(data, sizes, ir::contiguous_strides(sizes), std::move(deleter), o);
+}
+
 // --- from host data ---
 namespace {
 
