@@ -47,7 +47,8 @@ std::string short_dtype(DType t) {
 uint64_t Kernel::hash() const {
   uint64_t h = 0x243f6a8885a308d3ULL;
   for (const auto& s : slots)
-    h = mix(h, (uint64_t(s.role) << 16) | (uint64_t(s.dtype) << 8) | uint64_t(s.stride));
+    h = mix(h, (uint64_t(s.rstride) << 24) | (uint64_t(s.role) << 16) | (uint64_t(s.dtype) << 8) |
+                   uint64_t(s.stride));
   for (auto p : params)
     h = mix(h, uint64_t(p));
   for (const auto& v : values) {
@@ -68,16 +69,24 @@ bool Kernel::same_structure(const Kernel& o) const {
     return false;
   for (size_t i = 0; i < slots.size(); ++i)
     if (slots[i].role != o.slots[i].role || slots[i].dtype != o.slots[i].dtype ||
-        slots[i].stride != o.slots[i].stride)
+        slots[i].stride != o.slots[i].stride || slots[i].rstride != o.slots[i].rstride)
       return false;
   return true;
+}
+
+bool Kernel::has_reduction() const {
+  for (const auto& v : values)
+    if (ir::is_reduce(v.op)) return true;
+  return false;
 }
 
 std::string Kernel::str() const {
   std::string s = fmt::format("kernel {} {{\n", name);
   for (size_t i = 0; i < slots.size(); ++i)
-    s += fmt::format("  slot{} = {} {} {}\n", i, slot_role(slots[i].role),
-                     short_dtype(slots[i].dtype), stride_kind(slots[i].stride));
+    s += fmt::format("  slot{} = {} {} {}{}\n", i, slot_role(slots[i].role),
+                     short_dtype(slots[i].dtype), stride_kind(slots[i].stride),
+                     has_reduction() ? fmt::format(", reduce {}", stride_kind(slots[i].rstride))
+                                     : "");
   for (size_t i = 0; i < params.size(); ++i)
     s += fmt::format("  param{} : {}\n", i, short_dtype(params[i]));
   for (size_t i = 0; i < values.size(); ++i) {
@@ -132,6 +141,18 @@ void verify(const Kernel& k) {
     if (!leaf && v.op != Op::Cast && (v.dtype == kFloat16 || v.dtype == kBFloat16))
       fail(fmt::format("%{} computes in a 16-bit float type", i));
     if (ir::is_movement(v.op)) fail(fmt::format("%{} is a movement op", i));
+  }
+  // Reduce values depend on no Reduce value: a kernel has one reduction loop.
+  std::vector<bool> after_reduce(k.values.size(), false);
+  for (size_t i = 0; i < k.values.size(); ++i) {
+    const Value& v = k.values[i];
+    bool dep = false;
+    for (int a = 0; a < 3; ++a)
+      if (v.src[a] >= 0)
+        dep = dep || after_reduce[v.src[a]] || ir::is_reduce(k.values[v.src[a]].op);
+    if (ir::is_reduce(v.op) && dep)
+      fail(fmt::format("%{} reduces a value computed after a reduction", i));
+    after_reduce[i] = dep;
   }
   for (const auto& st : k.stores) {
     if (st.slot < 0 || size_t(st.slot) >= k.slots.size() ||

@@ -17,19 +17,26 @@ namespace {
 // Elements below which a launch runs on the calling thread only.
 constexpr int64_t kGrain = 32768;
 
-void run_launch(const Launch& l, llvmjit::KernelFn fn) {
+// The kernel ABI of codegen/kernel_ir.h, reduction arguments included.
+using KernelFn = void (*)(int64_t, void* const*, const int64_t*, const int64_t*, const uint64_t*,
+                          int32_t*, int64_t, const int64_t*);
+
+void run_launch(const Launch& l, KernelFn fn) {
   const size_t nd = l.domain.size(), ns = l.slots.size();
   int64_t total = 1;
   for (int64_t d : l.domain)
     total *= d;
   std::vector<void*> ptrs(ns, nullptr);
-  std::vector<int64_t> inner(ns);
+  std::vector<int64_t> inner(ns), rstride(ns);
   for (size_t s = 0; s < ns; ++s) {
     if (l.slots[s].storage) ptrs[s] = l.slots[s].storage->data();
     inner[s] = l.slots[s].strides[nd - 1];
+    rstride[s] = l.slots[s].rstride;
   }
   std::atomic<int32_t> err{0};
-  parallel_for(total, kGrain, 64, [&](int64_t begin, int64_t end) {
+  // Work per output element is r: reductions split over fewer elements.
+  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(l.r, 1));
+  parallel_for(total, grain, l.r > 1 ? 1 : 64, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> idx(nd), base(ns);
     int64_t rem = begin;
     for (size_t d = nd; d-- > 0;) {
@@ -45,7 +52,8 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
           b += idx[d] * l.slots[s].strides[d];
         base[s] = b;
       }
-      fn(n, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err);
+      fn(n, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, l.r,
+         rstride.data());
       pos += n;
       idx[nd - 1] = 0;
       for (size_t d = nd - 1; d-- > 0;) {
@@ -64,7 +72,7 @@ void execute(const std::vector<Launch>& launches) {
   for (const auto& l : launches) {
     auto code = get_kernel(l.kernel);
     auto t0 = std::chrono::steady_clock::now();
-    run_launch(l, code->fn);
+    run_launch(l, reinterpret_cast<KernelFn>(reinterpret_cast<void*>(code->fn)));
     ++counters().kernels_launched;
     if (config().debug >= 1) {
       double us =

@@ -12,11 +12,13 @@ struct SlotBinding {
   std::shared_ptr<Storage> storage; // null for Index slots
   int64_t base = 0;                 // element offset of iteration index (0, ..., 0)
   std::vector<int64_t> strides;     // element stride per domain dim
+  int64_t rstride = 0;              // element stride along the reduction loop
 };
 
 struct Launch {
   kir::Kernel kernel;
   std::vector<int64_t> domain;    // iteration shape, innermost last
+  int64_t r = 1;                  // reduction extent (1: no reduction)
   std::vector<SlotBinding> slots; // parallel to kernel.slots
   std::vector<uint64_t> params;   // parallel to kernel.params
 };

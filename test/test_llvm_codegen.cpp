@@ -51,14 +51,13 @@ using I64 = DT<kInt64>;
 using F32 = DT<kFloat32>;
 using F64 = DT<kFloat64>;
 
-
 // ---- building and running kernels --------------------------------------------------------------
 
 struct KernelBuilder {
   kir::Kernel k;
 
-  int slot(Role r, DType t, StrideKind s) {
-    k.slots.push_back({r, t, s});
+  int slot(Role r, DType t, StrideKind s, StrideKind rs = StrideKind::Broadcast) {
+    k.slots.push_back({r, t, s, rs});
     return int(k.slots.size()) - 1;
   }
   int in(DType t, StrideKind s = StrideKind::Contiguous) { return slot(Role::Input, t, s); }
@@ -70,7 +69,8 @@ struct KernelBuilder {
   }
   int value(Op op, DType t, std::vector<int> src, int slot = -1, int64_t imm = 0) {
     kir::Value v{op, t};
-    for (size_t i = 0; i < src.size(); ++i) v.src[i] = src[i];
+    for (size_t i = 0; i < src.size(); ++i)
+      v.src[i] = src[i];
     v.slot = slot;
     v.imm = imm;
     k.values.push_back(v);
@@ -87,14 +87,15 @@ struct KernelBuilder {
 // kernel must not read.
 struct Call {
   std::vector<void*> ptrs;
-  std::vector<int64_t> base, stride;
+  std::vector<int64_t> base, stride, rstride;
   std::vector<uint64_t> params;
+  int64_t r = 0;
   int32_t err = 0;
   explicit Call(const kir::Kernel& k)
       : ptrs(k.slots.size(), nullptr), base(k.slots.size(), 0), stride(k.slots.size(), 12345),
-        params(k.params.size() + 1, 0) {}
+        rstride(k.slots.size(), 12345), params(k.params.size() + 1, 0) {}
   void run(const CompiledKernel& ck, int64_t n) {
-    ck.fn(n, ptrs.data(), base.data(), stride.data(), params.data(), &err);
+    ck.fn(n, ptrs.data(), base.data(), stride.data(), params.data(), &err, r, rstride.data());
   }
 };
 
@@ -111,14 +112,16 @@ std::vector<ctype<Out>> run_op(Op op, std::vector<std::vector<ctype<In>>> args,
                                int32_t* err = nullptr, int opt = 2) {
   KernelBuilder kb;
   std::vector<int> srcs;
-  for (size_t a = 0; a < args.size(); ++a) srcs.push_back(kb.load(kb.in(In)));
+  for (size_t a = 0; a < args.size(); ++a)
+    srcs.push_back(kb.load(kb.in(In)));
   int o = kb.out(Out);
   kb.store(o, kb.op(op, Out, srcs));
   auto ck = jit(kb.k, opt);
   size_t n = args[0].size();
   std::vector<ctype<Out>> result(n);
   Call call(kb.k);
-  for (size_t a = 0; a < args.size(); ++a) call.ptrs[a] = args[a].data();
+  for (size_t a = 0; a < args.size(); ++a)
+    call.ptrs[a] = args[a].data();
   call.ptrs[o] = result.data();
   call.run(*ck, int64_t(n));
   if (err) *err = call.err;
@@ -146,14 +149,15 @@ template <class F> int64_t ulp_distance(F a, F b) {
 template <class T> std::string show(T v) {
   std::ostringstream os;
   os.precision(17);
-  if constexpr (sizeof(T) == 1) os << int(v);
-  else os << v;
+  if constexpr (sizeof(T) == 1)
+    os << int(v);
+  else
+    os << v;
   return os.str();
 }
 
 // Counts mismatches of got vs. want over i, describing the first few.
-template <class Pred, class Describe>
-size_t count_bad(size_t n, Pred&& ok, Describe&& describe) {
+template <class Pred, class Describe> size_t count_bad(size_t n, Pred&& ok, Describe&& describe) {
   size_t bad = 0;
   for (size_t i = 0; i < n; ++i)
     if (!ok(i) && bad++ < 4) UNSCOPED_INFO(describe(i));
@@ -175,17 +179,38 @@ std::mt19937_64& rng() {
 
 template <class F> std::vector<F> float_specials() {
   const F inf = std::numeric_limits<F>::infinity();
-  return {F(0),   F(-0.0), F(1),    F(-1),   F(0.5),  F(-0.5), F(2),      F(-2),
-          F(2.5), F(-2.5), F(3.5),  F(10),   F(-10),  F(100),  F(-100),   F(1e-30),
-          F(0.1), F(-0.1), F(3.14159265358979), inf,  -inf,    std::numeric_limits<F>::quiet_NaN(),
-          std::numeric_limits<F>::denorm_min(), std::numeric_limits<F>::max()};
+  return {F(0),
+          F(-0.0),
+          F(1),
+          F(-1),
+          F(0.5),
+          F(-0.5),
+          F(2),
+          F(-2),
+          F(2.5),
+          F(-2.5),
+          F(3.5),
+          F(10),
+          F(-10),
+          F(100),
+          F(-100),
+          F(1e-30),
+          F(0.1),
+          F(-0.1),
+          F(3.14159265358979),
+          inf,
+          -inf,
+          std::numeric_limits<F>::quiet_NaN(),
+          std::numeric_limits<F>::denorm_min(),
+          std::numeric_limits<F>::max()};
 }
 
 // Specials, then uniform values in [lo, hi]: n values in all.
 template <class F> std::vector<F> float_inputs(size_t n, double lo, double hi) {
   std::vector<F> v = float_specials<F>();
   std::uniform_real_distribution<double> d(lo, hi);
-  while (v.size() < n) v.push_back(F(d(rng())));
+  while (v.size() < n)
+    v.push_back(F(d(rng())));
   return v;
 }
 
@@ -194,8 +219,8 @@ template <class T> std::vector<T> int_specials() {
   if constexpr (std::is_same_v<T, uint8_t>)
     return {0, 1, 2, 3, 7, 100, 127, 128, 200, 254, 255};
   else
-    return {L::min(), T(L::min() + 1), T(-7), T(-3), T(-2), T(-1), 0,
-            1,        2,               3,     7,     T(L::max() - 1), L::max()};
+    return {L::min(), T(L::min() + 1), T(-7),   T(-3), T(-2), T(-1), 0, 1, 2, 3,
+            7,        T(L::max() - 1), L::max()};
 }
 
 // All pairs of specials, then random pairs: two arrays of equal length.
@@ -204,14 +229,16 @@ template <DType D> std::array<std::vector<ctype<D>>, 2> int_pairs(size_t random_
   std::array<std::vector<T>, 2> ab;
   if constexpr (D == kBool) {
     for (T a : {0, 1})
-      for (T b : {0, 1}) ab[0].push_back(a), ab[1].push_back(b);
+      for (T b : {0, 1})
+        ab[0].push_back(a), ab[1].push_back(b);
     std::uniform_int_distribution<int> bit(0, 1);
     for (size_t i = 0; i < random_pairs; ++i)
       ab[0].push_back(T(bit(rng()))), ab[1].push_back(T(bit(rng())));
   } else {
     auto sp = int_specials<T>();
     for (T a : sp)
-      for (T b : sp) ab[0].push_back(a), ab[1].push_back(b);
+      for (T b : sp)
+        ab[0].push_back(a), ab[1].push_back(b);
     std::uniform_int_distribution<int64_t> d(std::numeric_limits<T>::min(),
                                              std::numeric_limits<T>::max());
     std::uniform_int_distribution<int64_t> small(-9, 9);
@@ -244,9 +271,12 @@ uint16_t ref_f32_to_f16(float f) {
 float ref_f16_to_f32(uint16_t h) {
   int exp = (h >> 10) & 0x1f, man = h & 0x3ff;
   double v;
-  if (exp == 0) v = std::ldexp(double(man), -24);
-  else if (exp == 31) v = man ? std::numeric_limits<double>::quiet_NaN() : HUGE_VAL;
-  else v = std::ldexp(double(1024 + man), exp - 25);
+  if (exp == 0)
+    v = std::ldexp(double(man), -24);
+  else if (exp == 31)
+    v = man ? std::numeric_limits<double>::quiet_NaN() : HUGE_VAL;
+  else
+    v = std::ldexp(double(1024 + man), exp - 25);
   return float(h & 0x8000 ? -v : v);
 }
 
@@ -268,10 +298,14 @@ struct Scalar {
 };
 
 template <DType D> Scalar to_scalar(ctype<D> v) {
-  if constexpr (D == kFloat16) return {true, double(ref_f16_to_f32(v)), 0};
-  else if constexpr (D == kBFloat16) return {true, double(ref_bf16_to_f32(v)), 0};
-  else if constexpr (D == kFloat32 || D == kFloat64) return {true, double(v), 0};
-  else return {false, 0, int64_t(v)};
+  if constexpr (D == kFloat16)
+    return {true, double(ref_f16_to_f32(v)), 0};
+  else if constexpr (D == kBFloat16)
+    return {true, double(ref_bf16_to_f32(v)), 0};
+  else if constexpr (D == kFloat32 || D == kFloat64)
+    return {true, double(v), 0};
+  else
+    return {false, 0, int64_t(v)};
 }
 
 // The kernel IR's Cast, in scalar C++.
@@ -281,18 +315,25 @@ template <DType D> ctype<D> ref_cast(Scalar s) {
     return s.is_float ? s.f : double(s.i);
   } else if constexpr (D == kFloat32 || D == kFloat16 || D == kBFloat16) {
     float f = s.is_float ? float(s.f) : float(s.i); // float64 -> float32 first: two roundings
-    if constexpr (D == kFloat32) return f;
-    else if constexpr (D == kFloat16) return ref_f32_to_f16(f);
-    else return ref_f32_to_bf16(f);
+    if constexpr (D == kFloat32)
+      return f;
+    else if constexpr (D == kFloat16)
+      return ref_f32_to_f16(f);
+    else
+      return ref_f32_to_bf16(f);
   } else if constexpr (D == kBool) {
     return s.is_float ? T(s.f != 0 || std::isnan(s.f)) : T(s.i != 0);
   } else {
     int64_t i = s.i;
     if (s.is_float) {
-      if (std::isnan(s.f)) i = 0;
-      else if (s.f >= 0x1p63) i = std::numeric_limits<int64_t>::max();
-      else if (s.f < -0x1p63) i = std::numeric_limits<int64_t>::min();
-      else i = int64_t(s.f);
+      if (std::isnan(s.f))
+        i = 0;
+      else if (s.f >= 0x1p63)
+        i = std::numeric_limits<int64_t>::max();
+      else if (s.f < -0x1p63)
+        i = std::numeric_limits<int64_t>::min();
+      else
+        i = int64_t(s.f);
     }
     return T(uint64_t(i)); // wraps to the width
   }
@@ -314,9 +355,12 @@ template <DType D> ctype<D> ref_int_binary(Op op, ctype<D> a, ctype<D> b, bool& 
   constexpr bool uns = D == kBool || D == kUInt8;
   uint64_t ua = uint64_t(int64_t(a)), ub = uint64_t(int64_t(b));
   switch (op) {
-  case Op::Add: return is_bool ? T(a | b) : T(ua + ub);
-  case Op::Sub: return is_bool ? T(a ^ b) : T(ua - ub);
-  case Op::Mul: return is_bool ? T(a & b) : T(ua * ub);
+  case Op::Add:
+    return is_bool ? T(a | b) : T(ua + ub);
+  case Op::Sub:
+    return is_bool ? T(a ^ b) : T(ua - ub);
+  case Op::Mul:
+    return is_bool ? T(a & b) : T(ua * ub);
   case Op::Div:
     if (b == 0) return err = true, T(0);
     if (!uns && int64_t(b) == -1) return T(0 - ua);
@@ -325,13 +369,21 @@ template <DType D> ctype<D> ref_int_binary(Op op, ctype<D> a, ctype<D> b, bool& 
     if (b == 0) return err = true, T(0);
     if (!uns && int64_t(b) == -1) return T(0);
     return T(a % b);
-  case Op::Pow: return ref_int_pow<D>(a, b);
-  case Op::Max: return std::max(a, b);
-  case Op::Min: return std::min(a, b);
-  case Op::And: return T(a & b);
-  case Op::Or: return T(a | b);
-  case Op::Xor: return T(a ^ b);
-  default: FAIL("not an int binary op"); return 0;
+  case Op::Pow:
+    return ref_int_pow<D>(a, b);
+  case Op::Max:
+    return std::max(a, b);
+  case Op::Min:
+    return std::min(a, b);
+  case Op::And:
+    return T(a & b);
+  case Op::Or:
+    return T(a | b);
+  case Op::Xor:
+    return T(a ^ b);
+  default:
+    FAIL("not an int binary op");
+    return 0;
   }
 }
 
@@ -340,15 +392,22 @@ template <DType D> ctype<D> ref_int_unary(Op op, ctype<D> a) {
   constexpr bool uns = D == kBool || D == kUInt8;
   uint64_t ua = uint64_t(int64_t(a));
   switch (op) {
-  case Op::Neg: return D == kBool ? a : T(0 - ua);
-  case Op::Abs: return uns || a >= 0 ? a : T(0 - ua);
-  case Op::BitNot: return D == kBool ? T(!a) : T(~ua);
-  case Op::Not: return T(!a);
+  case Op::Neg:
+    return D == kBool ? a : T(0 - ua);
+  case Op::Abs:
+    return uns || a >= 0 ? a : T(0 - ua);
+  case Op::BitNot:
+    return D == kBool ? T(!a) : T(~ua);
+  case Op::Not:
+    return T(!a);
   case Op::Floor:
   case Op::Ceil:
   case Op::Round:
-  case Op::Trunc: return a;
-  default: FAIL("not an int unary op"); return 0;
+  case Op::Trunc:
+    return a;
+  default:
+    FAIL("not an int unary op");
+    return 0;
   }
 }
 
@@ -384,7 +443,8 @@ bool host_has(const char* feature) {
 
 } // namespace
 
-// ---- float ops -----------------------------------------------------------------------------------
+// ---- float ops
+// -----------------------------------------------------------------------------------
 
 TEMPLATE_TEST_CASE("llvm: float unary ops", "[llvm]", F32, F64) {
   constexpr DType D = TestType::value;
@@ -467,9 +527,11 @@ TEMPLATE_TEST_CASE("llvm: float binary ops", "[llvm]", F32, F64) {
   // Every pair of specials, then random pairs (positive bases for Pow).
   std::vector<F> a, b;
   for (F x : float_specials<F>())
-    for (F y : float_specials<F>()) a.push_back(x), b.push_back(y);
+    for (F y : float_specials<F>())
+      a.push_back(x), b.push_back(y);
   std::uniform_real_distribution<double> d(-8, 8), pos(0, 8);
-  for (int i = 0; i < 300; ++i) a.push_back(F(i % 2 ? d(rng()) : pos(rng()))), b.push_back(F(d(rng())));
+  for (int i = 0; i < 300; ++i)
+    a.push_back(F(i % 2 ? d(rng()) : pos(rng()))), b.push_back(F(d(rng())));
   for (const Case& c : cases) {
     DYNAMIC_SECTION(ir::name(c.op)) {
       auto y = run_op<D, D>(c.op, {a, b}, nullptr, opt);
@@ -544,7 +606,8 @@ TEMPLATE_TEST_CASE("llvm: integer and bool ops", "[llvm]", Bool, U8, I8, I16, I3
           [&](size_t i) {
             bool e = false;
             return ir::name(op).data() + std::string("(") + show(a[i]) + ", " + show(y_in[i]) +
-                   ") = " + show(y[i]) + ", expected " + show(ref_int_binary<D>(op, a[i], y_in[i], e));
+                   ") = " + show(y[i]) + ", expected " +
+                   show(ref_int_binary<D>(op, a[i], y_in[i], e));
           });
       CHECK(bad == 0);
       CHECK(err == int32_t(want_err));
@@ -591,7 +654,8 @@ TEST_CASE("llvm: integer division by zero sets the error flag", "[llvm]") {
   for (Op op : {Op::Div, Op::Mod}) {
     for (size_t zero_at : {size_t(3), size_t(200), size_t(1000)}) { // vector body, tail, none
       std::vector<int32_t> a(203), b(203);
-      for (size_t i = 0; i < a.size(); ++i) a[i] = int32_t(i * 7 - 500), b[i] = int32_t(i % 5) + 1;
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = int32_t(i * 7 - 500), b[i] = int32_t(i % 5) + 1;
       if (zero_at < b.size()) b[zero_at] = 0;
       int32_t err = 0;
       auto y = run_op<kInt32, kInt32>(op, {a, b}, &err);
@@ -629,6 +693,23 @@ TEST_CASE("llvm: integer division by zero sets the error flag", "[llvm]") {
   }
 }
 
+TEST_CASE("llvm: Not of any dtype, comparisons of 16-bit floats", "[llvm]") {
+  auto nf = run_op<kBool, kFloat32>(Op::Not, {{0.f, -0.f, 1.f, NAN, -INFINITY}});
+  CHECK(nf == std::vector<uint8_t>{1, 1, 0, 0, 0});
+  auto ni = run_op<kBool, kInt16>(Op::Not, {{0, 1, -1, 256}});
+  CHECK(ni == std::vector<uint8_t>{1, 0, 0, 0});
+  // bfloat16 bits: -0 == +0, 1 < 2, NaN unordered; float16 likewise.
+  auto eq =
+      run_op<kBool, kBFloat16>(Op::CmpEq, {{0x8000, 0x3f80, 0x7fc0}, {0x0000, 0x4000, 0x7fc0}});
+  CHECK(eq == std::vector<uint8_t>{1, 0, 0});
+  auto lt =
+      run_op<kBool, kBFloat16>(Op::CmpLt, {{0x8000, 0x3f80, 0xbf80}, {0x0000, 0x4000, 0x3f80}});
+  CHECK(lt == std::vector<uint8_t>{0, 1, 1});
+  auto ne =
+      run_op<kBool, kFloat16>(Op::CmpNe, {{0x8000, 0x3c00, 0x7e00}, {0x0000, 0x4000, 0x7e00}});
+  CHECK(ne == std::vector<uint8_t>{0, 1, 1});
+}
+
 TEST_CASE("llvm: Where selects", "[llvm]") {
   KernelBuilder kb;
   int c = kb.load(kb.in(kBool));
@@ -645,7 +726,8 @@ TEST_CASE("llvm: Where selects", "[llvm]") {
   std::vector<uint8_t> cond(n);
   std::vector<float> a(n), b(n), out(n);
   std::vector<int64_t> outi(n);
-  for (size_t i = 0; i < n; ++i) cond[i] = i % 3 == 0, a[i] = float(i), b[i] = -float(i);
+  for (size_t i = 0; i < n; ++i)
+    cond[i] = i % 3 == 0, a[i] = float(i), b[i] = -float(i);
   Call call(kb.k);
   call.ptrs = {cond.data(), a.data(), b.data(), out.data(), outi.data()};
   call.run(*ck, n);
@@ -655,7 +737,8 @@ TEST_CASE("llvm: Where selects", "[llvm]") {
   }
 }
 
-// ---- casts ---------------------------------------------------------------------------------------
+// ---- casts
+// ---------------------------------------------------------------------------------------
 
 namespace {
 
@@ -663,17 +746,49 @@ namespace {
 template <DType D> std::vector<ctype<D>> cast_sources() {
   using T = ctype<D>;
   const double inf = HUGE_VAL, nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<double> reals = {0.0,      -0.0,     1.0,     -1.0,    0.5,      -1.5,
-                                     2.5,      -2.7,     3.5,     127.5,   -128.5,   255.9,
-                                     256.1,    300.7,    65504.0, 65519.0, 65520.0,  1e-8,
-                                     6e-8,     3e-8,     1e20,    -1e20,   3e9,      -3e9,
-                                     0x1p31,   0x1p63,   -0x1p63, 3.4e38,  1e300,    -1e300,
-                                     1 + 0x1p-11,        1 + 3 * 0x1p-11,  1 + 0x1p-8,
-                                     1 + 3 * 0x1p-8,     1 + 0x1p-11 + 0x1p-30, // rounds twice
-                                     inf,      -inf,     nan,     -nan};
+  const std::vector<double> reals = {0.0,
+                                     -0.0,
+                                     1.0,
+                                     -1.0,
+                                     0.5,
+                                     -1.5,
+                                     2.5,
+                                     -2.7,
+                                     3.5,
+                                     127.5,
+                                     -128.5,
+                                     255.9,
+                                     256.1,
+                                     300.7,
+                                     65504.0,
+                                     65519.0,
+                                     65520.0,
+                                     1e-8,
+                                     6e-8,
+                                     3e-8,
+                                     1e20,
+                                     -1e20,
+                                     3e9,
+                                     -3e9,
+                                     0x1p31,
+                                     0x1p63,
+                                     -0x1p63,
+                                     3.4e38,
+                                     1e300,
+                                     -1e300,
+                                     1 + 0x1p-11,
+                                     1 + 3 * 0x1p-11,
+                                     1 + 0x1p-8,
+                                     1 + 3 * 0x1p-8,
+                                     1 + 0x1p-11 + 0x1p-30, // rounds twice
+                                     inf,
+                                     -inf,
+                                     nan,
+                                     -nan};
   std::vector<T> v;
   if constexpr (D == kFloat32 || D == kFloat64) {
-    for (double r : reals) v.push_back(T(r));
+    for (double r : reals)
+      v.push_back(T(r));
   } else if constexpr (D == kFloat16) {
     v = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00,
          0xfe00, 0x0001, 0x03ff, 0x0400, 0x3555, 0x5bd0, 0x57ff, 0xd800, 0x4b00};
@@ -706,28 +821,34 @@ template <DType D> std::vector<ctype<D>> cast_sources() {
 }
 
 template <DType Out> bool cast_matches(ctype<Out> got, ctype<Out> want) {
-  if constexpr (Out == kFloat32 || Out == kFloat64) return same_float(got, want);
-  else if constexpr (Out == kFloat16) return got == want || (f16_is_nan(got) && f16_is_nan(want));
-  else return got == want; // bfloat16 NaN is exactly 0x7fc0
+  if constexpr (Out == kFloat32 || Out == kFloat64)
+    return same_float(got, want);
+  else if constexpr (Out == kFloat16)
+    return got == want || (f16_is_nan(got) && f16_is_nan(want));
+  else
+    return got == want; // bfloat16 NaN is exactly 0x7fc0
 }
 
 // The expected result of casting x: a cast to the same dtype is the identity (NaN bits too).
 template <DType In, DType Out> ctype<Out> expected_cast(ctype<In> x) {
-  if constexpr (In == Out) return x;
-  else return ref_cast<Out>(to_scalar<In>(x));
+  if constexpr (In == Out)
+    return x;
+  else
+    return ref_cast<Out>(to_scalar<In>(x));
 }
 
 template <DType In, DType Out> void check_cast(int opt) {
   auto x = cast_sources<In>();
   std::vector<ctype<In>> padded = x;
-  while (padded.size() < 150) padded.push_back(x[padded.size() % x.size()]); // vector path too
+  while (padded.size() < 150)
+    padded.push_back(x[padded.size() % x.size()]); // vector path too
   auto y = run_op<Out, In>(Op::Cast, {padded}, nullptr, opt);
   size_t bad = count_bad(
       padded.size(),
       [&](size_t i) { return cast_matches<Out>(y[i], expected_cast<In, Out>(padded[i])); },
       [&](size_t i) {
-        return dtype_name(In) + " " + show(padded[i]) + " -> " + dtype_name(Out) + " " + show(y[i]) +
-               ", expected " + show(expected_cast<In, Out>(padded[i]));
+        return dtype_name(In) + " " + show(padded[i]) + " -> " + dtype_name(Out) + " " +
+               show(y[i]) + ", expected " + show(expected_cast<In, Out>(padded[i]));
       });
   INFO(dtype_name(In) << " -> " << dtype_name(Out) << " at opt " << opt);
   CHECK(bad == 0);
@@ -798,7 +919,8 @@ TEST_CASE("llvm: cast known answers", "[llvm]") {
   CHECK(back == std::vector<float>{1.f, -5.f, INFINITY});
 }
 
-// ---- slots, indices, params ----------------------------------------------------------------------
+// ---- slots, indices, params
+// ----------------------------------------------------------------------
 
 TEST_CASE("llvm: contiguous, broadcast and strided slots", "[llvm]") {
   // out[o] = a[e_a] * 10 + b[e_b] for one slot of each kind, and a strided output.
@@ -817,9 +939,11 @@ TEST_CASE("llvm: contiguous, broadcast and strided slots", "[llvm]") {
     auto ck = jit(kb.k, opt);
     const int64_t n = 37;
     std::vector<double> va(n + 5), vb(4), vc(3 * n + 10), vo(2 * n + 3, -1), vp(n + 2, -1);
-    for (size_t i = 0; i < va.size(); ++i) va[i] = double(i);
+    for (size_t i = 0; i < va.size(); ++i)
+      va[i] = double(i);
     vb = {0.25, 0.5, 0.75, 1.0};
-    for (size_t i = 0; i < vc.size(); ++i) vc[i] = 1000.0 + double(i);
+    for (size_t i = 0; i < vc.size(); ++i)
+      vc[i] = 1000.0 + double(i);
     Call call(kb.k);
     call.ptrs = {va.data(), vb.data(), vc.data(), vo.data(), vp.data()};
     call.params[0] = std::bit_cast<uint64_t>(10.0);
@@ -891,7 +1015,8 @@ TEST_CASE("llvm: params of each dtype", "[llvm]") {
   const int64_t n = 20;
   std::vector<std::vector<uint8_t>> mem(kb.k.slots.size(), std::vector<uint8_t>(n * 8));
   Call call(kb.k);
-  for (size_t s = 0; s < mem.size(); ++s) call.ptrs[s] = mem[s].data();
+  for (size_t s = 0; s < mem.size(); ++s)
+    call.ptrs[s] = mem[s].data();
   call.params = {std::bit_cast<uint64_t>(0.5),
                  1,
                  200,
@@ -917,7 +1042,8 @@ TEST_CASE("llvm: params of each dtype", "[llvm]") {
     CHECK(at(outs[5], int64_t()) == INT64_MIN + 3);
     CHECK(at(outs[6], float()) == -1.25f);
     CHECK(at(outs[7], double()) == 1e300);
-    for (size_t t = 0; t < outs_f.size(); ++t) CHECK(at(outs_f[t], double()) == want_f[t] + 0.5);
+    for (size_t t = 0; t < outs_f.size(); ++t)
+      CHECK(at(outs_f[t], double()) == want_f[t] + 0.5);
   }
 }
 
@@ -945,9 +1071,11 @@ TEST_CASE("llvm: Philox words", "[llvm]") {
   const size_t n = 101;
   std::vector<int64_t> o(n), k(n), r[4];
   std::uniform_int_distribution<int64_t> d(INT64_MIN, INT64_MAX);
-  for (size_t i = 1; i < n; ++i) o[i] = d(rng()), k[i] = d(rng());
+  for (size_t i = 1; i < n; ++i)
+    o[i] = d(rng()), k[i] = d(rng());
   o[1] = -5, k[1] = -1; // counter 0xffffffff'ffffffff, key 0xffffffff'ffffffff
-  for (auto& w : r) w.resize(n);
+  for (auto& w : r)
+    w.resize(n);
   Call call(kb.k);
   call.ptrs = {o.data(), k.data(), r[0].data(), r[1].data(), r[2].data(), r[3].data()};
   const int64_t base_ctr = 4;
@@ -962,7 +1090,8 @@ TEST_CASE("llvm: Philox words", "[llvm]") {
       n,
       [&](size_t i) {
         uint64_t c = uint64_t(o[i]) + uint64_t(base_ctr), kk = uint64_t(k[i]);
-        auto want = ref_philox({uint32_t(c), uint32_t(c >> 32), 0, 0}, {uint32_t(kk), uint32_t(kk >> 32)});
+        auto want =
+            ref_philox({uint32_t(c), uint32_t(c >> 32), 0, 0}, {uint32_t(kk), uint32_t(kk >> 32)});
         for (int w = 0; w < 4; ++w)
           if (r[w][i] != int64_t(want[w])) return false;
         return true;
@@ -971,7 +1100,224 @@ TEST_CASE("llvm: Philox words", "[llvm]") {
   CHECK(bad == 0);
 }
 
-// ---- long rows, vectorization, codegen output ----------------------------------------------------
+// ---- reductions
+// ----------------------------------------------------------------------------------
+
+namespace {
+
+// y[i] = reduce over j of x[i * r + j], for `rows` rows of length r.
+template <DType D>
+std::vector<ctype<D>> run_row_reduce(Op op, std::vector<ctype<D>> x, int64_t rows, int64_t r,
+                                     int opt = 2) {
+  KernelBuilder kb;
+  int in = kb.slot(Role::Input, D, StrideKind::Strided, StrideKind::Contiguous);
+  int out = kb.out(D);
+  kb.store(out, kb.op(op, D, {kb.load(in)}));
+  auto ck = jit(kb.k, opt);
+  std::vector<ctype<D>> y(size_t(rows), ctype<D>(99));
+  Call call(kb.k);
+  call.ptrs = {x.data(), y.data()};
+  call.stride[in] = r;
+  call.r = r;
+  call.run(*ck, rows);
+  return y;
+}
+
+Op alu_of(Op reduce) {
+  return reduce == Op::ReduceSum    ? Op::Add
+         : reduce == Op::ReduceProd ? Op::Mul
+         : reduce == Op::ReduceMax  ? Op::Max
+                                    : Op::Min;
+}
+
+} // namespace
+
+TEMPLATE_TEST_CASE("llvm: floating row reductions", "[llvm][reduce]", F32, F64) {
+  constexpr DType D = TestType::value;
+  using F = ctype<D>;
+  const int opt = GENERATE(0, 2);
+  const int64_t r = GENERATE(1, 7, 1000, 4099); // 4099 spans three blocks of the sum
+  const int64_t rows = 6;
+  INFO("opt " << opt << ", r " << r);
+  std::uniform_real_distribution<double> d(-1, 1);
+  for (Op op : {Op::ReduceSum, Op::ReduceProd, Op::ReduceMax, Op::ReduceMin}) {
+    std::vector<F> x(size_t(rows * r));
+    for (auto& v : x)
+      v = F(op == Op::ReduceProd ? 1 + d(rng()) * 1e-3 : d(rng()));
+    if (r > 3) {
+      x[size_t(2 * r + 3)] = std::numeric_limits<F>::quiet_NaN(); // row 2: NaN propagates
+      for (int64_t j = 0; j < r; ++j)
+        x[size_t(3 * r + j)] = j % 2 ? F(0) : F(-0.0); // row 3
+    }
+    auto y = run_row_reduce<D>(op, x, rows, r, opt);
+    for (int64_t i = 0; i < rows; ++i) {
+      double want = op == Op::ReduceSum ? 0 : op == Op::ReduceProd ? 1 : double(x[size_t(i * r)]);
+      for (int64_t j = 0; j < r; ++j) {
+        double v = double(x[size_t(i * r + j)]);
+        want = op == Op::ReduceSum    ? want + v
+               : op == Op::ReduceProd ? want * v
+               : op == Op::ReduceMax  ? ref_max(want, v)
+                                      : ref_min(want, v);
+      }
+      INFO(ir::name(op) << " row " << i << ": " << show(y[size_t(i)]) << " vs " << show(want));
+      if (op == Op::ReduceMax || op == Op::ReduceMin || D == kFloat32)
+        CHECK(ulp_distance(y[size_t(i)], F(want)) <=
+              (op == Op::ReduceMax || op == Op::ReduceMin ? 0 : 1));
+      else
+        CHECK((std::isnan(want) ? std::isnan(y[size_t(i)])
+                                : std::fabs(y[size_t(i)] - want) <= 1e-14 * (1 + std::fabs(want))));
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("llvm: integer and bool row reductions", "[llvm][reduce]", Bool, U8, I32, I64) {
+  constexpr DType D = TestType::value;
+  using T = ctype<D>;
+  const int64_t rows = 5, r = 1003;
+  std::uniform_int_distribution<int64_t> d(std::numeric_limits<T>::min(),
+                                           std::numeric_limits<T>::max());
+  std::uniform_int_distribution<int> bit(0, 1);
+  std::vector<T> x(size_t(rows * r));
+  for (auto& v : x)
+    v = D == kBool ? T(bit(rng())) : T(d(rng()));
+  for (int64_t j = 0; j < r; ++j)
+    x[size_t(4 * r + j)] = T(1); // row 4: all true / ones
+  for (Op op : {Op::ReduceSum, Op::ReduceProd, Op::ReduceMax, Op::ReduceMin}) {
+    auto y = run_row_reduce<D>(op, x, rows, r);
+    for (int64_t i = 0; i < rows; ++i) {
+      bool err = false;
+      T want = x[size_t(i * r)];
+      for (int64_t j = 1; j < r; ++j)
+        want = ref_int_binary<D>(alu_of(op), want, x[size_t(i * r + j)], err);
+      INFO(ir::name(op) << " row " << i);
+      CHECK(y[size_t(i)] == want);
+    }
+  }
+}
+
+TEST_CASE("llvm: reduction kernels", "[llvm][reduce]") {
+  SECTION("column sums: the reduction walks a strided dimension") {
+    const int64_t R = 300, N = 37;
+    KernelBuilder kb;
+    int in = kb.slot(Role::Input, kFloat64, StrideKind::Contiguous, StrideKind::Strided);
+    int out = kb.out(kFloat64);
+    kb.store(out, kb.op(Op::ReduceSum, kFloat64, {kb.load(in)}));
+    auto ck = jit(kb.k);
+    std::vector<double> x(size_t(R * N)), y(N);
+    for (size_t k = 0; k < x.size(); ++k)
+      x[k] = double(k % 101) * 0.25;
+    Call call(kb.k);
+    call.ptrs = {x.data(), y.data()};
+    call.rstride[in] = N;
+    call.r = R;
+    call.run(*ck, N);
+    for (int64_t c = 0; c < N; ++c) {
+      double want = 0;
+      for (int64_t j = 0; j < R; ++j)
+        want += x[size_t(j * N + c)];
+      CHECK(y[size_t(c)] == want); // quarters: exact in any order
+    }
+  }
+  SECTION("producers and consumers fuse around the loop") {
+    // y[i] = sqrt(sum_j exp(x[i, j]) * 2) * p + bias[i]; z[i] = sum_j x[i, j]^2 (one loop).
+    const int64_t rows = 9, r = 257;
+    KernelBuilder kb;
+    int in = kb.slot(Role::Input, kFloat32, StrideKind::Strided, StrideKind::Contiguous);
+    int bias = kb.in(kFloat32); // read after the loop: rstride Broadcast
+    int oy = kb.out(kFloat32), oz = kb.out(kFloat32);
+    int two = kb.cnst(kb.param(kFloat32)), p = kb.cnst(kb.param(kFloat32));
+    int x = kb.load(in);
+    int e = kb.op(Op::Mul, kFloat32, {kb.op(Op::Exp, kFloat32, {x}), two});
+    int s = kb.op(Op::ReduceSum, kFloat32, {e});
+    int sq = kb.op(Op::ReduceSum, kFloat32, {kb.op(Op::Mul, kFloat32, {x, x})});
+    int y = kb.op(Op::Add, kFloat32,
+                  {kb.op(Op::Mul, kFloat32, {kb.op(Op::Sqrt, kFloat32, {s}), p}), kb.load(bias)});
+    kb.store(oy, y);
+    kb.store(oz, sq);
+    auto ck = jit(kb.k);
+    std::vector<float> vx(size_t(rows * r)), vb(rows), vy(rows), vz(rows);
+    std::uniform_real_distribution<float> d(-2, 2);
+    for (auto& v : vx)
+      v = d(rng());
+    for (size_t i = 0; i < vb.size(); ++i)
+      vb[i] = float(i);
+    Call call(kb.k);
+    call.ptrs = {vx.data(), vb.data(), vy.data(), vz.data()};
+    call.params = {std::bit_cast<uint32_t>(2.f), std::bit_cast<uint32_t>(0.5f)};
+    call.stride[in] = r;
+    call.r = r;
+    call.run(*ck, rows);
+    for (int64_t i = 0; i < rows; ++i) {
+      double se = 0, s2 = 0;
+      for (int64_t j = 0; j < r; ++j) {
+        float v = vx[size_t(i * r + j)];
+        se += double(std::exp(v) * 2.f);
+        s2 += double(v * v);
+      }
+      CHECK(vy[size_t(i)] == Approx(std::sqrt(float(se)) * 0.5f + float(i)).epsilon(1e-6));
+      CHECK(vz[size_t(i)] == Approx(s2).epsilon(1e-6));
+    }
+  }
+  SECTION("an empty reduction gives the initial values") {
+    KernelBuilder kb;
+    int in = kb.slot(Role::Input, kInt64, StrideKind::Strided, StrideKind::Contiguous);
+    int x = kb.load(in);
+    int os = kb.out(kInt64), op = kb.out(kInt64), of = kb.out(kFloat32);
+    kb.store(os, kb.op(Op::ReduceSum, kInt64, {x}));
+    kb.store(op, kb.op(Op::ReduceProd, kInt64, {x}));
+    kb.store(of, kb.op(Op::ReduceSum, kFloat32, {kb.op(Op::Cast, kFloat32, {x})}));
+    auto ck = jit(kb.k);
+    std::vector<int64_t> s(3, 7), p(3, 7);
+    std::vector<float> f(3, 7);
+    Call call(kb.k);
+    call.ptrs = {nullptr, s.data(), p.data(), f.data()};
+    call.r = 0;
+    call.run(*ck, 3);
+    CHECK(s == std::vector<int64_t>{0, 0, 0});
+    CHECK(p == std::vector<int64_t>{1, 1, 1});
+    CHECK(f == std::vector<float>{0, 0, 0});
+  }
+  SECTION("integer division by zero inside the loop sets the flag") {
+    KernelBuilder kb;
+    int a = kb.load(kb.slot(Role::Input, kInt32, StrideKind::Strided, StrideKind::Contiguous));
+    int b = kb.load(kb.slot(Role::Input, kInt32, StrideKind::Strided, StrideKind::Contiguous));
+    int o = kb.out(kInt32);
+    kb.store(o, kb.op(Op::ReduceSum, kInt32, {kb.op(Op::Div, kInt32, {a, b})}));
+    auto ck = jit(kb.k);
+    std::vector<int32_t> va(200, 10), vb(200, 5), y(4);
+    Call call(kb.k);
+    call.ptrs = {va.data(), vb.data(), y.data()};
+    call.stride[0] = call.stride[1] = 50;
+    call.r = 50;
+    call.run(*ck, 4);
+    CHECK(call.err == 0);
+    CHECK(y == std::vector<int32_t>{100, 100, 100, 100});
+    vb[170] = 0;
+    call.run(*ck, 4);
+    CHECK(call.err == 1);
+    CHECK(y == std::vector<int32_t>{100, 100, 100, 98});
+  }
+  SECTION("long sums are accurate and vectorized") {
+    const int64_t r = 1000000;
+    std::vector<float> x(size_t(r), 0.1f);
+    auto y = run_row_reduce<kFloat32>(Op::ReduceSum, x, 1, r);
+    CHECK(y[0] == float(double(0.1f) * double(r))); // accumulated in float64
+    std::vector<double> xd(static_cast<size_t>(r));
+    std::uniform_real_distribution<double> d(0, 1);
+    long double exact = 0;
+    for (auto& v : xd)
+      exact += (v = d(rng()));
+    auto yd = run_row_reduce<kFloat64>(Op::ReduceSum, xd, 1, r);
+    CHECK(std::fabs(yd[0] - double(exact)) <= 1e-13 * double(exact));
+    KernelBuilder kb;
+    int in = kb.slot(Role::Input, kFloat32, StrideKind::Strided, StrideKind::Contiguous);
+    kb.store(kb.out(kFloat32), kb.op(Op::ReduceSum, kFloat32, {kb.load(in)}));
+    CHECK(llvmjit::emit_llvm_ir(kb.k, 2).find("fadd reassoc <") != std::string::npos);
+  }
+}
+
+// ---- long rows, vectorization, codegen output
+// ----------------------------------------------------
 
 TEST_CASE("llvm: a long row (n = 1e6)", "[llvm]") {
   const int64_t n = 1000000;
@@ -983,7 +1329,8 @@ TEST_CASE("llvm: a long row (n = 1e6)", "[llvm]") {
     auto ck = jit(kb.k, 3);
     std::vector<float> va(n), vb(n), vc(n), vo(n);
     std::uniform_real_distribution<float> d(-10, 10);
-    for (int64_t i = 0; i < n; ++i) va[i] = d(rng()), vb[i] = d(rng()), vc[i] = d(rng());
+    for (int64_t i = 0; i < n; ++i)
+      va[i] = d(rng()), vb[i] = d(rng()), vc[i] = d(rng());
     Call call(kb.k);
     call.ptrs = {va.data(), vb.data(), vc.data(), vo.data()};
     call.run(*ck, n);
@@ -1016,7 +1363,8 @@ TEST_CASE("llvm: a long row (n = 1e6)", "[llvm]") {
     auto ck = jit(kb.k, 2);
     std::vector<float> vx(n), vy(n);
     std::uniform_real_distribution<float> d(-8, 8);
-    for (auto& v : vx) v = d(rng());
+    for (auto& v : vx)
+      v = d(rng());
     Call call(kb.k);
     call.ptrs = {vx.data(), vy.data()};
     call.params = {std::bit_cast<uint32_t>(0.5f), std::bit_cast<uint32_t>(1.f),
@@ -1061,7 +1409,7 @@ TEST_CASE("llvm: n = 0 touches nothing", "[llvm]") {
   kb.store(kb.out(kInt32), kb.op(Op::Div, kInt32, {x, p}));
   auto ck = jit(kb.k);
   int32_t err = 0;
-  ck->fn(0, nullptr, nullptr, nullptr, nullptr, &err);
+  ck->fn(0, nullptr, nullptr, nullptr, nullptr, &err, 0, nullptr);
   CHECK(err == 0);
 }
 
@@ -1074,18 +1422,21 @@ TEST_CASE("llvm: compiles from several threads", "[llvm]") {
         KernelBuilder kb;
         int x = kb.load(kb.in(kInt64));
         int y = x;
-        for (int j = 0; j <= t + r; ++j) y = kb.op(Op::Add, kInt64, {y, x});
+        for (int j = 0; j <= t + r; ++j)
+          y = kb.op(Op::Add, kInt64, {y, x});
         kb.store(kb.out(kInt64), y);
         auto ck = llvmjit::compile(kb.k, 2);
         std::vector<int64_t> in(33, 3), out(33);
         void* ptrs[] = {in.data(), out.data()};
         int64_t base[] = {0, 0}, stride[] = {1, 1};
         int32_t err = 0;
-        ck->fn(33, ptrs, base, stride, nullptr, &err);
-        ok[t] += std::all_of(out.begin(), out.end(), [&](int64_t v) { return v == 3 * (t + r + 2); });
+        ck->fn(33, ptrs, base, stride, nullptr, &err, 0, nullptr);
+        ok[t] +=
+            std::all_of(out.begin(), out.end(), [&](int64_t v) { return v == 3 * (t + r + 2); });
       }
     });
-  for (auto& th : threads) th.join();
+  for (auto& th : threads)
+    th.join();
   CHECK(ok == std::vector<int>{5, 5, 5, 5});
 }
 

@@ -8,9 +8,10 @@
 
 namespace tj::llvmjit {
 
-// The C signature of every compiled kernel (see kernel_ir.h).
+// The C signature of every compiled kernel (see kernel_ir.h); r and rstride are read only by
+// kernels with Reduce values.
 using KernelFn = void (*)(int64_t n, void* const* ptrs, const int64_t* base, const int64_t* stride,
-                          const uint64_t* params, int32_t* err);
+                          const uint64_t* params, int32_t* err, int64_t r, const int64_t* rstride);
 
 struct CompiledKernel {
   KernelFn fn = nullptr;

@@ -25,26 +25,46 @@ std::string dt(DType t) { return dtype_name(t); }
 // libm name (double version) of a one- or two-argument math op; nullptr if not a libm op.
 const char* libm_name(Op op) {
   switch (op) {
-  case Op::Exp: return "exp";
-  case Op::Exp2: return "exp2";
-  case Op::Expm1: return "expm1";
-  case Op::Log: return "log";
-  case Op::Log2: return "log2";
-  case Op::Log10: return "log10";
-  case Op::Log1p: return "log1p";
-  case Op::Sin: return "sin";
-  case Op::Cos: return "cos";
-  case Op::Tan: return "tan";
-  case Op::Asin: return "asin";
-  case Op::Acos: return "acos";
-  case Op::Atan: return "atan";
-  case Op::Sinh: return "sinh";
-  case Op::Cosh: return "cosh";
-  case Op::Tanh: return "tanh";
-  case Op::Erf: return "erf";
-  case Op::Pow: return "pow";
-  case Op::Atan2: return "atan2";
-  default: return nullptr;
+  case Op::Exp:
+    return "exp";
+  case Op::Exp2:
+    return "exp2";
+  case Op::Expm1:
+    return "expm1";
+  case Op::Log:
+    return "log";
+  case Op::Log2:
+    return "log2";
+  case Op::Log10:
+    return "log10";
+  case Op::Log1p:
+    return "log1p";
+  case Op::Sin:
+    return "sin";
+  case Op::Cos:
+    return "cos";
+  case Op::Tan:
+    return "tan";
+  case Op::Asin:
+    return "asin";
+  case Op::Acos:
+    return "acos";
+  case Op::Atan:
+    return "atan";
+  case Op::Sinh:
+    return "sinh";
+  case Op::Cosh:
+    return "cosh";
+  case Op::Tanh:
+    return "tanh";
+  case Op::Erf:
+    return "erf";
+  case Op::Pow:
+    return "pow";
+  case Op::Atan2:
+    return "atan2";
+  default:
+    return nullptr;
   }
 }
 
@@ -52,16 +72,24 @@ const char* libm_name(Op op) {
 
 llvm::Type* OpLowering::reg_type(DType t) {
   switch (t) {
-  case kBool: return b_.getInt1Ty();
+  case kBool:
+    return b_.getInt1Ty();
   case kUInt8:
-  case kInt8: return b_.getInt8Ty();
+  case kInt8:
+    return b_.getInt8Ty();
   case kInt16:
-  case kBFloat16: return b_.getInt16Ty();
-  case kInt32: return b_.getInt32Ty();
-  case kInt64: return b_.getInt64Ty();
-  case kFloat16: return b_.getHalfTy();
-  case kFloat32: return b_.getFloatTy();
-  case kFloat64: return b_.getDoubleTy();
+  case kBFloat16:
+    return b_.getInt16Ty();
+  case kInt32:
+    return b_.getInt32Ty();
+  case kInt64:
+    return b_.getInt64Ty();
+  case kFloat16:
+    return b_.getHalfTy();
+  case kFloat32:
+    return b_.getFloatTy();
+  case kFloat64:
+    return b_.getDoubleTy();
   }
   throw LowerError("unknown dtype");
 }
@@ -79,10 +107,14 @@ llvm::Value* OpLowering::to_mem(llvm::Value* v, DType t) {
 
 llvm::Value* OpLowering::param(llvm::Value* bits, DType t) {
   switch (t) {
-  case kFloat32: return b_.CreateBitCast(b_.CreateTrunc(bits, b_.getInt32Ty()), b_.getFloatTy());
-  case kFloat64: return b_.CreateBitCast(bits, b_.getDoubleTy());
-  case kFloat16: return b_.CreateBitCast(b_.CreateTrunc(bits, b_.getInt16Ty()), b_.getHalfTy());
-  default: return b_.CreateTrunc(bits, reg_type(t)); // ints sign-extended, bool 0/1, bf16 bits
+  case kFloat32:
+    return b_.CreateBitCast(b_.CreateTrunc(bits, b_.getInt32Ty()), b_.getFloatTy());
+  case kFloat64:
+    return b_.CreateBitCast(bits, b_.getDoubleTy());
+  case kFloat16:
+    return b_.CreateBitCast(b_.CreateTrunc(bits, b_.getInt16Ty()), b_.getHalfTy());
+  default:
+    return b_.CreateTrunc(bits, reg_type(t)); // ints sign-extended, bool 0/1, bf16 bits
   }
 }
 
@@ -91,11 +123,14 @@ llvm::Value* OpLowering::param(llvm::Value* bits, DType t) {
 llvm::Value* OpLowering::to_f32(llvm::Value* v, DType from) {
   auto* f32 = b_.getFloatTy();
   switch (from) {
-  case kFloat16: return b_.CreateFPExt(v, f32);
+  case kFloat16:
+    return b_.CreateFPExt(v, f32);
   case kBFloat16: // the bits are the top half of a float32
     return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), f32);
-  case kFloat32: return v;
-  case kFloat64: return b_.CreateFPTrunc(v, f32);
+  case kFloat32:
+    return v;
+  case kFloat64:
+    return b_.CreateFPTrunc(v, f32);
   default:
     return is_unsigned(from) ? b_.CreateUIToFP(v, f32) : b_.CreateSIToFP(v, f32);
   }
@@ -106,7 +141,8 @@ llvm::Value* OpLowering::f32_to_bf16(llvm::Value* f) {
   auto* i32 = b_.getInt32Ty();
   llvm::Value* bits = b_.CreateBitCast(f, i32);
   llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
-  llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(lsb, b_.getInt32(0x7fff))), 16);
+  llvm::Value* rounded =
+      b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(lsb, b_.getInt32(0x7fff))), 16);
   llvm::Value* is_nan = b_.CreateFCmpUNO(f, f);
   llvm::Value* r = b_.CreateSelect(is_nan, b_.getInt32(0x7fc0), rounded);
   return b_.CreateTrunc(r, b_.getInt16Ty());
@@ -117,7 +153,8 @@ llvm::Value* OpLowering::cast(llvm::Value* v, DType from, DType to) {
   llvm::Type* dst = reg_type(to);
   if (is_float(to)) {
     if (to == kFloat64) {
-      if (!is_float(from)) return is_unsigned(from) ? b_.CreateUIToFP(v, dst) : b_.CreateSIToFP(v, dst);
+      if (!is_float(from))
+        return is_unsigned(from) ? b_.CreateUIToFP(v, dst) : b_.CreateSIToFP(v, dst);
       return b_.CreateFPExt(to_f32(v, from), dst); // float16/bfloat16 -> float32 is exact
     }
     // float32 and the 16-bit types go through float32: float64 -> 16-bit rounds twice, as
@@ -131,7 +168,8 @@ llvm::Value* OpLowering::cast(llvm::Value* v, DType from, DType to) {
     llvm::Value* f = is_16bit_float(from) ? to_f32(v, from) : v;
     if (to == kBool) return b_.CreateFCmpUNE(f, llvm::ConstantFP::get(f->getType(), 0.0));
     // Saturating (NaN -> 0) to int64, then wrapping to the target width.
-    llvm::Value* i = b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b_.getInt64Ty(), f->getType()}, {f});
+    llvm::Value* i =
+        b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b_.getInt64Ty(), f->getType()}, {f});
     return b_.CreateTrunc(i, dst);
   }
   if (to == kBool) return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
@@ -140,7 +178,8 @@ llvm::Value* OpLowering::cast(llvm::Value* v, DType from, DType to) {
   return b_.CreateTrunc(v, dst); // same width (int8 <-> uint8) is a no-op
 }
 
-// ---- unary ---------------------------------------------------------------------------------------
+// ---- unary
+// ---------------------------------------------------------------------------------------
 
 llvm::Value* OpLowering::unary(Op op, DType t, llvm::Value* x) {
   using llvm::Intrinsic::ID;
@@ -149,11 +188,11 @@ llvm::Value* OpLowering::unary(Op op, DType t, llvm::Value* x) {
     return fp ? b_.CreateUnaryIntrinsic(id, x) : x; // rounding an integer is the identity
   };
   switch (op) {
-  case Op::Neg: return fp ? b_.CreateFNeg(x) : b_.CreateNeg(x);
+  case Op::Neg:
+    return fp ? b_.CreateFNeg(x) : b_.CreateNeg(x);
   case Op::Not:
-    if (t == kBool) return b_.CreateNot(x);
-    return fp ? b_.CreateFCmpOEQ(x, llvm::ConstantFP::get(x->getType(), 0.0))
-              : b_.CreateICmpEQ(x, llvm::ConstantInt::get(x->getType(), 0));
+    if (t != kBool) not_applicable(op, t);
+    return b_.CreateNot(x);
   case Op::BitNot:
     if (fp) not_applicable(op, t);
     return b_.CreateNot(x);
@@ -161,17 +200,22 @@ llvm::Value* OpLowering::unary(Op op, DType t, llvm::Value* x) {
     if (fp) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
     if (is_unsigned(t)) return x;
     return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse()); // INT_MIN wraps
-  case Op::Floor: return fp_intrinsic(llvm::Intrinsic::floor);
-  case Op::Ceil: return fp_intrinsic(llvm::Intrinsic::ceil);
-  case Op::Trunc: return fp_intrinsic(llvm::Intrinsic::trunc);
-  case Op::Round: return fp_intrinsic(llvm::Intrinsic::roundeven);
+  case Op::Floor:
+    return fp_intrinsic(llvm::Intrinsic::floor);
+  case Op::Ceil:
+    return fp_intrinsic(llvm::Intrinsic::ceil);
+  case Op::Trunc:
+    return fp_intrinsic(llvm::Intrinsic::trunc);
+  case Op::Round:
+    return fp_intrinsic(llvm::Intrinsic::roundeven);
   case Op::Sqrt:
     if (!fp) not_applicable(op, t);
     return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
   case Op::Recip:
     if (!fp) not_applicable(op, t);
     return b_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), x);
-  default: break;
+  default:
+    break;
   }
   if (const char* name = libm_name(op); name && ir::info(op).arity == 1) {
     if (!fp) not_applicable(op, t);
@@ -180,7 +224,8 @@ llvm::Value* OpLowering::unary(Op op, DType t, llvm::Value* x) {
   throw LowerError(fmt::format("{} is not a unary op", ir::name(op)));
 }
 
-// ---- binary --------------------------------------------------------------------------------------
+// ---- binary
+// --------------------------------------------------------------------------------------
 
 // Integer division/remainder: x / 0 = x % 0 = 0 and sets the error flag; signed x / -1 is a
 // wrapping negation and x % -1 = 0 (no INT_MIN / -1 trap). The divisor is made safe before the
@@ -225,9 +270,9 @@ llvm::Value* OpLowering::int_pow(DType t, llvm::Value* x, llvm::Value* y) {
   if (!sgn) return result;
   auto* m1 = llvm::ConstantInt::getSigned(ty, -1);
   llvm::Value* odd = b_.CreateTrunc(y, b_.getInt1Ty());
-  llvm::Value* neg_pow = b_.CreateSelect(
-      b_.CreateICmpEQ(x, one), one,
-      b_.CreateSelect(b_.CreateICmpEQ(x, m1), b_.CreateSelect(odd, m1, one), zero));
+  llvm::Value* neg_pow =
+      b_.CreateSelect(b_.CreateICmpEQ(x, one), one,
+                      b_.CreateSelect(b_.CreateICmpEQ(x, m1), b_.CreateSelect(odd, m1, one), zero));
   return b_.CreateSelect(b_.CreateICmpSLT(y, zero), neg_pow, result);
 }
 
@@ -242,37 +287,55 @@ llvm::Value* OpLowering::binary(Op op, DType t, llvm::Value* x, llvm::Value* y) 
   };
   switch (op) {
   // bool follows C++ (a op b converted back to bool): + is or, - is xor, * is and.
-  case Op::Add: return fp ? b_.CreateFAdd(x, y) : t == kBool ? b_.CreateOr(x, y) : b_.CreateAdd(x, y);
-  case Op::Sub: return fp ? b_.CreateFSub(x, y) : t == kBool ? b_.CreateXor(x, y) : b_.CreateSub(x, y);
-  case Op::Mul: return fp ? b_.CreateFMul(x, y) : t == kBool ? b_.CreateAnd(x, y) : b_.CreateMul(x, y);
-  case Op::Div: return fp ? b_.CreateFDiv(x, y) : int_div_mod(true, t, x, y);
-  case Op::Mod: return fp ? b_.CreateFRem(x, y) : int_div_mod(false, t, x, y);
-  case Op::Pow: return fp ? libm("pow", t, {x, y}) : int_pow(t, x, y);
+  case Op::Add:
+    return fp ? b_.CreateFAdd(x, y) : t == kBool ? b_.CreateOr(x, y) : b_.CreateAdd(x, y);
+  case Op::Sub:
+    return fp ? b_.CreateFSub(x, y) : t == kBool ? b_.CreateXor(x, y) : b_.CreateSub(x, y);
+  case Op::Mul:
+    return fp ? b_.CreateFMul(x, y) : t == kBool ? b_.CreateAnd(x, y) : b_.CreateMul(x, y);
+  case Op::Div:
+    return fp ? b_.CreateFDiv(x, y) : int_div_mod(true, t, x, y);
+  case Op::Mod:
+    return fp ? b_.CreateFRem(x, y) : int_div_mod(false, t, x, y);
+  case Op::Pow:
+    return fp ? libm("pow", t, {x, y}) : int_pow(t, x, y);
   case Op::Max:
-    return b_.CreateBinaryIntrinsic(fp ? llvm::Intrinsic::maximum
+    return b_.CreateBinaryIntrinsic(fp    ? llvm::Intrinsic::maximum
                                     : uns ? llvm::Intrinsic::umax
                                           : llvm::Intrinsic::smax,
                                     x, y);
   case Op::Min:
-    return b_.CreateBinaryIntrinsic(fp ? llvm::Intrinsic::minimum
+    return b_.CreateBinaryIntrinsic(fp    ? llvm::Intrinsic::minimum
                                     : uns ? llvm::Intrinsic::umin
                                           : llvm::Intrinsic::smin,
                                     x, y);
-  case Op::Atan2: fp_only(); return libm("atan2", t, {x, y});
-  case Op::CmpEq: return fp ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
-  case Op::CmpNe: return fp ? b_.CreateFCmpUNE(x, y) : b_.CreateICmpNE(x, y);
+  case Op::Atan2:
+    fp_only();
+    return libm("atan2", t, {x, y});
+  case Op::CmpEq:
+    return fp ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
+  case Op::CmpNe:
+    return fp ? b_.CreateFCmpUNE(x, y) : b_.CreateICmpNE(x, y);
   case Op::CmpLt:
     return fp ? b_.CreateFCmpOLT(x, y) : uns ? b_.CreateICmpULT(x, y) : b_.CreateICmpSLT(x, y);
   case Op::CmpLe:
     return fp ? b_.CreateFCmpOLE(x, y) : uns ? b_.CreateICmpULE(x, y) : b_.CreateICmpSLE(x, y);
-  case Op::And: int_only(); return b_.CreateAnd(x, y);
-  case Op::Or: int_only(); return b_.CreateOr(x, y);
-  case Op::Xor: int_only(); return b_.CreateXor(x, y);
-  default: throw LowerError(fmt::format("{} is not a binary op", ir::name(op)));
+  case Op::And:
+    int_only();
+    return b_.CreateAnd(x, y);
+  case Op::Or:
+    int_only();
+    return b_.CreateOr(x, y);
+  case Op::Xor:
+    int_only();
+    return b_.CreateXor(x, y);
+  default:
+    throw LowerError(fmt::format("{} is not a binary op", ir::name(op)));
   }
 }
 
-// ---- Philox4x32-10 -------------------------------------------------------------------------------
+// ---- Philox4x32-10
+// -------------------------------------------------------------------------------
 
 llvm::Value* OpLowering::philox(llvm::Value* ctr, llvm::Value* key, int64_t word) {
   if (word < 0 || word > 3) throw LowerError(fmt::format("Philox word {} is not in 0..3", word));
@@ -297,7 +360,8 @@ llvm::Value* OpLowering::philox(llvm::Value* ctr, llvm::Value* key, int64_t word
   return b_.CreateZExt(c[word], i64);
 }
 
-// ---- libm calls with libmvec variants ------------------------------------------------------------
+// ---- libm calls with libmvec variants
+// ------------------------------------------------------------
 
 // The vector-function-abi-variant attribute value for `name` (scalar type ty, nargs arguments),
 // declaring each vector function in the module.
@@ -320,7 +384,8 @@ std::string OpLowering::vector_variants(llvm::Module& m, const std::string& name
     attr += fmt::format("_ZGV_LLVM_N{}{}_{}({})", lanes, params, name, vname);
     if (!m.getFunction(vname)) {
       auto* vty = llvm::FixedVectorType::get(ty, lanes);
-      auto* fty = llvm::FunctionType::get(vty, llvm::SmallVector<llvm::Type*, 2>(nargs, vty), false);
+      auto* fty =
+          llvm::FunctionType::get(vty, llvm::SmallVector<llvm::Type*, 2>(nargs, vty), false);
       auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, vname, m);
       f->setDoesNotAccessMemory();
       f->setDoesNotThrow();
@@ -340,13 +405,13 @@ llvm::Value* OpLowering::libm(const char* base, DType t, llvm::ArrayRef<llvm::Va
   llvm::Module& m = *b_.GetInsertBlock()->getModule();
   llvm::Function* f = m.getFunction(name);
   if (!f) {
-    auto* fty = llvm::FunctionType::get(ty, llvm::SmallVector<llvm::Type*, 2>(args.size(), ty), false);
+    auto* fty =
+        llvm::FunctionType::get(ty, llvm::SmallVector<llvm::Type*, 2>(args.size(), ty), false);
     f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m);
     f->setDoesNotAccessMemory();
     f->setDoesNotThrow();
     f->setWillReturn();
     f->setDoesNotFreeMemory();
-    if (getenv("E_TAILFOLD")) f->addFnAttr(llvm::Attribute::Speculatable);
   }
   llvm::CallInst* call = b_.CreateCall(f, args);
   call->setDoesNotAccessMemory();

@@ -3,6 +3,7 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "tensorjit/tensor.h"
@@ -150,6 +151,38 @@ TJ_DECLARE_UNARY(isnan)
 TJ_DECLARE_UNARY(isinf)
 TJ_DECLARE_UNARY(isfinite)
 #undef TJ_DECLARE_UNARY
+
+// --- reductions (see the Tensor members) ---
+Tensor sum(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim = false,
+           std::optional<DType> dtype = std::nullopt);
+Tensor mean(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim = false,
+            std::optional<DType> dtype = std::nullopt);
+Tensor prod(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+Tensor max(const Tensor& t);
+std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim = false);
+Tensor min(const Tensor& t);
+std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim = false);
+Tensor amax(const Tensor& t, IntArrayRef dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& t, IntArrayRef dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor var(const Tensor& t, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor std(const Tensor& t, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor norm(const Tensor& t, double p = 2, IntArrayRef dims = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim = false);
+Tensor all(const Tensor& t);
+Tensor any(const Tensor& t);
+
+namespace nn::functional {
+Tensor softmax(const Tensor& t, int64_t dim);
+Tensor log_softmax(const Tensor& t, int64_t dim);
+Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+Tensor relu(const Tensor& t);
+Tensor gelu(const Tensor& t);
+} // namespace nn::functional
 
 // In-place free forms, as torch.sin_(t).
 Tensor& sin_(Tensor& a);

@@ -141,11 +141,58 @@ private:
       }
       return out;
     }
+    if (ir::is_reduce(n.op)) return reduce(n, eval(n.src[0]));
     std::vector<const HostArray*> src;
     for (const auto& s : n.src)
       src.push_back(&eval(s));
     for (int64_t k = 0; k < count; ++k)
       elementwise(n, src, out, k);
+    return out;
+  }
+
+  // Reductions accumulate in double (floats, then rounded) or wrapping int64.
+  static HostArray reduce(const Node& n, const HostArray& in) {
+    HostArray out = make(n.dtype, n.shape);
+    const ir::Shape& ss = n.src[0]->shape;
+    std::vector<bool> started(static_cast<size_t>(n.numel()), false);
+    for (int64_t k = 0; k < ir::numel(ss); ++k) {
+      std::vector<int64_t> idx = unravel(k, ss);
+      for (int64_t ax : n.args)
+        idx[ax] = 0;
+      int64_t o = ravel(idx, n.shape);
+      if (out.is_float()) {
+        double v = in.f[k], &acc = out.f[o];
+        if (!started[o]) acc = n.op == Op::ReduceSum ? 0.0 : n.op == Op::ReduceProd ? 1.0 : v;
+        switch (n.op) {
+        case Op::ReduceSum:
+          acc += v;
+          break;
+        case Op::ReduceProd:
+          acc *= v;
+          break;
+        default:
+          acc = ir::eval_float(n.op == Op::ReduceMax ? Op::Max : Op::Min, acc, v);
+        }
+      } else {
+        int64_t v = in.i[k], &acc = out.i[o];
+        if (!started[o]) acc = n.op == Op::ReduceSum ? 0 : n.op == Op::ReduceProd ? 1 : v;
+        Op op = n.op == Op::ReduceSum    ? Op::Add
+                : n.op == Op::ReduceProd ? Op::Mul
+                : n.op == Op::ReduceMax  ? Op::Max
+                                         : Op::Min;
+        acc = ir::eval_int(op, n.dtype, acc, v, nullptr);
+      }
+      started[o] = true;
+    }
+    for (int64_t o = 0; o < n.numel(); ++o) {
+      if (out.is_float()) {
+        if (!started[o])
+          out.f[o] = n.op == Op::ReduceSum ? 0.0 : n.op == Op::ReduceProd ? 1.0 : 0.0;
+        out.f[o] = ir::round_to_dtype(out.f[o], n.dtype);
+      } else if (!started[o]) {
+        out.i[o] = n.op == Op::ReduceProd ? 1 : 0;
+      }
+    }
     return out;
   }
 

@@ -11,7 +11,7 @@ enum class Op : uint8_t {
 #undef TJ_OP
 };
 
-enum class OpCategory : uint8_t { Leaf, Unary, Binary, Ternary, Cast, Movement };
+enum class OpCategory : uint8_t { Leaf, Unary, Binary, Ternary, Cast, Reduce, Movement };
 
 inline constexpr int kNumOps = 0
 #define TJ_OP(name, arity, cat, grad) +1
@@ -38,6 +38,7 @@ constexpr std::string_view name(Op op) { return info(op).name; }
 constexpr OpCategory category(Op op) { return info(op).category; }
 constexpr bool is_leaf(Op op) { return category(op) == OpCategory::Leaf; }
 constexpr bool is_movement(Op op) { return category(op) == OpCategory::Movement; }
+constexpr bool is_reduce(Op op) { return category(op) == OpCategory::Reduce; }
 constexpr bool is_alu(Op op) {
   auto c = category(op);
   return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary ||

@@ -23,10 +23,12 @@ using kir::Slot;
 struct Access {
   std::vector<int64_t> offset;
   std::vector<std::vector<int64_t>> coef;
+  size_t cols = 0; // number of domain dims
 
-  static Access identity(size_t n) {
+  // The rows of an n-dim node indexed by the first n of `cols` domain dims.
+  static Access identity(size_t n, size_t cols) {
     Access a{std::vector<int64_t>(n, 0),
-             std::vector<std::vector<int64_t>>(n, std::vector<int64_t>(n, 0))};
+             std::vector<std::vector<int64_t>>(n, std::vector<int64_t>(cols, 0)), cols};
     for (size_t k = 0; k < n; ++k)
       a.coef[k][k] = 1;
     return a;
@@ -61,10 +63,9 @@ struct NeedsRealize {
 std::optional<Access> reshape_access(const Node& n, const Access& a) {
   const ir::Shape& src = n.src[0]->shape;
   const ir::Shape& dst = n.shape;
-  size_t nd = a.offset.empty() ? 0 : a.coef.empty() ? 0 : a.coef[0].size();
-  if (!a.coef.empty()) nd = a.coef[0].size();
+  size_t nd = a.cols;
   Access out{std::vector<int64_t>(src.size(), 0),
-             std::vector<std::vector<int64_t>>(src.size(), std::vector<int64_t>(nd, 0))};
+             std::vector<std::vector<int64_t>>(src.size(), std::vector<int64_t>(nd, 0)), nd};
   std::vector<size_t> sd, dd; // non-singleton dims
   for (size_t i = 0; i < src.size(); ++i)
     if (src[i] != 1) sd.push_back(i);
@@ -121,9 +122,36 @@ uint64_t param_bits(const Scalar& v, DType t) {
 
 bool is_half(DType t) { return t == kFloat16 || t == kBFloat16; }
 
+// The first reduction a kernel computing `n` might fuse: reached through
+// elementwise and movement ops, with as many outputs as the kernel.
+const Node* find_reduce(const NodePtr& in, int64_t outputs, std::unordered_set<const Node*>& seen) {
+  NodePtr n = ir::resolve(in);
+  if (!seen.insert(n.get()).second || ir::is_leaf(n->op)) return nullptr;
+  if (ir::is_reduce(n->op)) return n->numel() == outputs ? n.get() : nullptr;
+  for (const auto& s : n->src)
+    if (const Node* r = find_reduce(s, outputs, seen)) return r;
+  return nullptr;
+}
+
+std::vector<int64_t> reduced_sizes(const Node& r) {
+  std::vector<int64_t> sizes;
+  for (int64_t ax : r.args)
+    sizes.push_back(r.src[0]->shape[ax]);
+  return sizes;
+}
+
 class KernelBuilder {
 public:
-  explicit KernelBuilder(ir::Shape domain) : domain_(std::move(domain)) {}
+  // Iterates over `out` and, when `reduce` is given, over its reduced axes.
+  KernelBuilder(const ir::Shape& out, const Node* reduce) : nout_(out.size()), domain_(out) {
+    if (reduce) {
+      red_sizes_ = reduced_sizes(*reduce);
+      domain_.insert(domain_.end(), red_sizes_.begin(), red_sizes_.end());
+      reduce_src_ = reduce->src[0];
+    }
+  }
+
+  Access root_access(size_t ndim) const { return Access::identity(ndim, domain_.size()); }
 
   int32_t lower(const NodePtr& in, const Access& a) {
     NodePtr n = ir::resolve(in);
@@ -136,8 +164,10 @@ public:
   }
 
   void store(const NodePtr& root, int32_t value, std::shared_ptr<rt::Storage> storage) {
-    int32_t s =
-        add_slot(Slot::Role::Output, root->dtype, storage, 0, ir::contiguous_strides(domain_));
+    std::vector<int64_t> strides =
+        ir::contiguous_strides(ir::Shape(domain_.begin(), domain_.begin() + nout_));
+    strides.resize(domain_.size(), 0);
+    int32_t s = add_slot(Slot::Role::Output, root->dtype, storage, 0, strides);
     k_.stores.push_back({s, convert(value, root->dtype)});
   }
 
@@ -145,45 +175,101 @@ public:
     k_.name = std::move(name);
     rt::Launch l;
     // Merge dims that every slot walks contiguously, and drop singleton dims,
-    // so the innermost row is as long as possible.
-    std::vector<int64_t> dom;
-    std::vector<std::vector<int64_t>> st(slots_.size());
-    for (size_t d = 0; d < domain_.size(); ++d) {
-      if (domain_[d] == 1) continue;
-      bool merge = !dom.empty();
-      for (size_t s = 0; s < slots_.size() && merge; ++s)
-        merge = st[s].back() == slots_[s].strides[d] * domain_[d];
-      if (merge) {
-        dom.back() *= domain_[d];
-        for (size_t s = 0; s < slots_.size(); ++s)
-          st[s].back() = slots_[s].strides[d];
-      } else {
-        dom.push_back(domain_[d]);
-        for (size_t s = 0; s < slots_.size(); ++s)
-          st[s].push_back(slots_[s].strides[d]);
+    // so rows are as long as possible; output and reduction dims separately.
+    std::vector<int64_t> dom, red;
+    std::vector<std::vector<int64_t>> st(slots_.size()), rst(slots_.size());
+    auto collapse = [&](size_t from, size_t to, std::vector<int64_t>& sizes,
+                        std::vector<std::vector<int64_t>>& out) {
+      for (size_t d = from; d < to; ++d) {
+        if (domain_[d] == 1) continue;
+        bool merge = !sizes.empty();
+        for (size_t s = 0; s < slots_.size() && merge; ++s)
+          merge = out[s].back() == slots_[s].strides[d] * domain_[d];
+        if (merge) {
+          sizes.back() *= domain_[d];
+          for (size_t s = 0; s < slots_.size(); ++s)
+            out[s].back() = slots_[s].strides[d];
+        } else {
+          sizes.push_back(domain_[d]);
+          for (size_t s = 0; s < slots_.size(); ++s)
+            out[s].push_back(slots_[s].strides[d]);
+        }
       }
-    }
+    };
+    collapse(0, nout_, dom, st);
+    collapse(nout_, domain_.size(), red, rst);
+    // One reduction loop per kernel: reduced dims that do not merge (a
+    // permuted or broadcast source) are made contiguous in memory first.
+    if (red.size() > 1) throw NeedsRealize{reduce_src_};
     if (dom.empty()) {
       dom.push_back(1);
       for (auto& s : st)
         s.push_back(0);
     }
+    auto kind = [](int64_t stride) {
+      return stride == 1   ? kir::StrideKind::Contiguous
+             : stride == 0 ? kir::StrideKind::Broadcast
+                           : kir::StrideKind::Strided;
+    };
     for (size_t s = 0; s < slots_.size(); ++s) {
-      int64_t inner = st[s].back();
-      k_.slots[s].stride = inner == 1   ? kir::StrideKind::Contiguous
-                           : inner == 0 ? kir::StrideKind::Broadcast
-                                        : kir::StrideKind::Strided;
+      k_.slots[s].stride = kind(st[s].back());
       slots_[s].strides = st[s];
+      slots_[s].rstride = red.empty() ? 0 : rst[s].back();
+      k_.slots[s].rstride = kind(slots_[s].rstride);
     }
     kir::verify(k_);
     l.kernel = std::move(k_);
     l.domain = std::move(dom);
+    l.r = red.empty() ? 1 : red[0];
     l.slots = std::move(slots_);
     l.params = std::move(params_);
     return l;
   }
 
 private:
+  // A reduction is computed in this kernel only once per output element: at
+  // the identity access, over the kernel's reduced sizes.
+  bool fusable_reduce(const Node& n, const Access& a) const {
+    if (red_sizes_.empty() || reduced_sizes(n) != red_sizes_) return false;
+    // Each output dim of the kernel must index exactly one kept dim of the
+    // reduction (and every other row be constant zero), so that it is
+    // computed once per output element: a permutation, or a reshape that
+    // adds or drops size-1 dims.
+    std::vector<bool> used(nout_, false);
+    for (size_t k = 0; k < n.shape.size(); ++k) {
+      if (a.offset[k] != 0) return false;
+      int found = -1;
+      for (size_t d = 0; d < a.cols; ++d) {
+        if (a.coef[k][d] == 0) continue;
+        if (a.coef[k][d] != 1 || found >= 0 || d >= nout_ || used[d] || domain_[d] != n.shape[k])
+          return false;
+        found = static_cast<int>(d);
+      }
+      if (found >= 0)
+        used[found] = true;
+      else if (n.shape[k] != 1)
+        return false;
+    }
+    for (size_t d = 0; d < nout_; ++d)
+      if (!used[d] && domain_[d] != 1) return false;
+    return true;
+  }
+
+  int32_t lower_reduce(const NodePtr& n, const Access& a) {
+    // A reduction needed inside another's loop (var's mean) is computed first.
+    if (inside_reduce_ || !fusable_reduce(*n, a)) throw NeedsRealize{n};
+    Access src = a;
+    for (size_t m = 0; m < n->args.size(); ++m) {
+      size_t axis = static_cast<size_t>(n->args[m]);
+      std::fill(src.coef[axis].begin(), src.coef[axis].end(), 0);
+      src.coef[axis][nout_ + m] = 1;
+    }
+    ++inside_reduce_;
+    int32_t v = convert(lower(n->src[0], src), n->dtype);
+    --inside_reduce_;
+    return emit({n->op, n->dtype, {v, -1, -1}, -1, 0});
+  }
+
   int32_t lower_uncached(const NodePtr& n, const Access& a) {
     switch (ir::category(n->op)) {
     case ir::OpCategory::Leaf:
@@ -192,6 +278,8 @@ private:
       return lower(n->src[0], move_access(n, a));
     case ir::OpCategory::Cast:
       return convert(lower(n->src[0], a), n->dtype);
+    case ir::OpCategory::Reduce:
+      return lower_reduce(n, a);
     default: {
       std::vector<int32_t> src;
       for (const auto& s : n->src)
@@ -341,7 +429,11 @@ private:
     return convert(emit(v), out);
   }
 
-  ir::Shape domain_;
+  size_t nout_;
+  ir::Shape domain_; // output dims, then reduced dims
+  std::vector<int64_t> red_sizes_;
+  NodePtr reduce_src_;
+  int inside_reduce_ = 0;
   kir::Kernel k_;
   std::vector<rt::SlotBinding> slots_;
   std::vector<uint64_t> params_;
@@ -401,10 +493,14 @@ private:
     for (;;) {
       try {
         const ir::Shape& shape = targets[0].compute->shape;
-        KernelBuilder kb(shape);
+        std::unordered_set<const Node*> seen;
+        const Node* reduce = nullptr;
+        for (size_t i = 0; i < targets.size() && !reduce; ++i)
+          reduce = find_reduce(targets[i].compute, ir::numel(shape), seen);
+        KernelBuilder kb(shape, reduce);
         std::vector<int32_t> values;
         for (const auto& t : targets)
-          values.push_back(kb.lower(t.compute, Access::identity(shape.size())));
+          values.push_back(kb.lower(t.compute, kb.root_access(shape.size())));
         std::vector<std::shared_ptr<rt::Storage>> storages;
         std::vector<NodePtr> roots;
         for (size_t i = 0; i < targets.size(); ++i) {

@@ -234,11 +234,11 @@ std::vector<Isolated> run_isolated(const std::vector<std::function<std::string()
   std::vector<Child> kids;
   for (const auto& body : bodies) {
     int fds[2];
-    if (pipe(fds) != 0) throw std::runtime_error("run_isolated: pipe() failed");
-    pid_t pid = fork();
+    if (::pipe(fds) != 0) throw std::runtime_error("run_isolated: pipe() failed");
+    pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("run_isolated: fork() failed");
     if (pid == 0) {
-      close(fds[0]);
+      ::close(fds[0]);
       std::string msg;
       try {
         msg = body();
@@ -246,13 +246,13 @@ std::vector<Isolated> run_isolated(const std::vector<std::function<std::string()
         msg = std::string("threw: ") + ex.what();
       }
       for (size_t off = 0; off < msg.size();) {
-        ssize_t w = write(fds[1], msg.data() + off, msg.size() - off);
+        ssize_t w = ::write(fds[1], msg.data() + off, msg.size() - off);
         if (w <= 0) break;
         off += static_cast<size_t>(w);
       }
       _exit(msg.empty() ? 0 : 1); // no atexit handlers: the parent owns the test report
     }
-    close(fds[1]);
+    ::close(fds[1]);
     kids.push_back({pid, fds[0], {}});
   }
   using Clock = std::chrono::steady_clock;
@@ -268,21 +268,21 @@ std::vector<Isolated> run_isolated(const std::vector<std::function<std::string()
     if (fds.empty()) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
-    if (poll(fds.data(), fds.size(), static_cast<int>(left.count())) <= 0) continue;
+    if (::poll(fds.data(), fds.size(), static_cast<int>(left.count())) <= 0) continue;
     for (size_t i = 0; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       char buf[4096];
-      ssize_t r = read(fds[i].fd, buf, sizeof buf);
+      ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
       if (r > 0) who[i]->out.append(buf, static_cast<size_t>(r));
       else who[i]->eof = true;
     }
   }
   std::vector<Isolated> out;
   for (auto& k : kids) {
-    if (!k.eof) kill(k.pid, SIGKILL);
+    if (!k.eof) ::kill(k.pid, SIGKILL);
     int status = 0;
-    waitpid(k.pid, &status, 0);
-    close(k.fd);
+    ::waitpid(k.pid, &status, 0);
+    ::close(k.fd);
     Isolated r;
     r.finished = k.eof && WIFEXITED(status);
     if (!k.eof) r.message = fmt::format("did not finish within {} s", timeout_s);

@@ -1,0 +1,545 @@
+// LLVM lowering of a kir::Kernel's structure: the element loop, slot addressing with alias scopes,
+// parameters, the reduction loop nest and the error flag.
+#include "llvm_kernel.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/MDBuilder.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace tj::llvmjit::detail {
+namespace {
+
+using ir::Op;
+using kir::Slot;
+using kir::StrideKind;
+using Role = kir::Slot::Role;
+
+// Elements per block of the reduction loop: each block is summed on its own (vectorized, in
+// several lanes) and the block sums are then added in order, which keeps floating-point sums
+// within a few ulp of pairwise summation.
+constexpr int64_t kReduceBlock = 2048;
+
+enum Arg : unsigned { kN, kPtrs, kBase, kStride, kParams, kErr, kR, kRStride, kNumArgs };
+
+// The kernel as
+//   entry:     if (n <= 0) return
+//   preheader: slot pointers, bases, strides, params and loop-invariant inputs
+//   loop:      for i in [0, n): [the reduction loop nest]; values; stores
+//   done:      if any integer division by zero: *err = 1
+// The element loop is a canonical counted loop with no calls but vectorizable libm calls, so the
+// loop vectorizer widens it; the reduction nest (when the kernel reduces) is
+//   for each block [jb, jb + kReduceBlock) of [0, r): for j in the block: accumulate
+// with the accumulation reassociable within a block, so that its inner loop vectorizes too.
+class KernelLowering {
+public:
+  KernelLowering(const kir::Kernel& k, llvm::Module& m, const LoweringTarget& t)
+      : k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), ops_(b_, t.isa), target_(t) {}
+
+  llvm::Function* run(const std::string& fname);
+
+private:
+  struct SlotState {
+    llvm::Value* ptr = nullptr;       // the slot's buffer
+    llvm::Value* base = nullptr;      // i64
+    llvm::Value* stride = nullptr;    // i64: constant unless Strided
+    llvm::Value* rstride = nullptr;   // i64 along the reduction loop: constant unless Strided
+    llvm::Value* row = nullptr;       // &buffer[base]
+    llvm::Value* invariant = nullptr; // an input the same for every (i, j): loaded once
+    llvm::MDNode* scope = nullptr;    // {this slot's scope}
+    llvm::MDNode* noalias = nullptr;  // the scopes this slot's accesses never alias
+  };
+  // One Reduce value's accumulator.
+  struct Accumulator {
+    int value;
+    DType acc;      // float32 sums and products accumulate in float64
+    llvm::Type* ty; // register type of acc
+    llvm::Value* init;
+    llvm::PHINode* block_total = nullptr; // sum of the blocks so far
+    llvm::PHINode* partial = nullptr;     // within the current block
+    llvm::Value* partial_next = nullptr;
+    llvm::Value* total_next = nullptr;
+  };
+
+  void declare(const std::string& fname);
+  void alias_scopes();
+  void prepare_slot(int s);
+  void classify();
+  void reduction_loop();
+  Accumulator make_accumulator(int v);
+  llvm::Value* accumulate(const Accumulator& a, llvm::Value* acc, llvm::Value* x, bool reassoc);
+  void lower_values(const std::vector<char>& which);
+  llvm::Value* lower_value(int v);
+  llvm::Value* operand(int v, int a, DType want);
+  llvm::Value* element_index(int s);
+  llvm::Value* element_address(int s);
+  llvm::Instruction* annotate(llvm::Instruction* access, int s);
+  llvm::Value* arg(Arg a) { return f_->getArg(a); }
+  [[noreturn]] void bad(int v, const std::string& what) {
+    throw LowerError(fmt::format("%{}: {}", v, what));
+  }
+
+  const kir::Kernel& k_;
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  OpLowering ops_;
+  const LoweringTarget& target_;
+  llvm::Function* f_ = nullptr;
+  bool reduces_ = false;
+  llvm::Value* i_ = nullptr; // element index
+  llvm::Value* j_ = nullptr; // reduction index, inside the reduction loop only
+  std::vector<SlotState> slots_;
+  std::vector<llvm::Value*> params_;
+  std::vector<llvm::Value*> vals_;         // of the current context (reduction loop or after)
+  std::vector<char> in_loop_, after_loop_; // which values each context computes
+};
+
+llvm::Function* KernelLowering::run(const std::string& fname) {
+  reduces_ = k_.has_reduction();
+  declare(fname);
+  classify();
+  auto* i64 = b_.getInt64Ty();
+  auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f_);
+  auto* pre = llvm::BasicBlock::Create(ctx_, "preheader", f_);
+  auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "done", f_);
+  auto* ret = llvm::BasicBlock::Create(ctx_, "ret", f_);
+  llvm::Value* n = arg(kN);
+
+  b_.SetInsertPoint(entry);
+  b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), pre, ret);
+
+  // Preheader: everything loop-invariant, read only when n > 0.
+  b_.SetInsertPoint(pre);
+  alias_scopes();
+  params_.assign(k_.params.size(), nullptr);
+  for (size_t p = 0; p < k_.params.size(); ++p) {
+    bool used = std::any_of(k_.values.begin(), k_.values.end(), [&](const kir::Value& v) {
+      return v.op == Op::Const && v.slot == int32_t(p);
+    });
+    if (!used) continue;
+    llvm::Value* addr = b_.CreateConstInBoundsGEP1_64(i64, arg(kParams), p);
+    params_[p] = ops_.param(b_.CreateLoad(i64, addr, fmt::format("param{}", p)), k_.params[p]);
+  }
+  for (size_t s = 0; s < k_.slots.size(); ++s)
+    prepare_slot(int(s));
+  b_.CreateBr(loop);
+
+  // The element loop.
+  b_.SetInsertPoint(loop);
+  auto* i = b_.CreatePHI(i64, 2, "i");
+  auto* err_in = b_.CreatePHI(b_.getInt1Ty(), 2, "err.acc");
+  i_ = i;
+  ops_.err = err_in;
+  vals_.assign(k_.values.size(), nullptr);
+  if (reduces_) reduction_loop();
+  lower_values(after_loop_);
+  for (const kir::Store& st : k_.stores) {
+    llvm::Value* x = ops_.to_mem(vals_[st.value], k_.slots[st.slot].dtype);
+    annotate(b_.CreateStore(x, element_address(st.slot)), st.slot);
+  }
+  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  b_.CreateCondBr(b_.CreateICmpEQ(next, n), done, loop);
+  i->addIncoming(b_.getInt64(0), pre);
+  i->addIncoming(next, latch);
+
+  // The error flag: an OR reduction over the loop, stored once after it.
+  b_.SetInsertPoint(done);
+  if (ops_.err == err_in) { // nothing divides integers
+    err_in->replaceAllUsesWith(b_.getFalse());
+    err_in->eraseFromParent();
+    b_.CreateBr(ret);
+  } else {
+    err_in->addIncoming(b_.getFalse(), pre);
+    err_in->addIncoming(ops_.err, latch);
+    auto* set_err = llvm::BasicBlock::Create(ctx_, "set_err", f_, ret);
+    b_.CreateCondBr(ops_.err, set_err, ret);
+    b_.SetInsertPoint(set_err);
+    b_.CreateStore(b_.getInt32(1), arg(kErr));
+    b_.CreateBr(ret);
+  }
+  b_.SetInsertPoint(ret);
+  b_.CreateRetVoid();
+  return f_;
+}
+
+void KernelLowering::declare(const std::string& fname) {
+  auto* i64 = b_.getInt64Ty();
+  auto* ptr = b_.getPtrTy();
+  auto* fty =
+      llvm::FunctionType::get(b_.getVoidTy(), {i64, ptr, ptr, ptr, ptr, ptr, i64, ptr}, false);
+  f_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, fname, m_);
+  f_->addFnAttr(llvm::Attribute::NoUnwind);
+  f_->addFnAttr("target-cpu", target_.cpu);
+  f_->addFnAttr("target-features", target_.features);
+  const char* names[] = {"n", "ptrs", "base", "stride", "params", "err", "r", "rstride"};
+  for (unsigned a = 0; a < kNumArgs; ++a)
+    f_->getArg(a)->setName(names[a]);
+  for (unsigned a : {kPtrs, kBase, kStride, kParams, kRStride}) { // arrays only read
+    f_->addParamAttr(a, llvm::Attribute::NoAlias);
+    f_->addParamAttr(a, llvm::Attribute::NoCapture);
+    f_->addParamAttr(a, llvm::Attribute::ReadOnly);
+  }
+  f_->addParamAttr(kErr, llvm::Attribute::NoCapture);
+}
+
+// Alias scopes: outputs alias no input and no other output (the kernel IR contract).
+void KernelLowering::alias_scopes() {
+  slots_.resize(k_.slots.size());
+  llvm::MDBuilder mdb(ctx_);
+  llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain("tjk");
+  std::vector<llvm::Metadata*> scopes(k_.slots.size(), nullptr);
+  for (size_t s = 0; s < k_.slots.size(); ++s)
+    if (k_.slots[s].role != Role::Index)
+      scopes[s] = mdb.createAnonymousAliasScope(domain, fmt::format("slot{}", s));
+  for (size_t s = 0; s < k_.slots.size(); ++s) {
+    if (!scopes[s]) continue;
+    std::vector<llvm::Metadata*> others;
+    for (size_t o = 0; o < k_.slots.size(); ++o)
+      if (o != s && scopes[o] &&
+          (k_.slots[s].role == Role::Output || k_.slots[o].role == Role::Output))
+        others.push_back(scopes[o]);
+    slots_[s].scope = llvm::MDNode::get(ctx_, {scopes[s]});
+    if (!others.empty()) slots_[s].noalias = llvm::MDNode::get(ctx_, others);
+  }
+}
+
+void KernelLowering::prepare_slot(int s) {
+  const Slot& slot = k_.slots[s];
+  SlotState& st = slots_[s];
+  bool used = std::any_of(k_.values.begin(), k_.values.end(),
+                          [&](const kir::Value& v) {
+                            return (v.op == Op::Buffer || v.op == Op::Iota) && v.slot == s;
+                          }) ||
+              std::any_of(k_.stores.begin(), k_.stores.end(),
+                          [&](const kir::Store& x) { return x.slot == s; });
+  if (!used) return;
+  auto* i64 = b_.getInt64Ty();
+  auto load_i64 = [&](Arg array, const char* what) -> llvm::Value* {
+    return b_.CreateLoad(i64, b_.CreateConstInBoundsGEP1_64(i64, arg(array), s),
+                         fmt::format("{}{}", what, s));
+  };
+  auto known = [&](StrideKind kind, Arg array, const char* what) -> llvm::Value* {
+    switch (kind) {
+    case StrideKind::Contiguous:
+      return b_.getInt64(1);
+    case StrideKind::Broadcast:
+      return b_.getInt64(0);
+    case StrideKind::Strided:
+      return load_i64(array, what);
+    }
+    return nullptr;
+  };
+  st.base = load_i64(kBase, "base");
+  st.stride = known(slot.stride, kStride, "stride");
+  st.rstride = reduces_ ? known(slot.rstride, kRStride, "rstride") : b_.getInt64(0);
+  if (slot.role == Role::Index) return;
+  llvm::Type* mt = ops_.mem_type(slot.dtype);
+  st.ptr = b_.CreateLoad(b_.getPtrTy(), b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), arg(kPtrs), s),
+                         fmt::format("ptr{}", s));
+  st.row = b_.CreateInBoundsGEP(mt, st.ptr, st.base, fmt::format("row{}", s));
+  bool invariant =
+      slot.stride == StrideKind::Broadcast && (!reduces_ || slot.rstride == StrideKind::Broadcast);
+  if (invariant && slot.role == Role::Input)
+    st.invariant = ops_.to_reg(annotate(b_.CreateLoad(mt, st.row), s), slot.dtype);
+}
+
+// Which values the reduction loop computes (the operands of Reduce values, transitively) and which
+// the element loop computes after it (what the stores need, up to the Reduce values).
+void KernelLowering::classify() {
+  const size_t nv = k_.values.size();
+  in_loop_.assign(nv, 0);
+  after_loop_.assign(nv, 0);
+  for (const kir::Store& st : k_.stores)
+    after_loop_[st.value] = 1;
+  for (size_t v = nv; v-- > 0;) {
+    const kir::Value& x = k_.values[v];
+    bool reduce = ir::is_reduce(x.op);
+    for (int32_t src : x.src) {
+      if (src < 0) continue;
+      if (reduce || in_loop_[v]) in_loop_[src] = 1;
+      if (after_loop_[v] && !reduce) after_loop_[src] = 1;
+    }
+  }
+  for (size_t v = 0; v < nv; ++v)
+    if (ir::is_reduce(k_.values[v].op)) after_loop_[v] = 0; // results of the reduction loop
+}
+
+// ---- reductions
+// ----------------------------------------------------------------------------------
+
+KernelLowering::Accumulator KernelLowering::make_accumulator(int v) {
+  const kir::Value& x = k_.values[v];
+  Accumulator a{v, x.dtype, nullptr, nullptr};
+  if (x.dtype == kFloat32 && (x.op == Op::ReduceSum || x.op == Op::ReduceProd)) a.acc = kFloat64;
+  a.ty = ops_.reg_type(a.acc);
+  if (is_floating_point(a.acc)) {
+    double init = x.op == Op::ReduceSum    ? 0.0
+                  : x.op == Op::ReduceProd ? 1.0
+                  : x.op == Op::ReduceMax  ? -HUGE_VAL
+                                           : HUGE_VAL;
+    a.init = llvm::ConstantFP::get(a.ty, init);
+    return a;
+  }
+  unsigned bits = a.ty->getIntegerBitWidth();
+  bool uns = a.acc == kBool || a.acc == kUInt8;
+  llvm::APInt init(bits, 0);
+  switch (x.op) {
+  case Op::ReduceSum:
+    break;
+  case Op::ReduceProd:
+    init = llvm::APInt(bits, 1);
+    break;
+  case Op::ReduceMax:
+    init = uns ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits);
+    break;
+  default:
+    init = uns ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits);
+  }
+  a.init = llvm::ConstantInt::get(a.ty, init);
+  return a;
+}
+
+// acc (op) x. Floating sums and products may be reassociated inside a block (that is what lets
+// them vectorize); max/min are exact in any order.
+llvm::Value* KernelLowering::accumulate(const Accumulator& a, llvm::Value* acc, llvm::Value* x,
+                                        bool reassoc) {
+  Op op = k_.values[a.value].op;
+  if (!is_floating_point(a.acc)) {
+    Op alu = op == Op::ReduceSum    ? Op::Add
+             : op == Op::ReduceProd ? Op::Mul
+             : op == Op::ReduceMax  ? Op::Max
+                                    : Op::Min;
+    return ops_.binary(alu, a.acc, acc, x); // wrapping; bool: or, and
+  }
+  if (op == Op::ReduceMax) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, x);
+  if (op == Op::ReduceMin) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, x);
+  llvm::Value* r = op == Op::ReduceSum ? b_.CreateFAdd(acc, x) : b_.CreateFMul(acc, x);
+  if (reassoc) llvm::cast<llvm::Instruction>(r)->setHasAllowReassoc(true);
+  return r;
+}
+
+// The reduction loop nest, from the current block of the element loop. On return the builder is
+// after the nest, where the Reduce values hold their results.
+void KernelLowering::reduction_loop() {
+  auto* i64 = b_.getInt64Ty();
+  llvm::Value* r = arg(kR);
+  auto* outer = b_.GetInsertBlock();
+  auto* block = llvm::BasicBlock::Create(ctx_, "red.block", f_);
+  auto* inner = llvm::BasicBlock::Create(ctx_, "red.loop", f_);
+  auto* block_end = llvm::BasicBlock::Create(ctx_, "red.block.end", f_);
+  auto* after = llvm::BasicBlock::Create(ctx_, "red.after", f_);
+  llvm::Value* err_outer = ops_.err;
+  std::vector<Accumulator> accs;
+  for (size_t v = 0; v < k_.values.size(); ++v)
+    if (ir::is_reduce(k_.values[v].op)) accs.push_back(make_accumulator(int(v)));
+  b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), block, after);
+
+  // Block header: [jb, jend).
+  b_.SetInsertPoint(block);
+  auto* jb = b_.CreatePHI(i64, 2, "jb");
+  auto* err_block = b_.CreatePHI(b_.getInt1Ty(), 2, "err.block");
+  for (Accumulator& a : accs)
+    a.block_total = b_.CreatePHI(a.ty, 2, "red.total");
+  llvm::Value* jend = b_.CreateBinaryIntrinsic(
+      llvm::Intrinsic::smin, b_.CreateAdd(jb, b_.getInt64(kReduceBlock), "", true, true), r);
+  b_.CreateBr(inner);
+
+  // The inner loop over j: the values feeding the reductions, and the partial accumulations.
+  b_.SetInsertPoint(inner);
+  auto* j = b_.CreatePHI(i64, 2, "j");
+  auto* err_inner = b_.CreatePHI(b_.getInt1Ty(), 2, "err.inner");
+  for (Accumulator& a : accs)
+    a.partial = b_.CreatePHI(a.ty, 2, "red.partial");
+  j_ = j;
+  ops_.err = err_inner;
+  vals_.assign(k_.values.size(), nullptr);
+  lower_values(in_loop_);
+  for (Accumulator& a : accs) {
+    const kir::Value& v = k_.values[a.value];
+    llvm::Value* x = ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, a.acc);
+    a.partial_next = accumulate(a, a.partial, x, /*reassoc=*/true);
+  }
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
+  llvm::BasicBlock* inner_latch = b_.GetInsertBlock();
+  b_.CreateCondBr(b_.CreateICmpEQ(j_next, jend), block_end, inner);
+  llvm::Value* err_loop = ops_.err;
+  j->addIncoming(jb, block);
+  j->addIncoming(j_next, inner_latch);
+  err_inner->addIncoming(err_block, block);
+  err_inner->addIncoming(err_loop, inner_latch);
+  for (Accumulator& a : accs) {
+    a.partial->addIncoming(a.init, block);
+    a.partial->addIncoming(a.partial_next, inner_latch);
+  }
+
+  // Block end: add the block's partial to the total, in order.
+  b_.SetInsertPoint(block_end);
+  for (Accumulator& a : accs)
+    a.total_next = accumulate(a, a.block_total, a.partial_next, /*reassoc=*/false);
+  b_.CreateCondBr(b_.CreateICmpEQ(jend, r), after, block);
+  jb->addIncoming(b_.getInt64(0), outer);
+  jb->addIncoming(jend, block_end);
+  err_block->addIncoming(err_outer, outer);
+  err_block->addIncoming(err_loop, block_end);
+  for (Accumulator& a : accs) {
+    a.block_total->addIncoming(a.init, outer);
+    a.block_total->addIncoming(a.total_next, block_end);
+  }
+
+  // After the nest: the results (the initial values when r <= 0).
+  b_.SetInsertPoint(after);
+  j_ = nullptr;
+  vals_.assign(k_.values.size(), nullptr);
+  auto* err_after = b_.CreatePHI(b_.getInt1Ty(), 2, "err.after");
+  err_after->addIncoming(err_outer, outer);
+  err_after->addIncoming(err_loop, block_end);
+  ops_.err = err_loop == err_inner ? err_outer : err_after; // no division inside: unchanged
+  for (Accumulator& a : accs) {
+    auto* result = b_.CreatePHI(a.ty, 2, "red.result");
+    result->addIncoming(a.init, outer);
+    result->addIncoming(a.total_next, block_end);
+    vals_[a.value] = ops_.cast(result, a.acc, k_.values[a.value].dtype);
+  }
+}
+
+// ---- values
+// --------------------------------------------------------------------------------------
+
+void KernelLowering::lower_values(const std::vector<char>& which) {
+  for (size_t v = 0; v < k_.values.size(); ++v)
+    if (which[v] && !vals_[v]) vals_[v] = lower_value(int(v));
+}
+
+// Element index of slot s at (i, j): base + i * stride (+ j * rstride in the reduction loop).
+llvm::Value* KernelLowering::element_index(int s) {
+  const SlotState& st = slots_[s];
+  llvm::Value* e = st.base;
+  switch (k_.slots[s].stride) {
+  case StrideKind::Contiguous:
+    e = b_.CreateAdd(e, i_);
+    break;
+  case StrideKind::Broadcast:
+    break;
+  case StrideKind::Strided:
+    e = b_.CreateAdd(e, b_.CreateMul(i_, st.stride));
+    break;
+  }
+  if (!j_) return e;
+  switch (k_.slots[s].rstride) {
+  case StrideKind::Contiguous:
+    return b_.CreateAdd(e, j_);
+  case StrideKind::Broadcast:
+    return e;
+  case StrideKind::Strided:
+    return b_.CreateAdd(e, b_.CreateMul(j_, st.rstride));
+  }
+  return e;
+}
+
+llvm::Value* KernelLowering::element_address(int s) {
+  const SlotState& st = slots_[s];
+  const Slot& slot = k_.slots[s];
+  llvm::Type* mt = ops_.mem_type(slot.dtype);
+  bool moves_with_j = j_ && slot.rstride != StrideKind::Broadcast;
+  if (!moves_with_j && slot.stride == StrideKind::Contiguous)
+    return b_.CreateInBoundsGEP(mt, st.row, i_);
+  if (!moves_with_j && slot.stride == StrideKind::Broadcast) return st.row;
+  return b_.CreateInBoundsGEP(mt, st.ptr, element_index(s));
+}
+
+llvm::Instruction* KernelLowering::annotate(llvm::Instruction* access, int s) {
+  if (slots_[s].scope) access->setMetadata(llvm::LLVMContext::MD_alias_scope, slots_[s].scope);
+  if (slots_[s].noalias) access->setMetadata(llvm::LLVMContext::MD_noalias, slots_[s].noalias);
+  return access;
+}
+
+// Operand a of value v, which must have dtype `want`.
+llvm::Value* KernelLowering::operand(int v, int a, DType want) {
+  int src = k_.values[v].src[a];
+  DType have = k_.values[src].dtype;
+  if (have != want)
+    bad(v, fmt::format("{} operand %{} is {}, expected {}", ir::name(k_.values[v].op), src,
+                       dtype_name(have), dtype_name(want)));
+  return vals_[src];
+}
+
+llvm::Value* KernelLowering::lower_value(int idx) {
+  const kir::Value& v = k_.values[idx];
+  auto src_dtype = [&](int a) { return k_.values[v.src[a]].dtype; };
+  switch (ir::category(v.op)) {
+  case ir::OpCategory::Leaf:
+    switch (v.op) {
+    case Op::Buffer: {
+      const Slot& slot = k_.slots[v.slot];
+      if (slot.role != Role::Input) bad(idx, fmt::format("load of slot{}, not an input", v.slot));
+      if (slot.dtype != v.dtype)
+        bad(idx, fmt::format("load of {} slot{} as {}", dtype_name(slot.dtype), v.slot,
+                             dtype_name(v.dtype)));
+      if (slots_[v.slot].invariant) return slots_[v.slot].invariant;
+      llvm::Type* mt = ops_.mem_type(slot.dtype);
+      return ops_.to_reg(annotate(b_.CreateLoad(mt, element_address(v.slot)), v.slot), slot.dtype);
+    }
+    case Op::Const:
+      if (k_.params[v.slot] != v.dtype)
+        bad(idx, fmt::format("param{} is {}, used as {}", v.slot, dtype_name(k_.params[v.slot]),
+                             dtype_name(v.dtype)));
+      return params_[v.slot];
+    case Op::Iota:
+      return ops_.cast(element_index(v.slot), kInt64, v.dtype);
+    case Op::Philox: {
+      llvm::Value* ctr = b_.CreateAdd(ops_.cast(vals_[v.src[1]], src_dtype(1), kInt64),
+                                      ops_.cast(vals_[v.src[0]], src_dtype(0), kInt64));
+      llvm::Value* key = ops_.cast(vals_[v.src[2]], src_dtype(2), kInt64);
+      return ops_.cast(ops_.philox(ctr, key, v.imm), kInt64, v.dtype);
+    }
+    default:
+      bad(idx, "unknown leaf");
+    }
+  case ir::OpCategory::Unary:
+    if (v.op == Op::Not) { // logical not of any dtype: !bool(x)
+      if (v.dtype != kBool) bad(idx, "Not must produce bool");
+      return ops_.unary(v.op, kBool, ops_.cast(vals_[v.src[0]], src_dtype(0), kBool));
+    }
+    return ops_.unary(v.op, v.dtype, operand(idx, 0, v.dtype));
+  case ir::OpCategory::Binary:
+    if (ir::is_comparison(v.op)) {
+      if (v.dtype != kBool) bad(idx, "a comparison must produce bool");
+      DType t = src_dtype(0);
+      llvm::Value* x = vals_[v.src[0]];
+      llvm::Value* y = operand(idx, 1, t);
+      if (t == kFloat16 || t == kBFloat16) { // compared as the float32 values they hold
+        x = ops_.cast(x, t, kFloat32);
+        y = ops_.cast(y, t, kFloat32);
+        t = kFloat32;
+      }
+      return ops_.binary(v.op, t, x, y);
+    }
+    return ops_.binary(v.op, v.dtype, operand(idx, 0, v.dtype), operand(idx, 1, v.dtype));
+  case ir::OpCategory::Ternary: {
+    llvm::Value* cond = ops_.cast(vals_[v.src[0]], src_dtype(0), kBool);
+    return b_.CreateSelect(cond, operand(idx, 1, v.dtype), operand(idx, 2, v.dtype));
+  }
+  case ir::OpCategory::Cast:
+    return ops_.cast(vals_[v.src[0]], src_dtype(0), v.dtype);
+  case ir::OpCategory::Reduce:
+    bad(idx, "a Reduce value used inside the reduction loop");
+  case ir::OpCategory::Movement:
+    break;
+  }
+  bad(idx, fmt::format("{} cannot be lowered", ir::name(v.op)));
+}
+
+} // namespace
+
+llvm::Function* lower_kernel(const kir::Kernel& k, llvm::Module& m, const std::string& fname,
+                             const LoweringTarget& target) {
+  return KernelLowering(k, m, target).run(fname);
+}
+
+} // namespace tj::llvmjit::detail

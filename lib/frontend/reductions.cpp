@@ -1,0 +1,421 @@
+// Reductions of the public API and nn::functional's softmax, log_softmax and
+// layer_norm, decomposed into the four Reduce primitives.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "frontend/graph_builders.h"
+#include "frontend/promotion.h"
+#include "frontend/tensor_impl.h"
+#include "tensorjit/functions.h"
+#include "thread_pool.h"
+
+namespace tj {
+
+using detail::node_of;
+using detail::wrap;
+using fe::NodePtr;
+using ir::Op;
+
+namespace {
+
+NodePtr k(const Scalar& v, DType t) { return fe::constant(v, t); }
+
+// Sorted, unique, non-negative axes; empty means every axis.
+std::vector<int64_t> normalize_dims(IntArrayRef dims, int64_t ndim) {
+  std::vector<int64_t> axes;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < ndim; ++d)
+      axes.push_back(d);
+    return axes;
+  }
+  for (int64_t d : dims) {
+    int64_t a = ir::wrap_dim(d, ndim);
+    if (std::find(axes.begin(), axes.end(), a) != axes.end())
+      throw Error(fmt::format("dim {} appears multiple times in the list of dims", a));
+    axes.push_back(a);
+  }
+  if (ndim == 0) axes.clear();
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+ir::Shape kept_shape(const ir::Shape& s, const std::vector<int64_t>& axes) {
+  ir::Shape out = s;
+  for (int64_t a : axes)
+    out[a] = 1;
+  return out;
+}
+
+ir::Shape dropped_shape(const ir::Shape& s, const std::vector<int64_t>& axes) {
+  ir::Shape out;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) == axes.end())
+      out.push_back(s[d]);
+  return out;
+}
+
+NodePtr reduce_node(Op op, const NodePtr& x, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return x;
+  return ir::make_node(op, x->dtype, kept_shape(x->shape, axes), {x}, axes);
+}
+
+Op combine_op(Op reduce) {
+  switch (reduce) {
+  case Op::ReduceSum:
+    return Op::Add;
+  case Op::ReduceProd:
+    return Op::Mul;
+  case Op::ReduceMax:
+    return Op::Max;
+  default:
+    return Op::Min;
+  }
+}
+
+// Reduces over `axes` (keepdim). Runs of adjacent axes are one reduction loop
+// each; a large reduction into few outputs is split in two stages so that all
+// threads work and float sums are blocked (pairwise-level error).
+NodePtr reduce(Op op, const NodePtr& x, std::vector<int64_t> axes) {
+  if (axes.empty()) return x;
+  // Non-adjacent axes: reduce the last run first.
+  for (size_t i = axes.size() - 1; i > 0; --i)
+    if (axes[i] != axes[i - 1] + 1) {
+      std::vector<int64_t> tail(axes.begin() + i, axes.end()), head(axes.begin(), axes.begin() + i);
+      return reduce(op, reduce(op, x, tail), head);
+    }
+  int64_t r = 1;
+  for (int64_t a : axes)
+    r *= x->shape[a];
+  int64_t outputs = x->numel() / std::max<int64_t>(r, 1);
+  const int64_t threads = rt::num_threads();
+  if (outputs >= 4 * threads || r < (int64_t{1} << 16)) return reduce_node(op, x, axes);
+  if (axes.size() > 1 && x->shape[axes[0]] >= 4 * threads) {
+    std::vector<int64_t> inner(axes.begin() + 1, axes.end());
+    return reduce_node(op, reduce_node(op, x, inner), {axes[0]});
+  }
+  if (axes.size() == 1 && x->ndim() == 1) {
+    // One long axis: (P, q) blocks plus a remainder, each reduced in parallel.
+    const int64_t P = 256, q = r / P;
+    NodePtr main = fe::reshape(fe::slice(x, 0, 0, P * q, 1), {P, q});
+    NodePtr part = fe::reshape(reduce_node(op, main, {1}), {P});
+    NodePtr total = reduce_node(op, part, {0});
+    if (P * q < r)
+      total = fe::binary(combine_op(op), total, reduce_node(op, fe::slice(x, 0, P * q, r, 1), {0}));
+    return total;
+  }
+  return reduce_node(op, x, axes);
+}
+
+Tensor finish(const NodePtr& kept, const ir::Shape& in_shape, const std::vector<int64_t>& axes,
+              bool keepdim, std::optional<DType> out = std::nullopt) {
+  NodePtr n = kept;
+  if (!keepdim) n = fe::reshape(n, dropped_shape(in_shape, axes));
+  if (out) n = fe::cast(n, *out);
+  return wrap(n);
+}
+
+// sum and prod accumulate integers in int64 and 16-bit floats in float32.
+DType accumulate_type(DType t, std::optional<DType> requested) {
+  if (requested) return *requested;
+  if (is_integral(t, true)) return kInt64;
+  return t;
+}
+
+Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim,
+                std::optional<DType> dtype) {
+  NodePtr x = node_of(t);
+  DType out = accumulate_type(x->dtype, dtype);
+  DType acc = (out == kFloat16 || out == kBFloat16) ? kFloat32 : out;
+  auto axes = normalize_dims(dims, x->ndim());
+  return finish(reduce(op, fe::cast(x, acc), axes), x->shape, axes, keepdim, out);
+}
+
+void check_nonempty(const NodePtr& x, const std::vector<int64_t>& axes, const char* fn) {
+  for (int64_t a : axes)
+    if (x->shape[a] == 0)
+      throw Error(fmt::format("{}(): Expected reduction dim {} to have non-zero size.", fn, a));
+  if (x->numel() == 0 && axes.size() == static_cast<size_t>(x->ndim()))
+    throw Error(
+        fmt::format("{}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                    "the reduction dim with the 'dim' argument.",
+                    fn));
+}
+
+Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const char* fn) {
+  NodePtr x = node_of(t);
+  auto axes = normalize_dims(dims, x->ndim());
+  check_nonempty(x, axes, fn);
+  // bool reduces as 0/1 bytes.
+  NodePtr src = x->dtype == kBool ? fe::cast(x, kUInt8) : x;
+  DType out = x->dtype;
+  return finish(reduce(op, src, axes), x->shape, axes, keepdim, out);
+}
+
+// Index of the first maximum (or minimum) along `axes`; a NaN counts as the extremum.
+Tensor arg_extremum(Op op, const Tensor& t, std::optional<int64_t> dim, bool keepdim,
+                    const char* fn) {
+  NodePtr x = node_of(t);
+  if (x->dtype == kBool) x = fe::cast(x, kUInt8);
+  std::vector<int64_t> axes =
+      dim ? normalize_dims({*dim}, x->ndim()) : normalize_dims({}, x->ndim());
+  check_nonempty(x, axes, fn);
+  NodePtr m = reduce(op, x, axes);
+  NodePtr hit = fe::binary(Op::CmpEq, x, m);
+  if (is_floating_point(x->dtype)) hit = fe::binary(Op::Or, hit, fe::binary(Op::CmpNe, x, x));
+  // Positions: the index along `dim`, or the flat index over every axis.
+  ir::View view{std::vector<int64_t>(x->shape.size(), 0), 0};
+  if (dim)
+    view.strides[axes[0]] = 1;
+  else
+    view.strides = ir::contiguous_strides(x->shape);
+  NodePtr pos = ir::make_node(Op::Iota, kInt64, x->shape, {}, {}, {}, nullptr, view);
+  NodePtr cand = fe::where(hit, pos, k(std::numeric_limits<int64_t>::max(), kInt64));
+  NodePtr idx = reduce(Op::ReduceMin, cand, axes);
+  if (!dim && !keepdim) return wrap(fe::reshape(idx, {}));
+  return finish(idx, x->shape, axes, dim ? keepdim : false);
+}
+
+NodePtr float_input(const Tensor& t) {
+  NodePtr x = node_of(t);
+  return is_floating_point(x->dtype) ? x : fe::cast(x, default_dtype());
+}
+
+int64_t count(const ir::Shape& s, const std::vector<int64_t>& axes) {
+  int64_t n = 1;
+  for (int64_t a : axes)
+    n *= s[a];
+  return n;
+}
+
+NodePtr mean_node(const NodePtr& x, const std::vector<int64_t>& axes) {
+  DType acc = (x->dtype == kFloat16 || x->dtype == kBFloat16) ? kFloat32 : x->dtype;
+  NodePtr s = reduce(Op::ReduceSum, fe::cast(x, acc), axes);
+  return fe::cast(fe::binary(Op::Div, s, k(static_cast<double>(count(x->shape, axes)), acc)),
+                  x->dtype);
+}
+
+NodePtr var_node(const NodePtr& x, const std::vector<int64_t>& axes, int64_t correction) {
+  DType acc = (x->dtype == kFloat16 || x->dtype == kBFloat16) ? kFloat32 : x->dtype;
+  NodePtr xc = fe::cast(x, acc);
+  NodePtr d = fe::binary(Op::Sub, xc, mean_node(xc, axes));
+  NodePtr ss = reduce(Op::ReduceSum, fe::binary(Op::Mul, d, d), axes);
+  double denom = std::max<double>(0.0, static_cast<double>(count(x->shape, axes) - correction));
+  return fe::cast(fe::binary(Op::Div, ss, k(denom, acc)), x->dtype);
+}
+
+void check_float(const NodePtr& x, const char* msg) {
+  if (!is_floating_point(x->dtype))
+    throw Error(fmt::format("{} Got: {}", msg, fe::cpp_type_name(x->dtype)));
+}
+
+} // namespace
+
+Tensor sum(const Tensor& t, std::optional<DType> dtype) {
+  return sum_prod(Op::ReduceSum, t, {}, false, dtype);
+}
+Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  return sum_prod(Op::ReduceSum, t, dims, keepdim, dtype);
+}
+Tensor prod(const Tensor& t, std::optional<DType> dtype) {
+  return sum_prod(Op::ReduceProd, t, {}, false, dtype);
+}
+
+Tensor mean(const Tensor& t, std::optional<DType> dtype) { return mean(t, {}, false, dtype); }
+Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  NodePtr x = node_of(t);
+  if (dtype) x = fe::cast(x, *dtype);
+  if (!is_floating_point(x->dtype))
+    throw Error(fmt::format(
+        "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+        "complex dtype. Got: {}",
+        fe::cpp_type_name(x->dtype)));
+  auto axes = normalize_dims(dims, x->ndim());
+  return finish(mean_node(x, axes), x->shape, axes, keepdim);
+}
+
+Tensor max(const Tensor& t) { return extremum(Op::ReduceMax, t, {}, false, "max"); }
+Tensor min(const Tensor& t) { return extremum(Op::ReduceMin, t, {}, false, "min"); }
+std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
+  return {extremum(Op::ReduceMax, t, {dim}, keepdim, "max"),
+          arg_extremum(Op::ReduceMax, t, dim, keepdim, "max")};
+}
+std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim) {
+  return {extremum(Op::ReduceMin, t, {dim}, keepdim, "min"),
+          arg_extremum(Op::ReduceMin, t, dim, keepdim, "min")};
+}
+Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim) {
+  return extremum(Op::ReduceMax, t, dims, keepdim, "amax");
+}
+Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim) {
+  return extremum(Op::ReduceMin, t, dims, keepdim, "amin");
+}
+Tensor argmax(const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extremum(Op::ReduceMax, t, dim, keepdim, "argmax");
+}
+Tensor argmin(const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extremum(Op::ReduceMin, t, dim, keepdim, "argmin");
+}
+
+Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
+  NodePtr x = node_of(t);
+  check_float(x, "std and var only support floating point and complex dtypes.");
+  auto axes = normalize_dims(dims, x->ndim());
+  return finish(var_node(x, axes, correction), x->shape, axes, keepdim);
+}
+Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
+  NodePtr x = node_of(t);
+  check_float(x, "std and var only support floating point and complex dtypes.");
+  auto axes = normalize_dims(dims, x->ndim());
+  return finish(fe::unary(Op::Sqrt, var_node(x, axes, correction)), x->shape, axes, keepdim);
+}
+
+Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim) {
+  NodePtr x = node_of(t);
+  check_float(x, "linalg.vector_norm: Expected a floating point or complex tensor as input.");
+  auto axes = normalize_dims(dims, x->ndim());
+  DType dt = x->dtype;
+  NodePtr a = fe::unary(Op::Abs, x), r;
+  if (p == 2)
+    r = fe::unary(Op::Sqrt, reduce(Op::ReduceSum, fe::binary(Op::Mul, x, x), axes));
+  else if (p == 1)
+    r = reduce(Op::ReduceSum, a, axes);
+  else if (std::isinf(p))
+    r = reduce(p > 0 ? Op::ReduceMax : Op::ReduceMin, a, axes);
+  else if (p == 0)
+    r = reduce(Op::ReduceSum, fe::cast(fe::binary(Op::CmpNe, x, k(0, dt)), dt), axes);
+  else
+    r = fe::binary(Op::Pow, reduce(Op::ReduceSum, fe::binary(Op::Pow, a, k(p, dt)), axes),
+                   k(1.0 / p, dt));
+  return finish(r, x->shape, axes, keepdim);
+}
+
+Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim) {
+  NodePtr x = float_input(t);
+  auto axes = normalize_dims(dims, x->ndim());
+  DType dt = x->dtype;
+  NodePtr m = reduce(Op::ReduceMax, x, axes);
+  NodePtr inf = k(std::numeric_limits<double>::infinity(), dt);
+  m = fe::where(fe::binary(Op::CmpEq, fe::unary(Op::Abs, m), inf), k(0, dt), m);
+  NodePtr s = reduce(Op::ReduceSum, fe::unary(Op::Exp, fe::binary(Op::Sub, x, m)), axes);
+  return finish(fe::binary(Op::Add, fe::unary(Op::Log, s), m), x->shape, axes, keepdim);
+}
+
+Tensor all(const Tensor& t) { return t.all(); }
+Tensor any(const Tensor& t) { return t.any(); }
+
+namespace {
+Tensor all_any(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Op op) {
+  NodePtr x = node_of(t);
+  NodePtr b = x->dtype == kBool ? x : fe::binary(Op::CmpNe, x, k(0, x->dtype));
+  auto axes = dim ? normalize_dims({*dim}, x->ndim()) : normalize_dims({}, x->ndim());
+  return finish(reduce(op, fe::cast(b, kUInt8), axes), x->shape, axes, dim ? keepdim : false,
+                kBool);
+}
+} // namespace
+
+Tensor Tensor::sum(std::optional<DType> dtype) const { return tj::sum(*this, dtype); }
+Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) const {
+  return tj::sum(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::mean(std::optional<DType> dtype) const { return tj::mean(*this, dtype); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) const {
+  return tj::mean(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::prod(std::optional<DType> dtype) const { return tj::prod(*this, dtype); }
+Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const {
+  return sum_prod(Op::ReduceProd, *this, {dim}, keepdim, dtype);
+}
+Tensor Tensor::max() const { return tj::max(*this); }
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return tj::max(*this, dim, keepdim);
+}
+Tensor Tensor::min() const { return tj::min(*this); }
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return tj::min(*this, dim, keepdim);
+}
+Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return tj::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return tj::amin(*this, dims, keepdim); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
+  return tj::argmax(*this, dim, keepdim);
+}
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+  return tj::argmin(*this, dim, keepdim);
+}
+Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const {
+  return tj::var(*this, dims, correction, keepdim);
+}
+Tensor Tensor::std(IntArrayRef dims, int64_t correction, bool keepdim) const {
+  return tj::std(*this, dims, correction, keepdim);
+}
+Tensor Tensor::norm(double p, IntArrayRef dims, bool keepdim) const {
+  return tj::norm(*this, p, dims, keepdim);
+}
+Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const {
+  return tj::logsumexp(*this, dims, keepdim);
+}
+Tensor Tensor::all() const { return all_any(*this, std::nullopt, false, Op::ReduceMin); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const {
+  return all_any(*this, dim, keepdim, Op::ReduceMin);
+}
+Tensor Tensor::any() const { return all_any(*this, std::nullopt, false, Op::ReduceMax); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const {
+  return all_any(*this, dim, keepdim, Op::ReduceMax);
+}
+
+namespace nn::functional {
+
+Tensor softmax(const Tensor& t, int64_t dim) {
+  NodePtr x = float_input(t);
+  std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
+  if (x->ndim() == 0) return wrap(fe::constant(1.0, x->dtype));
+  NodePtr e = fe::unary(Op::Exp, fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes)));
+  return wrap(fe::binary(Op::Div, e, reduce(Op::ReduceSum, e, axes)));
+}
+
+Tensor log_softmax(const Tensor& t, int64_t dim) {
+  NodePtr x = float_input(t);
+  if (x->ndim() == 0) return wrap(fe::constant(0.0, x->dtype));
+  std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
+  NodePtr shifted = fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes));
+  NodePtr lse = fe::unary(Op::Log, reduce(Op::ReduceSum, fe::unary(Op::Exp, shifted), axes));
+  return wrap(fe::binary(Op::Sub, shifted, lse));
+}
+
+Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  NodePtr x = node_of(t);
+  size_t n = normalized_shape.size();
+  bool ok = n >= 1 && n <= x->shape.size() &&
+            std::equal(normalized_shape.begin(), normalized_shape.end(),
+                       x->shape.end() - static_cast<int64_t>(n));
+  if (!ok) {
+    std::string expect = "[*";
+    for (int64_t d : normalized_shape)
+      expect += ", " + std::to_string(d);
+    throw Error(fmt::format(
+        "Given normalized_shape={}, expected input with shape {}], but got input of size{}",
+        ir::shape_str(normalized_shape), expect, ir::shape_str(x->shape)));
+  }
+  check_float(x, "\"LayerNormKernelImpl\" not implemented for this dtype.");
+  std::vector<int64_t> axes;
+  for (size_t i = x->shape.size() - n; i < x->shape.size(); ++i)
+    axes.push_back(static_cast<int64_t>(i));
+  DType dt = x->dtype;
+  NodePtr mu = mean_node(x, axes);
+  NodePtr var = var_node(x, axes, 0);
+  NodePtr y =
+      fe::binary(Op::Mul, fe::binary(Op::Sub, x, mu),
+                 fe::unary(Op::Recip, fe::unary(Op::Sqrt, fe::binary(Op::Add, var, k(eps, dt)))));
+  if (weight.defined()) y = fe::binary(Op::Mul, y, fe::cast(node_of(weight), dt));
+  if (bias.defined()) y = fe::binary(Op::Add, y, fe::cast(node_of(bias), dt));
+  return wrap(y);
+}
+
+Tensor relu(const Tensor& t) { return tj::relu(t); }
+Tensor gelu(const Tensor& t) { return tj::gelu(t); }
+
+} // namespace nn::functional
+} // namespace tj

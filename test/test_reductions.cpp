@@ -1,0 +1,133 @@
+// Reductions: values against the interpreter and PyTorch's printed results,
+// result dtypes, fusion of producers and consumers, and errors.
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <cmath>
+
+#include "frontend/tensor_impl.h"
+#include "interp/interpreter.h"
+
+using namespace tj;
+
+namespace {
+// Materializes `t` and compares it with the interpreter's value of the same graph.
+void check_vs_interp(const Tensor& t, double rel = 1e-5) {
+  auto node = detail::node_of(t);
+  auto ref = interp::evaluate(node);
+  auto got = t.to_vector<double>();
+  REQUIRE(got.size() == (ref.is_float() ? ref.f.size() : ref.i.size()));
+  for (size_t i = 0; i < got.size(); ++i) {
+    double want = ref.as_double(i);
+    INFO("element " << i);
+    if (std::isnan(want))
+      CHECK(std::isnan(got[i]));
+    else
+      CHECK(got[i] == Approx(want).epsilon(rel).margin(1e-6));
+  }
+}
+} // namespace
+
+TEST_CASE("seed 000: reduction ops print as PyTorch", "[reduce][seed]") {
+  Tensor d = tensor({{1., 2.}, {3., 4.}});
+  CHECK(max(d).str() == "tensor(4.)");
+  CHECK(max(d).item<double>() == 4.0);
+  CHECK(mean(d).str() == "tensor(2.5000)");
+  CHECK(d.std().str() == "tensor(1.2910)");
+  CHECK(prod(d).str() == "tensor(24.)");
+}
+
+TEST_CASE("sum, mean, prod over dims with keepdim and dtypes", "[reduce]") {
+  Tensor x = arange(24).reshape({2, 3, 4});
+  CHECK(x.sum().dtype() == kInt64);
+  CHECK(x.sum().item<int64_t>() == 276);
+  CHECK(x.sum({1}).sizes() == Shape{2, 4});
+  CHECK(x.sum({1}, true).sizes() == Shape{2, 1, 4});
+  CHECK(x.sum({0, 2}).to_vector<int64_t>() == std::vector<int64_t>{60, 92, 124});
+  CHECK(x.sum({-1}).to_vector<int64_t>() == std::vector<int64_t>{6, 22, 38, 54, 70, 86});
+  CHECK(ones({3}, dtype(kInt8)).sum().dtype() == kInt64);
+  CHECK(tensor({true, true, false}).sum().item<int64_t>() == 2);
+  CHECK(ones({4}, dtype(kFloat16)).sum().dtype() == kFloat16);
+  Tensor f = x.to(kFloat32);
+  check_vs_interp(f.mean({1}));
+  check_vs_interp((f * 0.01 + 1).prod({2}));
+  check_vs_interp(f.permute({2, 0, 1}).sum({0, 1}));
+}
+
+TEST_CASE("large float sums are accurate and parallel", "[reduce]") {
+  const int64_t n = 16 * 1024 * 1024;
+  CHECK(ones({n}).sum().item<double>() == 16777216.0);
+  CHECK(ones({4096, 4096}).sum().item<double>() == 16777216.0);
+  CHECK(full({n + 3}, 0.1).sum().item<double>() == Approx(0.1 * (n + 3)).epsilon(1e-5));
+  Tensor r = rand({1000003}, dtype(kFloat64));
+  check_vs_interp(r.sum(), 1e-12);
+}
+
+TEST_CASE("max, min, argmax, argmin", "[reduce]") {
+  Tensor x = tensor({{1., 5., 5.}, {7., -1., 7.}});
+  auto [v, i] = x.max(1);
+  CHECK(v.to_vector<float>() == std::vector<float>{5, 7});
+  CHECK(i.to_vector<int64_t>() == std::vector<int64_t>{1, 0}); // first of the ties
+  CHECK(i.dtype() == kInt64);
+  auto [mv, mi] = x.min(0, true);
+  CHECK(mv.sizes() == Shape{1, 3});
+  CHECK(mi.to_vector<int64_t>() == std::vector<int64_t>{0, 1, 0});
+  CHECK(x.argmax().item<int64_t>() == 3);
+  CHECK(x.argmin().item<int64_t>() == 4);
+  CHECK(x.amax({0, 1}).item<double>() == 7);
+  Tensor n = tensor({1., NAN, 3.});
+  CHECK(std::isnan(n.max().item<double>()));
+  CHECK(n.argmax().item<int64_t>() == 1);
+  CHECK(tensor({true, false}).max().dtype() == kBool);
+  CHECK_THROWS_WITH(zeros({0, 3}).amax({0}),
+                    "amax(): Expected reduction dim 0 to have non-zero size.");
+  CHECK(zeros({0, 3}).sum({0}).to_vector<float>() == std::vector<float>{0, 0, 0});
+}
+
+TEST_CASE("var, std, norm, logsumexp, all, any", "[reduce]") {
+  Tensor x = tensor({{1., 2., 3., 4.}, {2., 4., 6., 9.}});
+  CHECK(x.var({1}).to_vector<float>()[0] == Approx(1.6666666f));
+  CHECK(x.var({1}, 0).to_vector<float>()[0] == Approx(1.25f));
+  CHECK(x.std().item<double>() == Approx(2.5877458).epsilon(1e-6));
+  CHECK(x.norm().item<double>() == Approx(std::sqrt(167.0)));
+  CHECK(x.norm(1).item<double>() == Approx(31.0));
+  check_vs_interp(x.logsumexp({1}));
+  CHECK(tensor({-INFINITY, -INFINITY}).logsumexp({0}).item<double>() == -INFINITY);
+  CHECK(tensor({1, 2, 0}).all().item<bool>() == false);
+  CHECK(tensor({1, 2, 0}).any().item<bool>() == true);
+  CHECK(tensor({{true, false}, {true, true}}).all(1).to_vector<bool>() ==
+        std::vector<bool>{false, true});
+  CHECK_THROWS_WITH(arange(3).mean(), Catch::StartsWith("mean(): could not infer output dtype."));
+}
+
+TEST_CASE("softmax, log_softmax, layer_norm", "[reduce]") {
+  manual_seed(3);
+  Tensor x = randn({5, 17});
+  Tensor s = nn::functional::softmax(x, 1);
+  check_vs_interp(s);
+  auto rows = s.sum({1}).to_vector<float>();
+  for (float r : rows)
+    CHECK(r == Approx(1.0f));
+  check_vs_interp(nn::functional::log_softmax(x, 0));
+  Tensor w = rand({17}), b = rand({17});
+  Tensor y = nn::functional::layer_norm(x, {17}, w, b);
+  check_vs_interp(y, 1e-4);
+  CHECK_THROWS_WITH(
+      nn::functional::layer_norm(x, {3}),
+      "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[5, 17]");
+}
+
+TEST_CASE("a reduction fuses its producers and consumers", "[reduce][fusion]") {
+  Tensor x = rand({64, 256});
+  x.eval();
+  reset_stats();
+  Tensor y = (exp(x) * 2).sum({1}).sqrt() + 1;
+  y.eval();
+  CHECK(stats().kernels_launched == 1);
+  check_vs_interp((exp(x) * 2).sum({1}).sqrt() + 1);
+  // mean and sum of squares of one input over the same axes: one kernel.
+  reset_stats();
+  Tensor a = x.sum({1}), b = (x * x).sum({1});
+  eval({a, b});
+  CHECK(stats().kernels_launched == 1);
+}
