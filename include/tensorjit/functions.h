@@ -175,6 +175,14 @@ Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim = false);
 Tensor all(const Tensor& t);
 Tensor any(const Tensor& t);
 
+// --- linear algebra ---
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+Tensor mv(const Tensor& a, const Tensor& v);
+Tensor dot(const Tensor& a, const Tensor& b);
+Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayRef dims_b);
+
 namespace nn::functional {
 Tensor softmax(const Tensor& t, int64_t dim);
 Tensor log_softmax(const Tensor& t, int64_t dim);

@@ -181,6 +181,12 @@ public:
                  bool equal_nan = false) const;
   bool equal(const Tensor& o) const;
 
+  // --- linear algebra ---
+  Tensor matmul(const Tensor& o) const;
+  Tensor mm(const Tensor& o) const;
+  Tensor mv(const Tensor& v) const;
+  Tensor dot(const Tensor& o) const;
+
   // --- reductions (dims empty: all dims) ---
   Tensor sum(std::optional<DType> dtype = std::nullopt) const;
   Tensor sum(IntArrayRef dims, bool keepdim = false,

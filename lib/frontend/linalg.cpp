@@ -1,0 +1,190 @@
+// matmul and its special cases (dot, mv, mm, bmm, tensordot): a broadcast
+// product reduced over the shared dimension, so they fuse like any reduction.
+#include <fmt/format.h>
+
+#include "frontend/graph_builders.h"
+#include "frontend/promotion.h"
+#include "frontend/tensor_impl.h"
+#include "tensorjit/functions.h"
+
+namespace tj {
+
+using detail::node_of;
+using detail::wrap;
+using fe::NodePtr;
+using ir::Op;
+
+namespace {
+
+// The C++ type names PyTorch's dtype-mismatch messages use.
+const char* cpp_name(DType t) {
+  static const char* names[] = {"bool",  "unsigned char", "signed char", "short int",
+                                "int",   "long int",      "c10::Half",   "c10::BFloat16",
+                                "float", "double"};
+  return names[static_cast<int>(t)];
+}
+
+void check_same_dtype(const NodePtr& a, const NodePtr& b) {
+  if (a->dtype != b->dtype)
+    throw Error(fmt::format("expected m1 and m2 to have the same dtype, but got: {} != {}",
+                            cpp_name(a->dtype), cpp_name(b->dtype)));
+}
+
+// (..., n, k) x (..., k, m) -> (..., n, m), batch dims broadcast.
+NodePtr batched(const NodePtr& a, const NodePtr& b) {
+  ir::Shape as = a->shape, bs = b->shape;
+  as.push_back(1);            // (..., n, k, 1)
+  bs.insert(bs.end() - 2, 1); // (..., 1, k, m)
+  NodePtr prod = fe::binary(Op::Mul, fe::reshape(a, as), fe::reshape(b, bs));
+  int64_t axis = prod->ndim() - 2;
+  DType acc = prod->dtype == kBool ? kInt64 : prod->dtype;
+  NodePtr x = fe::cast(prod, acc);
+  NodePtr s = ir::make_node(Op::ReduceSum, acc,
+                            [&] {
+                              ir::Shape k = x->shape;
+                              k[axis] = 1;
+                              return k;
+                            }(),
+                            {x}, {axis});
+  ir::Shape out = prod->shape;
+  out.erase(out.begin() + axis);
+  return fe::cast(fe::reshape(s, out), prod->dtype);
+}
+
+std::string dims2(const ir::Shape& s) { return fmt::format("{}x{}", s[0], s[1]); }
+
+} // namespace
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+  NodePtr x = node_of(a), y = node_of(b);
+  if (x->ndim() != 1 || y->ndim() != 1)
+    throw Error(
+        fmt::format("1D tensors expected, but got {}D and {}D tensors", x->ndim(), y->ndim()));
+  check_same_dtype(x, y);
+  if (x->shape[0] != y->shape[0])
+    throw Error(fmt::format(
+        "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of "
+        "elements, but got {} and {} elements respectively",
+        x->shape[0], y->shape[0], x->shape[0], y->shape[0]));
+  return wrap(
+      fe::reshape(batched(fe::reshape(x, {1, x->shape[0]}), fe::reshape(y, {y->shape[0], 1})), {}));
+}
+
+Tensor mv(const Tensor& a, const Tensor& v) {
+  NodePtr x = node_of(a), y = node_of(v);
+  if (x->ndim() != 2 || y->ndim() != 1)
+    throw Error(
+        fmt::format("vector + matrix @ vector expected, got 1, {}, {}", x->ndim(), y->ndim()));
+  check_same_dtype(x, y);
+  if (x->shape[1] != y->shape[0])
+    throw Error(fmt::format("size mismatch, got input ({}), mat ({}), vec ({})", x->shape[0],
+                            dims2(x->shape), y->shape[0]));
+  return wrap(fe::reshape(batched(x, fe::reshape(y, {y->shape[0], 1})), {x->shape[0]}));
+}
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  NodePtr x = node_of(a), y = node_of(b);
+  if (x->ndim() != 2) throw Error(fmt::format("self must be a matrix"));
+  if (y->ndim() != 2) throw Error(fmt::format("mat2 must be a matrix"));
+  if (x->shape[1] != y->shape[0])
+    throw Error(fmt::format("mat1 and mat2 shapes cannot be multiplied ({} and {})",
+                            dims2(x->shape), dims2(y->shape)));
+  check_same_dtype(x, y);
+  return wrap(batched(x, y));
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  NodePtr x = node_of(a), y = node_of(b);
+  if (x->ndim() != 3) throw Error("batch1 must be a 3D tensor");
+  if (y->ndim() != 3) throw Error("batch2 must be a 3D tensor");
+  if (y->shape[0] != x->shape[0] || y->shape[1] != x->shape[2])
+    throw Error(fmt::format("Expected size for first two dimensions of batch2 tensor to be: [{}, "
+                            "{}] but got: [{}, {}].",
+                            x->shape[0], x->shape[2], y->shape[0], y->shape[1]));
+  check_same_dtype(x, y);
+  return wrap(batched(x, y));
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  NodePtr x = node_of(a), y = node_of(b);
+  int64_t da = x->ndim(), db = y->ndim();
+  if (da == 0 || db == 0)
+    throw Error(fmt::format(
+        "both arguments to matmul need to be at least 1D, but they are {}D and {}D", da, db));
+  if (da == 1 && db == 1) return dot(a, b);
+  if (da == 2 && db == 1) return mv(a, b);
+  if (da == 1 && db == 2) {
+    if (x->shape[0] != y->shape[0])
+      throw Error(fmt::format("mat1 and mat2 shapes cannot be multiplied (1x{} and {})",
+                              x->shape[0], dims2(y->shape)));
+    return wrap(fe::reshape(batched(fe::reshape(x, {1, x->shape[0]}), y), {y->shape[1]}));
+  }
+  if (da == 2 && db == 2) return mm(a, b);
+  check_same_dtype(x, y);
+  // Batched: 1-D operands gain a dim that is dropped from the result.
+  NodePtr xa = da == 1 ? fe::reshape(x, {1, x->shape[0]}) : x;
+  NodePtr yb = db == 1 ? fe::reshape(y, {y->shape[0], 1}) : y;
+  int64_t n = xa->shape[xa->ndim() - 2], k = xa->shape.back(), k2 = yb->shape[yb->ndim() - 2],
+          m = yb->shape.back();
+  if (k != k2) {
+    if (db == 2 || db == 1)
+      throw Error(fmt::format("Expected size for first two dimensions of batch2 tensor to be: [{}, "
+                              "{}] but got: [{}, {}].",
+                              ir::numel(ir::Shape(xa->shape.begin(), xa->shape.end() - 2)), k,
+                              ir::numel(ir::Shape(xa->shape.begin(), xa->shape.end() - 2)), k2));
+    throw Error(
+        fmt::format("mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", n, k, k2, m));
+  }
+  ir::Shape ba(xa->shape.begin(), xa->shape.end() - 2), bb(yb->shape.begin(), yb->shape.end() - 2);
+  ir::Shape batch = ir::broadcast_shapes(ba, bb);
+  ir::Shape sa = batch, sb = batch;
+  sa.insert(sa.end(), {n, k});
+  sb.insert(sb.end(), {k, m});
+  NodePtr r = batched(fe::expand(xa, sa), fe::expand(yb, sb));
+  ir::Shape out = batch;
+  if (da != 1) out.push_back(n);
+  if (db != 1) out.push_back(m);
+  return wrap(fe::reshape(r, out));
+}
+
+Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayRef dims_b) {
+  if (dims_a.size() != dims_b.size())
+    throw Error(fmt::format("both dimension lists should have same length"));
+  NodePtr x = node_of(a), y = node_of(b);
+  std::vector<int64_t> ca, cb, fa, fb;
+  for (size_t i = 0; i < dims_a.size(); ++i) {
+    ca.push_back(ir::wrap_dim(dims_a[i], x->ndim()));
+    cb.push_back(ir::wrap_dim(dims_b[i], y->ndim()));
+    if (x->shape[ca.back()] != y->shape[cb.back()])
+      throw Error(fmt::format(
+          "contracted dimensions need to match, but first has size {} in dim {} and second has "
+          "size {} in dim {}",
+          x->shape[ca.back()], dims_a[i], y->shape[cb.back()], dims_b[i]));
+  }
+  for (int64_t d = 0; d < x->ndim(); ++d)
+    if (std::find(ca.begin(), ca.end(), d) == ca.end()) fa.push_back(d);
+  for (int64_t d = 0; d < y->ndim(); ++d)
+    if (std::find(cb.begin(), cb.end(), d) == cb.end()) fb.push_back(d);
+  // Free dims of a, then contracted; contracted dims of b, then free: one mm.
+  std::vector<int64_t> pa = fa, pb = cb;
+  pa.insert(pa.end(), ca.begin(), ca.end());
+  pb.insert(pb.end(), fb.begin(), fb.end());
+  int64_t m = 1, kk = 1, n = 1;
+  ir::Shape out;
+  for (int64_t d : fa)
+    m *= x->shape[d], out.push_back(x->shape[d]);
+  for (int64_t d : ca)
+    kk *= x->shape[d];
+  for (int64_t d : fb)
+    n *= y->shape[d], out.push_back(y->shape[d]);
+  Tensor am = wrap(fe::permute(x, pa)).reshape({m, kk});
+  Tensor bm = wrap(fe::permute(y, pb)).reshape({kk, n});
+  return mm(am, bm).reshape(out);
+}
+
+Tensor Tensor::matmul(const Tensor& o) const { return tj::matmul(*this, o); }
+Tensor Tensor::mm(const Tensor& o) const { return tj::mm(*this, o); }
+Tensor Tensor::mv(const Tensor& v) const { return tj::mv(*this, v); }
+Tensor Tensor::dot(const Tensor& o) const { return tj::dot(*this, o); }
+
+} // namespace tj
