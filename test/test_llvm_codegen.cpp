@@ -1,5 +1,4 @@
-// Tests for the LLVM backend (codegen/llvm): hand-built kernels, JIT-compiled and run on small
-// arrays against scalar C++ references of the kernel-IR semantics.
+// Tests for codegen/llvm: hand-built kernels, JIT-compiled and run against scalar C++ references.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -443,8 +442,7 @@ bool host_has(const char* feature) {
 
 } // namespace
 
-// ---- float ops
-// -----------------------------------------------------------------------------------
+// ---- float ops ---------------------------------------------------------------------------------
 
 TEMPLATE_TEST_CASE("llvm: float unary ops", "[llvm]", F32, F64) {
   constexpr DType D = TestType::value;
@@ -737,8 +735,7 @@ TEST_CASE("llvm: Where selects", "[llvm]") {
   }
 }
 
-// ---- casts
-// ---------------------------------------------------------------------------------------
+// ---- casts -------------------------------------------------------------------------------------
 
 namespace {
 
@@ -919,8 +916,7 @@ TEST_CASE("llvm: cast known answers", "[llvm]") {
   CHECK(back == std::vector<float>{1.f, -5.f, INFINITY});
 }
 
-// ---- slots, indices, params
-// ----------------------------------------------------------------------
+// ---- slots, indices, params --------------------------------------------------------------------
 
 TEST_CASE("llvm: contiguous, broadcast and strided slots", "[llvm]") {
   // out[o] = a[e_a] * 10 + b[e_b] for one slot of each kind, and a strided output.
@@ -1100,8 +1096,7 @@ TEST_CASE("llvm: Philox words", "[llvm]") {
   CHECK(bad == 0);
 }
 
-// ---- reductions
-// ----------------------------------------------------------------------------------
+// ---- reductions --------------------------------------------------------------------------------
 
 namespace {
 
@@ -1151,21 +1146,31 @@ TEMPLATE_TEST_CASE("llvm: floating row reductions", "[llvm][reduce]", F32, F64) 
     }
     auto y = run_row_reduce<D>(op, x, rows, r, opt);
     for (int64_t i = 0; i < rows; ++i) {
-      double want = op == Op::ReduceSum ? 0 : op == Op::ReduceProd ? 1 : double(x[size_t(i * r)]);
+      // Exactly rounded reference (long double), and the error scale sum |x|.
+      long double want = op == Op::ReduceSum    ? 0
+                         : op == Op::ReduceProd ? 1
+                                                : (long double)x[size_t(i * r)];
+      double scale = 0;
       for (int64_t j = 0; j < r; ++j) {
-        double v = double(x[size_t(i * r + j)]);
+        long double v = x[size_t(i * r + j)];
+        scale += std::fabs(double(v));
         want = op == Op::ReduceSum    ? want + v
                : op == Op::ReduceProd ? want * v
                : op == Op::ReduceMax  ? ref_max(want, v)
                                       : ref_min(want, v);
       }
-      INFO(ir::name(op) << " row " << i << ": " << show(y[size_t(i)]) << " vs " << show(want));
-      if (op == Op::ReduceMax || op == Op::ReduceMin || D == kFloat32)
-        CHECK(ulp_distance(y[size_t(i)], F(want)) <=
-              (op == Op::ReduceMax || op == Op::ReduceMin ? 0 : 1));
+      F got = y[size_t(i)];
+      INFO(ir::name(op) << " row " << i << ": " << show(got) << " vs " << show(double(want)));
+      if (op == Op::ReduceMax || op == Op::ReduceMin)
+        CHECK(same_float(got, F(want)));
+      else if (D == kFloat32) // accumulated in float64, then rounded once
+        CHECK(ulp_distance(got, F(want)) <= 1);
+      else if (std::isnan(double(want)))
+        CHECK(std::isnan(got));
+      else if (op == Op::ReduceSum)
+        CHECK(std::fabs(got - double(want)) <= 1e-14 * scale);
       else
-        CHECK((std::isnan(want) ? std::isnan(y[size_t(i)])
-                                : std::fabs(y[size_t(i)] - want) <= 1e-14 * (1 + std::fabs(want))));
+        CHECK(std::fabs(got - double(want)) <= 1e-13 * std::fabs(double(want)));
     }
   }
 }
@@ -1196,26 +1201,46 @@ TEMPLATE_TEST_CASE("llvm: integer and bool row reductions", "[llvm][reduce]", Bo
 }
 
 TEST_CASE("llvm: reduction kernels", "[llvm][reduce]") {
-  SECTION("column sums: the reduction walks a strided dimension") {
-    const int64_t R = 300, N = 37;
+  SECTION("column reductions: the reduction walks a strided dimension (tiled)") {
+    // s[c] = sum_j x[j, c]; m[c] = max_j k[j, c]; q[c] = m[c] / p, for N columns of R rows.
+    const int opt = GENERATE(0, 2);
+    const int64_t R = 300, N = GENERATE(37, 600);
+    INFO("opt " << opt << ", N " << N);
     KernelBuilder kb;
-    int in = kb.slot(Role::Input, kFloat64, StrideKind::Contiguous, StrideKind::Strided);
-    int out = kb.out(kFloat64);
-    kb.store(out, kb.op(Op::ReduceSum, kFloat64, {kb.load(in)}));
-    auto ck = jit(kb.k);
-    std::vector<double> x(size_t(R * N)), y(N);
-    for (size_t k = 0; k < x.size(); ++k)
-      x[k] = double(k % 101) * 0.25;
+    int sx = kb.slot(Role::Input, kFloat64, StrideKind::Contiguous, StrideKind::Strided);
+    int sk = kb.slot(Role::Input, kInt32, StrideKind::Contiguous, StrideKind::Strided);
+    int os = kb.out(kFloat64), om = kb.out(kInt32), oq = kb.out(kInt32);
+    int p = kb.cnst(kb.param(kInt32));
+    kb.store(os, kb.op(Op::ReduceSum, kFloat64, {kb.load(sx)}));
+    int m = kb.op(Op::ReduceMax, kInt32, {kb.load(sk)});
+    kb.store(om, m);
+    kb.store(oq, kb.op(Op::Div, kInt32, {m, p}));
+    auto ck = jit(kb.k, opt);
+    std::vector<double> x(static_cast<size_t>(R * N)), s(static_cast<size_t>(N));
+    std::vector<int32_t> k(static_cast<size_t>(R * N)), mv(static_cast<size_t>(N)),
+        q(static_cast<size_t>(N));
+    for (size_t e = 0; e < x.size(); ++e)
+      x[e] = double(e % 101) * 0.25, k[e] = int32_t((e * 7919) % 1000) - 500;
     Call call(kb.k);
-    call.ptrs = {x.data(), y.data()};
-    call.rstride[in] = N;
+    call.ptrs = {x.data(), k.data(), s.data(), mv.data(), q.data()};
+    call.rstride[sx] = call.rstride[sk] = N;
     call.r = R;
-    call.run(*ck, N);
-    for (int64_t c = 0; c < N; ++c) {
-      double want = 0;
-      for (int64_t j = 0; j < R; ++j)
-        want += x[size_t(j * N + c)];
-      CHECK(y[size_t(c)] == want); // quarters: exact in any order
+    for (int32_t divisor : {3, 0}) {
+      call.params[0] = uint64_t(int64_t(divisor));
+      call.err = 0;
+      call.run(*ck, N);
+      CHECK(call.err == (divisor == 0 ? 1 : 0));
+      for (int64_t c = 0; c < N; ++c) {
+        double want = 0;
+        int32_t most = INT32_MIN;
+        for (int64_t j = 0; j < R; ++j) {
+          want += x[size_t(j * N + c)];
+          most = std::max(most, k[size_t(j * N + c)]);
+        }
+        CHECK(s[size_t(c)] == want); // quarters: exact in any order
+        CHECK(mv[size_t(c)] == most);
+        CHECK(q[size_t(c)] == (divisor ? most / divisor : 0));
+      }
     }
   }
   SECTION("producers and consumers fuse around the loop") {
@@ -1316,8 +1341,7 @@ TEST_CASE("llvm: reduction kernels", "[llvm][reduce]") {
   }
 }
 
-// ---- long rows, vectorization, codegen output
-// ----------------------------------------------------
+// ---- long rows, vectorization, codegen output --------------------------------------------------
 
 TEST_CASE("llvm: a long row (n = 1e6)", "[llvm]") {
   const int64_t n = 1000000;

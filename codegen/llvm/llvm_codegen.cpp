@@ -1,5 +1,4 @@
-// LLVM backend: the host target, the optimization pipeline, machine code and the ORC LLJIT that
-// runs kernels (the lowering itself is in llvm_kernel.cpp and llvm_math.cpp).
+// LLVM backend driver: host target, optimization pipeline, machine code and the process's LLJIT.
 #include "llvm_codegen.h"
 
 #include <dlfcn.h>
@@ -18,7 +17,6 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
-#include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include <algorithm>
 #include <atomic>
@@ -80,6 +78,7 @@ const HostTarget& host() {
       t.isa.sse = has("sse4.1");
       t.isa.avx2 = has("avx2");
       t.isa.avx512 = has("avx512f");
+      t.id += " +libmvec"; // kernels then call it: part of the cache key too
     }
     return t;
   }();
@@ -178,8 +177,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt) {
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = opt >= 2;
-  // A kernel is one loop: the loop vectorizer does the work, and the SLP vectorizer would only
-  // cost compile time (~0.6 ms of ~6 at O2).
+  // A kernel is one loop nest: the loop vectorizer does the work, and the SLP vectorizer would
+  // only cost compile time (~0.6 ms of ~7 at O2).
   pto.SLPVectorization = false;
   llvm::PassBuilder pb(&tm, pto);
   pb.registerModuleAnalyses(mam);

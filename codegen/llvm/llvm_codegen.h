@@ -28,7 +28,8 @@ std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level);
 std::string emit_llvm_ir(const kir::Kernel& k, int opt_level);
 std::string emit_asm(const kir::Kernel& k, int opt_level);
 
-// "znver5 +avx512f,..." : host CPU name and features, part of cache keys.
+// "znver5 +avx512f,... +libmvec" : host CPU name and features (and whether kernels call glibc's
+// vector math library), part of cache keys.
 std::string host_target_id();
 
 } // namespace tj::llvmjit

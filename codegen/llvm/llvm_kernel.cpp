@@ -1,10 +1,10 @@
-// LLVM lowering of a kir::Kernel's structure: the element loop, slot addressing with alias scopes,
-// parameters, the reduction loop nest and the error flag.
+// LLVM lowering of a kernel's structure: element loop, slots, reduction nests, error flag.
 #include "llvm_kernel.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/MDBuilder.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +22,10 @@ using Role = kir::Slot::Role;
 // several lanes) and the block sums are then added in order, which keeps floating-point sums
 // within a few ulp of pairwise summation.
 constexpr int64_t kReduceBlock = 2048;
+// Outputs per tile when the reduction walks a strided dimension and the outputs a contiguous one
+// (column sums): the tile's accumulators live in a stack array and the loops over the tile are
+// the ones that vectorize.
+constexpr int64_t kTile = 256;
 
 enum Arg : unsigned { kN, kPtrs, kBase, kStride, kParams, kErr, kR, kRStride, kNumArgs };
 
@@ -33,7 +37,10 @@ enum Arg : unsigned { kN, kPtrs, kBase, kStride, kParams, kErr, kR, kRStride, kN
 // The element loop is a canonical counted loop with no calls but vectorizable libm calls, so the
 // loop vectorizer widens it; the reduction nest (when the kernel reduces) is
 //   for each block [jb, jb + kReduceBlock) of [0, r): for j in the block: accumulate
-// with the accumulation reassociable within a block, so that its inner loop vectorizes too.
+// with the accumulation reassociable within a block, so that its inner loop vectorizes too. When
+// the reduction walks only strided memory but the outputs are contiguous, the nest is instead
+//   for each tile [i0, i0 + kTile) of [0, n): for j in [0, r): for i in the tile: accumulate
+// followed by the values after the reduction for each i of the tile.
 class KernelLowering {
 public:
   KernelLowering(const kir::Kernel& k, llvm::Module& m, const LoweringTarget& t)
@@ -68,6 +75,9 @@ private:
   void alias_scopes();
   void prepare_slot(int s);
   void classify();
+  llvm::Value* element_loop(llvm::BasicBlock* done);
+  llvm::Value* tiled_loops(llvm::BasicBlock* done);
+  void store_outputs();
   void reduction_loop();
   Accumulator make_accumulator(int v);
   llvm::Value* accumulate(const Accumulator& a, llvm::Value* acc, llvm::Value* x, bool reassoc);
@@ -78,6 +88,15 @@ private:
   llvm::Value* element_address(int s);
   llvm::Instruction* annotate(llvm::Instruction* access, int s);
   llvm::Value* arg(Arg a) { return f_->getArg(a); }
+  // Marks the loop whose latch branch this is as not to be unrolled: the outer loops of a nest
+  // gain nothing from it and would copy the vectorized inner loop.
+  void no_unroll(llvm::Instruction* latch_branch) {
+    llvm::Metadata* disable[] = {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")};
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, disable)};
+    auto* md = llvm::MDNode::getDistinct(ctx_, ops);
+    md->replaceOperandWith(0, md);
+    latch_branch->setMetadata(llvm::LLVMContext::MD_loop, md);
+  }
   [[noreturn]] void bad(int v, const std::string& what) {
     throw LowerError(fmt::format("%{}: {}", v, what));
   }
@@ -90,8 +109,10 @@ private:
   const LoweringTarget& target_;
   llvm::Function* f_ = nullptr;
   bool reduces_ = false;
-  llvm::Value* i_ = nullptr; // element index
-  llvm::Value* j_ = nullptr; // reduction index, inside the reduction loop only
+  bool tiled_ = false;
+  llvm::BasicBlock* done_ = nullptr; // after the loops: new blocks go before it
+  llvm::Value* i_ = nullptr;         // element index
+  llvm::Value* j_ = nullptr;         // reduction index, inside the reduction loop only
   std::vector<SlotState> slots_;
   std::vector<llvm::Value*> params_;
   std::vector<llvm::Value*> vals_;         // of the current context (reduction loop or after)
@@ -105,13 +126,12 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
   auto* i64 = b_.getInt64Ty();
   auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f_);
   auto* pre = llvm::BasicBlock::Create(ctx_, "preheader", f_);
-  auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f_);
   auto* done = llvm::BasicBlock::Create(ctx_, "done", f_);
   auto* ret = llvm::BasicBlock::Create(ctx_, "ret", f_);
-  llvm::Value* n = arg(kN);
+  done_ = done;
 
   b_.SetInsertPoint(entry);
-  b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), pre, ret);
+  b_.CreateCondBr(b_.CreateICmpSGT(arg(kN), b_.getInt64(0)), pre, ret);
 
   // Preheader: everything loop-invariant, read only when n > 0.
   b_.SetInsertPoint(pre);
@@ -127,9 +147,33 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
   }
   for (size_t s = 0; s < k_.slots.size(); ++s)
     prepare_slot(int(s));
-  b_.CreateBr(loop);
 
-  // The element loop.
+  // The loops; then the error flag, stored once after them.
+  llvm::Value* err = tiled_ ? tiled_loops(done) : element_loop(done);
+  b_.SetInsertPoint(done);
+  if (!err) { // nothing divides integers
+    b_.CreateBr(ret);
+  } else {
+    auto* set_err = llvm::BasicBlock::Create(ctx_, "set_err", f_, ret);
+    b_.CreateCondBr(err, set_err, ret);
+    b_.SetInsertPoint(set_err);
+    b_.CreateStore(b_.getInt32(1), arg(kErr));
+    b_.CreateBr(ret);
+  }
+  b_.SetInsertPoint(ret);
+  b_.CreateRetVoid();
+  // Keep the libmvec declarations until the loop vectorizer has looked for them.
+  if (!ops_.keep_alive.empty()) llvm::appendToCompilerUsed(m_, ops_.keep_alive);
+  return f_;
+}
+
+// The element loop over i, from the end of the preheader (the reduction nest inside, if any).
+// Returns the error flag at `done`, or nullptr when nothing divides integers.
+llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
+  auto* i64 = b_.getInt64Ty();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f_, done);
+  b_.CreateBr(loop);
   b_.SetInsertPoint(loop);
   auto* i = b_.CreatePHI(i64, 2, "i");
   auto* err_in = b_.CreatePHI(b_.getInt1Ty(), 2, "err.acc");
@@ -138,34 +182,28 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
   vals_.assign(k_.values.size(), nullptr);
   if (reduces_) reduction_loop();
   lower_values(after_loop_);
+  store_outputs();
+  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  auto* br = b_.CreateCondBr(b_.CreateICmpEQ(next, arg(kN)), done, loop);
+  if (reduces_) no_unroll(br);
+  i->addIncoming(b_.getInt64(0), pre);
+  i->addIncoming(next, latch);
+  if (ops_.err == err_in) {
+    err_in->replaceAllUsesWith(b_.getFalse());
+    err_in->eraseFromParent();
+    return nullptr;
+  }
+  err_in->addIncoming(b_.getFalse(), pre); // an OR reduction over the loop
+  err_in->addIncoming(ops_.err, latch);
+  return ops_.err;
+}
+
+void KernelLowering::store_outputs() {
   for (const kir::Store& st : k_.stores) {
     llvm::Value* x = ops_.to_mem(vals_[st.value], k_.slots[st.slot].dtype);
     annotate(b_.CreateStore(x, element_address(st.slot)), st.slot);
   }
-  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
-  llvm::BasicBlock* latch = b_.GetInsertBlock();
-  b_.CreateCondBr(b_.CreateICmpEQ(next, n), done, loop);
-  i->addIncoming(b_.getInt64(0), pre);
-  i->addIncoming(next, latch);
-
-  // The error flag: an OR reduction over the loop, stored once after it.
-  b_.SetInsertPoint(done);
-  if (ops_.err == err_in) { // nothing divides integers
-    err_in->replaceAllUsesWith(b_.getFalse());
-    err_in->eraseFromParent();
-    b_.CreateBr(ret);
-  } else {
-    err_in->addIncoming(b_.getFalse(), pre);
-    err_in->addIncoming(ops_.err, latch);
-    auto* set_err = llvm::BasicBlock::Create(ctx_, "set_err", f_, ret);
-    b_.CreateCondBr(ops_.err, set_err, ret);
-    b_.SetInsertPoint(set_err);
-    b_.CreateStore(b_.getInt32(1), arg(kErr));
-    b_.CreateBr(ret);
-  }
-  b_.SetInsertPoint(ret);
-  b_.CreateRetVoid();
-  return f_;
 }
 
 void KernelLowering::declare(const std::string& fname) {
@@ -268,10 +306,18 @@ void KernelLowering::classify() {
   }
   for (size_t v = 0; v < nv; ++v)
     if (ir::is_reduce(k_.values[v].op)) after_loop_[v] = 0; // results of the reduction loop
+  // Tile over i when no slot read in the reduction loop is contiguous along j but one is along i.
+  bool j_contiguous = false, i_contiguous = false;
+  for (size_t v = 0; v < nv; ++v)
+    if (in_loop_[v] && k_.values[v].op == Op::Buffer) {
+      const Slot& slot = k_.slots[k_.values[v].slot];
+      j_contiguous |= slot.rstride == StrideKind::Contiguous;
+      i_contiguous |= slot.stride == StrideKind::Contiguous;
+    }
+  tiled_ = reduces_ && !j_contiguous && i_contiguous;
 }
 
-// ---- reductions
-// ----------------------------------------------------------------------------------
+// ---- reductions --------------------------------------------------------------------------------
 
 KernelLowering::Accumulator KernelLowering::make_accumulator(int v) {
   const kir::Value& x = k_.values[v];
@@ -330,10 +376,10 @@ void KernelLowering::reduction_loop() {
   auto* i64 = b_.getInt64Ty();
   llvm::Value* r = arg(kR);
   auto* outer = b_.GetInsertBlock();
-  auto* block = llvm::BasicBlock::Create(ctx_, "red.block", f_);
-  auto* inner = llvm::BasicBlock::Create(ctx_, "red.loop", f_);
-  auto* block_end = llvm::BasicBlock::Create(ctx_, "red.block.end", f_);
-  auto* after = llvm::BasicBlock::Create(ctx_, "red.after", f_);
+  auto* block = llvm::BasicBlock::Create(ctx_, "red.block", f_, done_);
+  auto* inner = llvm::BasicBlock::Create(ctx_, "red.loop", f_, done_);
+  auto* block_end = llvm::BasicBlock::Create(ctx_, "red.block.end", f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, "red.after", f_, done_);
   llvm::Value* err_outer = ops_.err;
   std::vector<Accumulator> accs;
   for (size_t v = 0; v < k_.values.size(); ++v)
@@ -382,7 +428,7 @@ void KernelLowering::reduction_loop() {
   b_.SetInsertPoint(block_end);
   for (Accumulator& a : accs)
     a.total_next = accumulate(a, a.block_total, a.partial_next, /*reassoc=*/false);
-  b_.CreateCondBr(b_.CreateICmpEQ(jend, r), after, block);
+  no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(jend, r), after, block));
   jb->addIncoming(b_.getInt64(0), outer);
   jb->addIncoming(jend, block_end);
   err_block->addIncoming(err_outer, outer);
@@ -400,16 +446,135 @@ void KernelLowering::reduction_loop() {
   err_after->addIncoming(err_outer, outer);
   err_after->addIncoming(err_loop, block_end);
   ops_.err = err_loop == err_inner ? err_outer : err_after; // no division inside: unchanged
+  std::vector<llvm::PHINode*> results;
   for (Accumulator& a : accs) {
-    auto* result = b_.CreatePHI(a.ty, 2, "red.result");
-    result->addIncoming(a.init, outer);
-    result->addIncoming(a.total_next, block_end);
-    vals_[a.value] = ops_.cast(result, a.acc, k_.values[a.value].dtype);
+    results.push_back(b_.CreatePHI(a.ty, 2, "red.result"));
+    results.back()->addIncoming(a.init, outer);
+    results.back()->addIncoming(a.total_next, block_end);
   }
+  for (size_t x = 0; x < accs.size(); ++x) // after all the phis
+    vals_[accs[x].value] = ops_.cast(results[x], accs[x].acc, k_.values[accs[x].value].dtype);
 }
 
-// ---- values
-// --------------------------------------------------------------------------------------
+// The tiled nest (see the class comment), from the end of the preheader. The accumulators of a
+// tile and the error flag live in stack slots, which SROA turns back into registers where it can.
+// Returns the error flag at `done`, or nullptr when nothing divides integers.
+llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
+  auto* i64 = b_.getInt64Ty();
+  llvm::Value* n = arg(kN);
+  llvm::Value* r = arg(kR);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::IRBuilder<> allocas(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  llvm::AllocaInst* err_slot = allocas.CreateAlloca(b_.getInt1Ty(), nullptr, "err.slot");
+  std::vector<Accumulator> accs;
+  std::vector<llvm::AllocaInst*> arrays;
+  for (size_t v = 0; v < k_.values.size(); ++v)
+    if (ir::is_reduce(k_.values[v].op)) {
+      accs.push_back(make_accumulator(int(v)));
+      arrays.push_back(
+          allocas.CreateAlloca(llvm::ArrayType::get(accs.back().ty, kTile), nullptr, "acc"));
+    }
+  auto at = [&](size_t a, llvm::Value* ii) {
+    return b_.CreateInBoundsGEP(arrays[a]->getAllocatedType(), arrays[a], {b_.getInt64(0), ii});
+  };
+  auto block = [&](const char* name) { return llvm::BasicBlock::Create(ctx_, name, f_, done); };
+  auto* tile = block("tile");
+  auto* init = block("tile.init");
+  auto* rcheck = block("tile.rcheck");
+  auto* jloop = block("tile.j");
+  auto* body = block("tile.body");
+  auto* jlatch = block("tile.j.end");
+  auto* post_pre = block("tile.after.pre");
+  auto* post = block("tile.after");
+  auto* tile_end = block("tile.end");
+  b_.CreateStore(b_.getFalse(), err_slot);
+  b_.CreateBr(tile);
+  bool divides = false;
+  // A loop over ii in [0, t) at `bb`, entered from `from`, with `emit` as its body.
+  auto tile_loop = [&](llvm::BasicBlock* bb, llvm::BasicBlock* from, llvm::Value* t,
+                       llvm::BasicBlock* exit, auto&& emit) {
+    b_.SetInsertPoint(bb);
+    auto* ii = b_.CreatePHI(i64, 2, "ii");
+    emit(ii);
+    llvm::Value* next = b_.CreateAdd(ii, b_.getInt64(1), "ii.next", true, true);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    b_.CreateCondBr(b_.CreateICmpEQ(next, t), exit, bb);
+    ii->addIncoming(b_.getInt64(0), from);
+    ii->addIncoming(next, latch);
+  };
+  auto with_err = [&](auto&& emit) { // ops_.err from and back to its stack slot
+    llvm::Value* before = b_.CreateLoad(b_.getInt1Ty(), err_slot);
+    ops_.err = before;
+    emit();
+    if (ops_.err != before) {
+      b_.CreateStore(ops_.err, err_slot);
+      divides = true;
+    }
+  };
+
+  // tile: i0 and the tile's size t.
+  b_.SetInsertPoint(tile);
+  auto* i0 = b_.CreatePHI(i64, 2, "i0");
+  llvm::Value* t =
+      b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(n, i0), b_.getInt64(kTile));
+  b_.CreateBr(init);
+  tile_loop(init, tile, t, rcheck, [&](llvm::Value* ii) {
+    for (size_t a = 0; a < accs.size(); ++a)
+      b_.CreateStore(accs[a].init, at(a, ii));
+  });
+  b_.SetInsertPoint(rcheck);
+  b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), jloop, post_pre);
+
+  // for j: for ii: accumulate, in the order of j for every output.
+  b_.SetInsertPoint(jloop);
+  auto* j = b_.CreatePHI(i64, 2, "j");
+  b_.CreateBr(body);
+  tile_loop(body, jloop, t, jlatch, [&](llvm::Value* ii) {
+    i_ = b_.CreateAdd(i0, ii, "i");
+    j_ = j;
+    with_err([&] {
+      vals_.assign(k_.values.size(), nullptr);
+      lower_values(in_loop_);
+      for (size_t a = 0; a < accs.size(); ++a) {
+        const kir::Value& v = k_.values[accs[a].value];
+        llvm::Value* x = ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, accs[a].acc);
+        llvm::Value* p = at(a, ii);
+        b_.CreateStore(accumulate(accs[a], b_.CreateLoad(accs[a].ty, p), x, false), p);
+      }
+    });
+  });
+  b_.SetInsertPoint(jlatch);
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
+  no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), post_pre, jloop));
+  j->addIncoming(b_.getInt64(0), rcheck);
+  j->addIncoming(j_next, jlatch);
+
+  // After the reduction, for each ii: the results, the values computed from them, the stores.
+  b_.SetInsertPoint(post_pre);
+  b_.CreateBr(post);
+  tile_loop(post, post_pre, t, tile_end, [&](llvm::Value* ii) {
+    i_ = b_.CreateAdd(i0, ii, "i");
+    j_ = nullptr;
+    vals_.assign(k_.values.size(), nullptr);
+    for (size_t a = 0; a < accs.size(); ++a)
+      vals_[accs[a].value] = ops_.cast(b_.CreateLoad(accs[a].ty, at(a, ii)), accs[a].acc,
+                                       k_.values[accs[a].value].dtype);
+    with_err([&] {
+      lower_values(after_loop_);
+      store_outputs();
+    });
+  });
+  b_.SetInsertPoint(tile_end);
+  llvm::Value* i0_next = b_.CreateAdd(i0, b_.getInt64(kTile), "i0.next", true, true);
+  no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(i0_next, n), tile, done));
+  i0->addIncoming(b_.getInt64(0), pre);
+  i0->addIncoming(i0_next, tile_end);
+  if (!divides) return nullptr;
+  b_.SetInsertPoint(done);
+  return b_.CreateLoad(b_.getInt1Ty(), err_slot);
+}
+
+// ---- values ------------------------------------------------------------------------------------
 
 void KernelLowering::lower_values(const std::vector<char>& which) {
   for (size_t v = 0; v < k_.values.size(); ++v)

@@ -276,6 +276,21 @@ llvm::Value* OpLowering::int_pow(DType t, llvm::Value* x, llvm::Value* y) {
   return b_.CreateSelect(b_.CreateICmpSLT(y, zero), neg_pow, result);
 }
 
+// NaN-propagating maximum/minimum with -0.0 < +0.0 (IEEE 754-2019, the interpreter's Max/Min),
+// as compares and selects. Not llvm.maximum/minimum: instcombine narrows float32 maximum of
+// extended float16 values to llvm.maximum on half vectors, and LLVM 19's x86 lowering of
+// <16 x half> and <32 x half> maximum (without AVX512-FP16) drops NaNs.
+llvm::Value* OpLowering::float_max_min(bool is_max, llvm::Value* x, llvm::Value* y) {
+  llvm::Value* x_wins = is_max ? b_.CreateFCmpOGT(x, y) : b_.CreateFCmpOLT(x, y);
+  llvm::Value* r = b_.CreateSelect(x_wins, x, y);
+  // Equal values differ at most in the sign of zero: max takes +0.0, min -0.0.
+  llvm::Type* bits = b_.getIntNTy(x->getType()->getPrimitiveSizeInBits());
+  llvm::Value* x_neg = b_.CreateICmpSLT(b_.CreateBitCast(x, bits), llvm::ConstantInt::get(bits, 0));
+  llvm::Value* tie = is_max ? b_.CreateSelect(x_neg, y, x) : b_.CreateSelect(x_neg, x, y);
+  r = b_.CreateSelect(b_.CreateFCmpOEQ(x, y), tie, r);
+  return b_.CreateSelect(b_.CreateFCmpUNO(x, y), b_.CreateFAdd(x, y), r); // a NaN operand's NaN
+}
+
 llvm::Value* OpLowering::binary(Op op, DType t, llvm::Value* x, llvm::Value* y) {
   using llvm::CmpInst;
   const bool fp = is_float(t), uns = is_unsigned(t);
@@ -300,15 +315,11 @@ llvm::Value* OpLowering::binary(Op op, DType t, llvm::Value* x, llvm::Value* y) 
   case Op::Pow:
     return fp ? libm("pow", t, {x, y}) : int_pow(t, x, y);
   case Op::Max:
-    return b_.CreateBinaryIntrinsic(fp    ? llvm::Intrinsic::maximum
-                                    : uns ? llvm::Intrinsic::umax
-                                          : llvm::Intrinsic::smax,
-                                    x, y);
+    if (fp) return float_max_min(true, x, y);
+    return b_.CreateBinaryIntrinsic(uns ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, x, y);
   case Op::Min:
-    return b_.CreateBinaryIntrinsic(fp    ? llvm::Intrinsic::minimum
-                                    : uns ? llvm::Intrinsic::umin
-                                          : llvm::Intrinsic::smin,
-                                    x, y);
+    if (fp) return float_max_min(false, x, y);
+    return b_.CreateBinaryIntrinsic(uns ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, x, y);
   case Op::Atan2:
     fp_only();
     return libm("atan2", t, {x, y});

@@ -57,6 +57,7 @@ private:
   llvm::Value* f32_to_bf16(llvm::Value* f);
   llvm::Value* int_div_mod(bool is_div, DType t, llvm::Value* x, llvm::Value* y);
   llvm::Value* int_pow(DType t, llvm::Value* x, llvm::Value* y);
+  llvm::Value* float_max_min(bool is_max, llvm::Value* x, llvm::Value* y);
   llvm::Value* libm(const char* base, DType t, llvm::ArrayRef<llvm::Value*> args);
   std::string vector_variants(llvm::Module& m, const std::string& name, llvm::Type* ty,
                               unsigned nargs);

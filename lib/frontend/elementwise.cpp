@@ -35,11 +35,26 @@ void check_integral(const Operand& a, const Operand& b, DType t, const char* nam
 // The dtype a floating-point op computes in: floats keep theirs, others go to the default.
 DType float_type(DType t) { return is_floating_point(t) ? t : default_dtype(); }
 
+// PyTorch's alpha_check for add and sub.
+void check_alpha(DType t, const Scalar& alpha) {
+  if (alpha.is_bool() && t != kBool)
+    throw Error("Boolean alpha only supported for Boolean results.");
+  if (!is_floating_point(t) && alpha.is_floating_point())
+    throw Error("For integral input tensors, argument alpha must not be a floating point number.");
+}
+
+// PyTorch's "<kernel>" not implemented for 'Bool', for ops without a bool kernel.
+void reject_bool(DType t, const char* kernel) {
+  if (t == kBool) throw Error(fmt::format("\"{}\" not implemented for 'Bool'", kernel));
+}
+
 // --- arithmetic over operands (tensor or scalar on either side) ---
 
 Tensor add_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
   DType t = fe::result_type({a, b});
-  if (t == kBool) return wrap(bin(Op::Or, a, b, t)); // PyTorch: bool + bool is logical or
+  check_alpha(t, alpha);
+  if (t == kBool) // PyTorch: bool + bool is logical or (a + alpha * b, alpha as a bool)
+    return wrap(alpha.to_bool() ? bin(Op::Or, a, b, t) : fe::cast(a.node, t));
   NodePtr y = fe::cast(b.node, t);
   if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, k(alpha, t));
   return wrap(fe::binary(Op::Add, fe::cast(a.node, t), y));
@@ -51,9 +66,9 @@ Tensor sub_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
     throw Error("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
                 "`^` or `logical_xor()` operator instead.");
   if (a.node->dtype == kBool || b.node->dtype == kBool)
-    if (t == kBool)
-      throw Error("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
-                  "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+    throw Error("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  check_alpha(t, alpha);
   NodePtr y = fe::cast(b.node, t);
   if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, k(alpha, t));
   return wrap(fe::binary(Op::Sub, fe::cast(a.node, t), y));
@@ -102,13 +117,13 @@ NodePtr floor_div_nodes(NodePtr x, NodePtr y, DType t) {
 
 Tensor floor_divide_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
-  if (t == kBool) t = kInt64;
+  reject_bool(t, "div_floor_cpu");
   return wrap(floor_div_nodes(fe::cast(a.node, t), fe::cast(b.node, t), t));
 }
 
 Tensor remainder_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
-  if (t == kBool) t = kInt64;
+  reject_bool(t, "remainder_cpu");
   NodePtr x = fe::cast(a.node, t), y = fe::cast(b.node, t);
   NodePtr r = fe::binary(Op::Mod, x, y);
   NodePtr zero = k(0, t);
@@ -120,13 +135,13 @@ Tensor remainder_impl(const Operand& a, const Operand& b) {
 
 Tensor fmod_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
-  if (t == kBool) t = kInt64;
+  reject_bool(t, "fmod_cpu");
   return wrap(bin(Op::Mod, a, b, t));
 }
 
 Tensor pow_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
-  if (t == kBool) t = kInt64;
+  reject_bool(t, "pow");
   if (b.wrapped && is_integral(t) && b.node->value.is_integral() && b.node->value.to_int() < 0)
     throw Error("Integers to negative integer powers are not allowed.");
   if (b.wrapped) {
@@ -266,6 +281,7 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
   DType t = lo && hi ? fe::result_type({x, operand(*lo), operand(*hi)})
             : lo     ? fe::result_type({x, operand(*lo)})
                      : fe::result_type({x, operand(*hi)});
+  reject_bool(t, lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu");
   NodePtr r = fe::cast(x.node, t);
   if (lo) r = fe::binary(Op::Max, r, k(*lo, t));
   if (hi) r = fe::binary(Op::Min, r, k(*hi, t));
@@ -327,13 +343,14 @@ Tensor sign(const Tensor& a) {
   if (x->dtype == kBool) return a;
   DType t = x->dtype;
   NodePtr zero = k(0, t);
+  // PyTorch's (0 < x) - (x < 0): sign(nan) is 0, sign(-0.0) is +0.
   NodePtr s = fe::binary(Op::Sub, fe::cast(fe::binary(Op::CmpLt, zero, x), t),
                          fe::cast(fe::binary(Op::CmpLt, x, zero), t));
-  if (is_floating_point(t)) s = fe::where(fe::binary(Op::CmpNe, x, x), x, s); // sign(nan) is nan
   return wrap(s);
 }
 #define TJ_ROUNDING(name, op)                                                                      \
   Tensor name(const Tensor& a) {                                                                   \
+    reject_bool(a.dtype(), #name "_vml_cpu");                                                      \
     return is_floating_point(a.dtype()) ? wrap(fe::unary(op, node_of(a))) : a.clone();             \
   }
 TJ_ROUNDING(ceil, Op::Ceil)
@@ -365,7 +382,7 @@ TJ_FLOAT_UNARY(reciprocal, Op::Recip)
 #undef TJ_FLOAT_UNARY
 
 Tensor rsqrt(const Tensor& a) { return reciprocal(sqrt(a)); }
-Tensor square(const Tensor& a) { return mul(a, a); }
+Tensor square(const Tensor& a) { return pow(a, 2); } // bool squares to int64, as in PyTorch
 Tensor sigmoid(const Tensor& a) {
   NodePtr x = node_of(a);
   DType t = float_type(x->dtype);
@@ -374,15 +391,17 @@ Tensor sigmoid(const Tensor& a) {
                         fe::binary(Op::Add, k(1, t), fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
 }
 Tensor relu(const Tensor& a) {
-  if (a.dtype() == kBool) throw Error("\"clamp_min_cpu\" not implemented for 'Bool'");
+  if (a.dtype() == kBool) throw Error("Boolean inputs not supported for relu");
   NodePtr x = node_of(a);
   return wrap(fe::binary(Op::Max, x, k(0, x->dtype)));
 }
 Tensor gelu(const Tensor& a) {
   // PyTorch's default (approximate='none'): x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
   NodePtr x = node_of(a);
-  DType t = float_type(x->dtype);
-  x = fe::cast(x, t);
+  if (!is_floating_point(x->dtype))
+    throw Error(
+        fmt::format("\"GeluKernelImpl\" not implemented for '{}'", fe::cpp_type_name(x->dtype)));
+  DType t = x->dtype;
   NodePtr e = fe::unary(Op::Erf, fe::binary(Op::Mul, x, k(M_SQRT1_2, t)));
   return wrap(
       fe::binary(Op::Mul, fe::binary(Op::Mul, x, k(0.5, t)), fe::binary(Op::Add, k(1, t), e)));

@@ -28,9 +28,4 @@ NodePtr expand(const NodePtr& x, const Shape& shape);
 // x[start:stop:step] along one dim; start/stop already clamped, step != 0.
 NodePtr slice(const NodePtr& x, int64_t dim, int64_t start, int64_t stop, int64_t step);
 
-// The strides of a view of `x` with shape `shape` when one exists (PyTorch's
-// computeStride): for folding reshape into a leaf's view.
-std::optional<std::vector<int64_t>>
-view_strides(const Shape& old_shape, const std::vector<int64_t>& old_strides, const Shape& shape);
-
 } // namespace tj::fe

@@ -59,43 +59,8 @@ struct Reader {
     return static_cast<const char*>(n->storage->data()) +
            off * static_cast<int64_t>(itemsize(n->dtype));
   }
-  template <typename T> T load(int64_t i) const {
-    T v;
-    std::memcpy(&v, address(i), sizeof(T));
-    return v;
-  }
-  double as_double(int64_t i) const {
-    switch (n->dtype) {
-    case kFloat64:
-      return load<double>(i);
-    case kFloat32:
-      return load<float>(i);
-    case kFloat16:
-      return ir::half_bits_to_float(load<uint16_t>(i));
-    case kBFloat16:
-      return ir::bfloat_bits_to_float(load<uint16_t>(i));
-    default:
-      return static_cast<double>(as_int(i));
-    }
-  }
-  int64_t as_int(int64_t i) const {
-    switch (n->dtype) {
-    case kBool:
-      return load<uint8_t>(i) != 0;
-    case kUInt8:
-      return load<uint8_t>(i);
-    case kInt8:
-      return load<int8_t>(i);
-    case kInt16:
-      return load<int16_t>(i);
-    case kInt32:
-      return load<int32_t>(i);
-    case kInt64:
-      return load<int64_t>(i);
-    default:
-      return ir::float_to_int(as_double(i), kInt64);
-    }
-  }
+  double as_double(int64_t i) const { return ir::load_float(address(i), n->dtype); }
+  int64_t as_int(int64_t i) const { return ir::load_int(address(i), n->dtype); }
 };
 
 const ir::Node* realized_node(const Tensor& t) {
@@ -318,7 +283,7 @@ Shape infer_size(Shape shape, int64_t numel) {
 Tensor Tensor::view(IntArrayRef shape) const {
   NodePtr n = node_of(*this);
   Shape s = infer_size(shape, numel());
-  if (n->op == Op::Buffer && !fe::view_strides(n->shape, n->view.strides, s))
+  if (n->op == Op::Buffer && !ir::view_strides(n->shape, n->view.strides, s))
     throw Error("view size is not compatible with input tensor's size and stride (at least one "
                 "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
   return wrap(fe::reshape(n, s));

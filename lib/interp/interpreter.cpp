@@ -49,46 +49,13 @@ HostArray make(DType t, const ir::Shape& shape) {
 
 void read_buffer(const Node& n, HostArray& out) {
   const char* base = static_cast<const char*>(n.storage->data());
-  size_t sz = itemsize(n.dtype);
+  const auto size = static_cast<int64_t>(itemsize(n.dtype));
   for (int64_t k = 0; k < n.numel(); ++k) {
-    const char* p = base + view_offset(n.view, unravel(k, n.shape)) * static_cast<int64_t>(sz);
-    auto get = [&](auto tag) {
-      decltype(tag) v;
-      std::memcpy(&v, p, sizeof(v));
-      return v;
-    };
-    switch (n.dtype) {
-    case kFloat64:
-      out.f[k] = get(double{});
-      break;
-    case kFloat32:
-      out.f[k] = get(float{});
-      break;
-    case kFloat16:
-      out.f[k] = ir::half_bits_to_float(get(uint16_t{}));
-      break;
-    case kBFloat16:
-      out.f[k] = ir::bfloat_bits_to_float(get(uint16_t{}));
-      break;
-    case kBool:
-      out.i[k] = get(uint8_t{}) != 0;
-      break;
-    case kUInt8:
-      out.i[k] = get(uint8_t{});
-      break;
-    case kInt8:
-      out.i[k] = get(int8_t{});
-      break;
-    case kInt16:
-      out.i[k] = get(int16_t{});
-      break;
-    case kInt32:
-      out.i[k] = get(int32_t{});
-      break;
-    case kInt64:
-      out.i[k] = get(int64_t{});
-      break;
-    }
+    const char* p = base + view_offset(n.view, unravel(k, n.shape)) * size;
+    if (out.is_float())
+      out.f[k] = ir::load_float(p, n.dtype);
+    else
+      out.i[k] = ir::load_int(p, n.dtype);
   }
 }
 
@@ -197,12 +164,11 @@ private:
   }
 
   static void set_scalar(HostArray& out, int64_t k, const Scalar& v) {
+    Scalar c = ir::to_dtype(v, out.dtype);
     if (out.is_float())
-      out.f[k] = ir::round_to_dtype(v.to_double(), out.dtype);
-    else if (v.is_floating_point())
-      out.i[k] = ir::float_to_int(v.to_double(), out.dtype);
+      out.f[k] = c.to_double();
     else
-      out.i[k] = ir::wrap_to_dtype(v.to_int(), out.dtype);
+      out.i[k] = c.to_int();
   }
 
   // Row-major index into the source of a movement node for output element k.
@@ -244,7 +210,8 @@ private:
     }
     if (n.op == Op::Cast) {
       if (out.is_float())
-        out.f[k] = ir::round_to_dtype(a.as_double(k), out.dtype);
+        out.f[k] = a.is_float() ? ir::round_to_dtype(a.f[k], out.dtype)
+                                : ir::int_to_float(a.i[k], out.dtype);
       else if (a.is_float())
         out.i[k] = ir::float_to_int(a.f[k], out.dtype);
       else

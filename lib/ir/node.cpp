@@ -1,6 +1,8 @@
 // Hash-consing of tensor-graph nodes, and their iterative destruction.
 #include "ir/node.h"
 
+#include "ir/scalar_semantics.h"
+
 #include <bit>
 #include <mutex>
 #include <unordered_map>
@@ -131,11 +133,9 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
 }
 
 NodePtr make_const(const Scalar& v, DType dtype, Shape shape) {
-  // Store the value in the category of its dtype, so equal constants hash-cons.
-  Scalar canon = is_floating_point(dtype) ? Scalar(v.to_double())
-                 : dtype == kBool         ? Scalar(v.to_bool())
-                                          : Scalar(v.to_int());
-  return make_node(Op::Const, dtype, std::move(shape), {}, {}, canon);
+  // The value the constant has in its dtype: folding, the interpreter and
+  // kernels then all see the same number, and equal constants hash-cons.
+  return make_node(Op::Const, dtype, std::move(shape), {}, {}, to_dtype(v, dtype));
 }
 
 NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape shape, View view) {

@@ -64,6 +64,20 @@ double round_to_dtype(double v, DType t) {
   }
 }
 
+double int_to_float(int64_t v, DType t) {
+  if (t == kFloat64) return static_cast<double>(v);
+  return round_to_dtype(static_cast<float>(v), t); // float16/bfloat16 via float32, as PyTorch
+}
+
+Scalar to_dtype(const Scalar& v, DType t) {
+  if (t == kBool) return Scalar(v.to_bool());
+  if (is_floating_point(t))
+    return Scalar(v.is_floating_point() ? round_to_dtype(v.to_double(), t)
+                                        : int_to_float(v.to_int(), t));
+  if (v.is_floating_point()) return Scalar(float_to_int(v.to_double(), t));
+  return Scalar(wrap_to_dtype(v.to_int(), t));
+}
+
 int64_t wrap_to_dtype(int64_t v, DType t) {
   switch (t) {
   case kBool:
@@ -244,7 +258,8 @@ int64_t eval_int(Op op, DType t, int64_t a, int64_t b, bool* div_by_zero) {
   return wrap_to_dtype(r, t);
 }
 
-bool eval_compare_float(Op op, double a, double b) {
+namespace {
+template <typename T> bool compare(Op op, T a, T b) {
   switch (op) {
   case Op::CmpEq:
     return a == b;
@@ -258,19 +273,50 @@ bool eval_compare_float(Op op, double a, double b) {
     return false;
   }
 }
+} // namespace
 
-bool eval_compare_int(Op op, int64_t a, int64_t b) {
-  switch (op) {
-  case Op::CmpEq:
-    return a == b;
-  case Op::CmpNe:
-    return a != b;
-  case Op::CmpLt:
-    return a < b;
-  case Op::CmpLe:
-    return a <= b;
+bool eval_compare_float(Op op, double a, double b) { return compare(op, a, b); }
+bool eval_compare_int(Op op, int64_t a, int64_t b) { return compare(op, a, b); }
+
+double load_float(const void* p, DType t) {
+  auto get = [p](auto v) {
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  switch (t) {
+  case kFloat64:
+    return get(double{});
+  case kFloat32:
+    return get(float{});
+  case kFloat16:
+    return half_bits_to_float(get(uint16_t{}));
+  case kBFloat16:
+    return bfloat_bits_to_float(get(uint16_t{}));
   default:
-    return false;
+    return static_cast<double>(load_int(p, t));
+  }
+}
+
+int64_t load_int(const void* p, DType t) {
+  auto get = [p](auto v) {
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  switch (t) {
+  case kBool:
+    return get(uint8_t{}) != 0;
+  case kUInt8:
+    return get(uint8_t{});
+  case kInt8:
+    return get(int8_t{});
+  case kInt16:
+    return get(int16_t{});
+  case kInt32:
+    return get(int32_t{});
+  case kInt64:
+    return get(int64_t{});
+  default:
+    return float_to_int(load_float(p, t), kInt64);
   }
 }
 

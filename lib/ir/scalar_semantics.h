@@ -7,6 +7,7 @@
 
 #include "ir/op.h"
 #include "tensorjit/dtype.h"
+#include "tensorjit/scalar.h"
 
 namespace tj::ir {
 
@@ -19,6 +20,10 @@ float bfloat_bits_to_float(uint16_t b);
 // Rounds a double to the precision of a floating dtype (float64: unchanged).
 // float16/bfloat16 go through float32 first, as PyTorch's conversions do.
 double round_to_dtype(double v, DType t);
+// An integer converted to a floating dtype with a single rounding.
+double int_to_float(int64_t v, DType t);
+// A scalar as the value it has in dtype `t` (rounded, wrapped or truncated).
+Scalar to_dtype(const Scalar& v, DType t);
 // Wraps an integer to the width and signedness of an integral dtype (bool: != 0).
 int64_t wrap_to_dtype(int64_t v, DType t);
 // Float to integer dtype: NaN -> 0, saturate to int64, then wrap to the width.
@@ -33,6 +38,10 @@ int64_t eval_int(Op op, DType t, int64_t a, int64_t b, bool* div_by_zero);
 // values, which their wrapped int64 representation already is).
 bool eval_compare_float(Op op, double a, double b);
 bool eval_compare_int(Op op, int64_t a, int64_t b);
+
+// One element of dtype `t` at `p`, widened: floats to double, the rest to int64.
+double load_float(const void* p, DType t);
+int64_t load_int(const void* p, DType t);
 
 // Philox4x32-10: the four output words for a 64-bit counter and key.
 void philox4x32(uint64_t counter, uint64_t key, uint32_t out[4]);

@@ -59,4 +59,34 @@ void check_sizes(const Shape& s) {
           fmt::format("Trying to create tensor with negative dimension {}: {}", d, shape_str(s)));
 }
 
+std::optional<std::vector<int64_t>>
+view_strides(const Shape& old_shape, const std::vector<int64_t>& old_strides, const Shape& shape) {
+  // PyTorch's computeStride: walk chunks of old dims that are contiguous among
+  // themselves and match them against groups of new dims with the same size.
+  std::vector<int64_t> strides(shape.size());
+  if (ir::numel(old_shape) == 0) return ir::contiguous_strides(shape);
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base_stride = old_strides.empty() ? 1 : old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    if (d == 0 ||
+        (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        strides[view_d] = view_numel * chunk_base_stride;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return strides;
+}
+
 } // namespace tj::ir

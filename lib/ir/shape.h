@@ -1,6 +1,7 @@
 // Shape arithmetic: element counts, contiguous strides, broadcasting, dims.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,10 @@ int64_t wrap_dim(int64_t dim, int64_t ndim);
 std::string shape_str(const Shape& s);
 // Validates sizes given to creation functions and view ops.
 void check_sizes(const Shape& s);
+
+// The strides of a view with shape `shape` of memory laid out as
+// (old_shape, old_strides), when one exists (PyTorch's computeStride).
+std::optional<std::vector<int64_t>>
+view_strides(const Shape& old_shape, const std::vector<int64_t>& old_strides, const Shape& shape);
 
 } // namespace tj::ir

@@ -1,6 +1,7 @@
 // Constant folding and algebraic identities, bottom-up with memoization.
 #include "passes/simplify.h"
 
+#include <cmath>
 #include <unordered_map>
 
 #include "ir/scalar_semantics.h"
@@ -13,15 +14,14 @@ using ir::Op;
 
 namespace {
 
-bool is_const(const NodePtr& n, double v) {
-  return n->op == Op::Const && !n->value.is_bool() && n->value.to_double() == v;
+// A constant zero that leaves x unchanged when added (negative) or subtracted.
+bool is_zero(const NodePtr& n, DType t, bool negative) {
+  if (n->op != Op::Const || n->value.is_bool() || n->value.to_double() != 0.0) return false;
+  return !is_floating_point(t) || std::signbit(n->value.to_double()) == negative;
 }
 
-Scalar as_dtype(const Scalar& v, DType t) {
-  if (is_floating_point(t)) return Scalar(ir::round_to_dtype(v.to_double(), t));
-  if (t == kBool) return Scalar(v.to_bool());
-  if (v.is_floating_point()) return Scalar(ir::float_to_int(v.to_double(), t));
-  return Scalar(ir::wrap_to_dtype(v.to_int(), t));
+bool is_const(const NodePtr& n, double v) {
+  return n->op == Op::Const && !n->value.is_bool() && n->value.to_double() == v;
 }
 
 class Simplifier {
@@ -44,6 +44,9 @@ private:
       changed |= src.back() != s;
       all_const &= src.back()->op == Op::Const;
     }
+    // Movement of a constant is the constant at the new shape.
+    if (ir::is_movement(n->op) && all_const)
+      return ir::make_const(src[0]->value, n->dtype, n->shape);
     if (ir::is_alu(n->op) && all_const)
       return ir::make_const(fold_constant(n->op, n->dtype, src), n->dtype, n->shape);
     if (NodePtr id = identity(n, src)) return id;
@@ -56,11 +59,12 @@ private:
   NodePtr identity(const NodePtr& n, const std::vector<NodePtr>& s) {
     switch (n->op) {
     case Op::Add:
-      if (is_const(s[1], 0)) return s[0];
-      if (is_const(s[0], 0)) return s[1];
+      // For floats only -0 is additive identity: -0 + +0 is +0.
+      if (is_zero(s[1], n->dtype, true)) return s[0];
+      if (is_zero(s[0], n->dtype, true)) return s[1];
       break;
     case Op::Sub:
-      if (is_const(s[1], 0)) return s[0];
+      if (is_zero(s[1], n->dtype, false)) return s[0];
       break;
     case Op::Mul:
       if (is_const(s[1], 1)) return s[0];
@@ -98,7 +102,7 @@ private:
 Scalar fold_constant(Op op, DType out, const std::vector<NodePtr>& src) {
   const Scalar& a = src[0]->value;
   DType in = src[0]->dtype;
-  if (op == Op::Cast) return as_dtype(a, out);
+  if (op == Op::Cast) return ir::to_dtype(a, out);
   if (op == Op::Where) return src[0]->value.to_bool() ? src[1]->value : src[2]->value;
   const Scalar& b = src.size() > 1 ? src[1]->value : a;
   if (ir::is_comparison(op)) {

@@ -275,6 +275,7 @@ private:
     case ir::OpCategory::Leaf:
       return lower_leaf(n, a);
     case ir::OpCategory::Movement:
+      if (NodePtr leaf = reshaped_leaf(n)) return lower(leaf, a);
       return lower(n->src[0], move_access(n, a));
     case ir::OpCategory::Cast:
       return convert(lower(n->src[0], a), n->dtype);
@@ -287,6 +288,24 @@ private:
       return alu(n->op, n->dtype, src);
     }
     }
+  }
+
+  // A reshape of memory (or of an index stream) is a new view of it when the
+  // strides allow; otherwise the source is made contiguous first, which does.
+  NodePtr reshaped_leaf(const NodePtr& n) {
+    if (n->op != Op::Reshape) return nullptr;
+    NodePtr src = ir::resolve(n->src[0]);
+    if (!ir::has_view(src->op)) return nullptr;
+    auto st = ir::view_strides(src->shape, src->view.strides, n->shape);
+    if (!st) {
+      if (ir::view_strides(src->shape, ir::contiguous_strides(src->shape), n->shape))
+        throw NeedsRealize{n->src[0]};
+      return nullptr;
+    }
+    NodePtr leaf = ir::make_node(src->op, src->dtype, n->shape, {}, src->args, src->value,
+                                 src->storage, ir::View{*st, src->view.offset});
+    keep_.push_back(leaf);
+    return leaf;
   }
 
   Access move_access(const NodePtr& n, const Access& a) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,31 +20,45 @@ namespace tj::test {
 
 double epsilon(DType t) {
   switch (t) {
-  case kFloat64: return std::ldexp(1.0, -52);
-  case kFloat32: return std::ldexp(1.0, -23);
-  case kFloat16: return std::ldexp(1.0, -10);
-  case kBFloat16: return std::ldexp(1.0, -7);
-  default: return 0.0;
+  case kFloat64:
+    return std::ldexp(1.0, -52);
+  case kFloat32:
+    return std::ldexp(1.0, -23);
+  case kFloat16:
+    return std::ldexp(1.0, -10);
+  case kBFloat16:
+    return std::ldexp(1.0, -7);
+  default:
+    return 0.0;
   }
 }
 
 double max_finite(DType t) {
   switch (t) {
-  case kFloat64: return std::numeric_limits<double>::max();
-  case kFloat32: return std::numeric_limits<float>::max();
-  case kFloat16: return 65504.0;
-  case kBFloat16: return 0x1.fep127;
-  default: return 0.0;
+  case kFloat64:
+    return std::numeric_limits<double>::max();
+  case kFloat32:
+    return std::numeric_limits<float>::max();
+  case kFloat16:
+    return 65504.0;
+  case kBFloat16:
+    return 0x1.fep127;
+  default:
+    return 0.0;
   }
 }
 
 double min_normal(DType t) {
   switch (t) {
-  case kFloat64: return std::numeric_limits<double>::min();
-  case kFloat16: return std::ldexp(1.0, -14);
+  case kFloat64:
+    return std::numeric_limits<double>::min();
+  case kFloat16:
+    return std::ldexp(1.0, -14);
   case kFloat32:
-  case kBFloat16: return std::numeric_limits<float>::min();
-  default: return 0.0;
+  case kBFloat16:
+    return std::numeric_limits<float>::min();
+  default:
+    return 0.0;
   }
 }
 
@@ -60,17 +75,25 @@ Tolerance tolerance(DType t, Accuracy acc) {
   const double atol = 4 * denorm_min(t);
   if (acc == Accuracy::Arithmetic) {
     switch (t) {
-    case kFloat64: return {1e-12, atol, false, false};
-    case kFloat32: return {1e-6, atol, false, false};
-    case kFloat16: return {1e-3, atol, false, false};
-    default: return {1e-2, atol, false, false};
+    case kFloat64:
+      return {1e-12, atol, false, false};
+    case kFloat32:
+      return {1e-6, atol, false, false};
+    case kFloat16:
+      return {1e-3, atol, false, false};
+    default:
+      return {1e-2, atol, false, false};
     }
   }
   switch (t) {
-  case kFloat64: return {1e-9, atol, false, true};
-  case kFloat32: return {1e-5, atol, false, true};
-  case kFloat16: return {1e-3, atol, false, true};
-  default: return {1e-2, atol, false, true};
+  case kFloat64:
+    return {1e-9, atol, false, true};
+  case kFloat32:
+    return {1e-5, atol, false, true};
+  case kFloat16:
+    return {1e-3, atol, false, true};
+  default:
+    return {1e-2, atol, false, true};
   }
 }
 
@@ -104,8 +127,10 @@ std::string value_str(double v, DType t) {
 
 interp::HostArray read_back(const Tensor& t) {
   interp::HostArray h{t.dtype(), t.sizes(), {}, {}};
-  if (h.is_float()) h.f = t.to_vector<double>();
-  else h.i = t.to_vector<int64_t>();
+  if (h.is_float())
+    h.f = t.to_vector<double>();
+  else
+    h.i = t.to_vector<int64_t>();
   return h;
 }
 
@@ -132,30 +157,29 @@ std::string tolerance_str(const Tolerance& tol, DType t) {
 } // namespace
 
 std::string compare(const interp::HostArray& actual, const interp::HostArray& expected,
-                    const Tolerance& tol, const std::string& what) {
+                    const Tolerance& tol, const std::string& what, const std::string& reference) {
   if (actual.dtype != expected.dtype)
-    return fmt::format("{}: dtype {}, but the interpreter's is {}", what, dtype_name(actual.dtype),
+    return fmt::format("{}: dtype {}, but {}'s is {}", what, dtype_name(actual.dtype), reference,
                        dtype_name(expected.dtype));
   if (actual.shape != expected.shape)
-    return fmt::format("{}: shape {}, but the interpreter's is {}", what, shape_str(actual.shape),
+    return fmt::format("{}: shape {}, but {}'s is {}", what, shape_str(actual.shape), reference,
                        shape_str(expected.shape));
   const bool fp = expected.is_float();
   const size_t n = fp ? expected.f.size() : expected.i.size();
   size_t bad = 0;
   std::string details;
   for (size_t k = 0; k < n; ++k) {
-    bool ok = fp ? close(actual.f[k], expected.f[k], tol, expected.dtype)
-                 : actual.i[k] == expected.i[k];
+    bool ok =
+        fp ? close(actual.f[k], expected.f[k], tol, expected.dtype) : actual.i[k] == expected.i[k];
     if (ok) continue;
     if (++bad <= 4)
-      details += fmt::format("\n  at {} (element {}): got {}, interpreter {}",
-                             index_str(k, expected.shape), k,
-                             value_str(actual.as_double(k), actual.dtype),
+      details += fmt::format("\n  at {} (element {}): got {}, {} {}", index_str(k, expected.shape),
+                             k, value_str(actual.as_double(k), actual.dtype), reference,
                              value_str(expected.as_double(k), expected.dtype));
   }
   if (!bad) return "";
-  return fmt::format("{}: {} of {} elements differ from the interpreter ({}, shape {}, {}){}", what,
-                     bad, n, dtype_name(expected.dtype), shape_str(expected.shape),
+  return fmt::format("{}: {} of {} elements differ from {} ({}, shape {}, {}){}", what, bad, n,
+                     reference, dtype_name(expected.dtype), shape_str(expected.shape),
                      tolerance_str(tol, expected.dtype), details);
 }
 
@@ -179,45 +203,50 @@ void OracleBatch::add(const Tensor& t, Accuracy acc, std::string what) {
 }
 
 std::vector<Verdict> OracleBatch::run() {
-  std::vector<Tensor> joint;
-  for (const auto& e : items_)
-    if (e.expected) joint.push_back(e.result);
-  std::string joint_error;
-  try {
-    tj::eval(joint);
-  } catch (const std::exception& ex) {
-    joint_error = ex.what();
-  }
   std::vector<Verdict> out;
-  bool all_alone_ok = true;
-  for (auto& e : items_) {
-    if (!e.expected) {
-      // The interpreter threw: so must materializing.
-      try {
-        e.result.eval();
-        out.push_back({false, fmt::format("{}: the interpreter threw \"{}\", but materializing "
-                                          "computed a value",
-                                          e.what, e.error)});
-      } catch (const Error& ex) {
-        bool same = e.error == ex.what();
-        out.push_back({same, same ? "" : fmt::format("{}: threw \"{}\", the interpreter \"{}\"",
-                                                     e.what, ex.what(), e.error)});
-      }
-      continue;
-    }
+  for (size_t begin = 0; begin < items_.size(); begin += max_joint_) {
+    const size_t end = std::min(items_.size(), begin + max_joint_);
+    std::vector<Tensor> joint;
+    for (size_t k = begin; k < end; ++k)
+      if (items_[k].expected) joint.push_back(items_[k].result);
+    std::string joint_error;
     try {
-      if (!joint_error.empty()) e.result.eval();
-      std::string msg = compare(read_back(e.result), *e.expected, e.tol, e.what);
-      out.push_back({msg.empty(), msg});
+      tj::eval(joint);
     } catch (const std::exception& ex) {
-      all_alone_ok = false;
-      out.push_back({false, fmt::format("{}: materializing threw: {}", e.what, ex.what())});
+      joint_error = ex.what();
     }
+    bool all_alone_ok = true;
+    for (size_t k = begin; k < end; ++k) {
+      Expectation& e = items_[k];
+      if (!e.expected) {
+        // The interpreter threw: so must materializing.
+        try {
+          e.result.eval();
+          out.push_back({false, fmt::format("{}: the interpreter threw \"{}\", but materializing "
+                                            "computed a value",
+                                            e.what, e.error)});
+        } catch (const Error& ex) {
+          bool same = e.error == ex.what();
+          out.push_back({same, same ? ""
+                                    : fmt::format("{}: threw \"{}\", the interpreter \"{}\"",
+                                                  e.what, ex.what(), e.error)});
+        }
+        continue;
+      }
+      try {
+        if (!joint_error.empty()) e.result.eval();
+        std::string msg = compare(read_back(e.result), *e.expected, e.tol, e.what);
+        out.push_back({msg.empty(), msg});
+      } catch (const std::exception& ex) {
+        all_alone_ok = false;
+        out.push_back({false, fmt::format("{}: materializing threw: {}", e.what, ex.what())});
+      }
+    }
+    if (!joint_error.empty() && all_alone_ok)
+      out.push_back({false, fmt::format("materializing {} tensors together threw, though each "
+                                        "computes alone: {}",
+                                        joint.size(), joint_error)});
   }
-  if (!joint_error.empty() && all_alone_ok)
-    out.push_back({false, fmt::format("materializing {} tensors together threw, though each "
-                                      "computes alone: {}",
-                                      joint.size(), joint_error)});
   items_.clear();
   return out;
 }
@@ -273,8 +302,10 @@ std::vector<Isolated> run_isolated(const std::vector<std::function<std::string()
       if (!fds[i].revents) continue;
       char buf[4096];
       ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
-      if (r > 0) who[i]->out.append(buf, static_cast<size_t>(r));
-      else who[i]->eof = true;
+      if (r > 0)
+        who[i]->out.append(buf, static_cast<size_t>(r));
+      else
+        who[i]->eof = true;
     }
   }
   std::vector<Isolated> out;
@@ -285,10 +316,14 @@ std::vector<Isolated> run_isolated(const std::vector<std::function<std::string()
     ::close(k.fd);
     Isolated r;
     r.finished = k.eof && WIFEXITED(status);
-    if (!k.eof) r.message = fmt::format("did not finish within {} s", timeout_s);
-    else if (WIFSIGNALED(status)) r.message = fmt::format("died of signal {}", WTERMSIG(status));
-    else if (WEXITSTATUS(status) != 0 && k.out.empty()) r.message = "failed";
-    else r.message = k.out;
+    if (!k.eof)
+      r.message = fmt::format("did not finish within {} s", timeout_s);
+    else if (WIFSIGNALED(status))
+      r.message = fmt::format("died of signal {}", WTERMSIG(status));
+    else if (WEXITSTATUS(status) != 0 && k.out.empty())
+      r.message = "failed";
+    else
+      r.message = k.out;
     out.push_back(std::move(r));
   }
   return out;

@@ -73,9 +73,10 @@ interp::HostArray read_back(const Tensor& t);
 
 // Empty when `actual` matches `expected` (dtype, shape and every element); otherwise a message
 // naming `what`, the number of differing elements, the first few with their indices and both
-// values, and the tolerance.
+// values, and the tolerance. `reference` names where `expected` came from.
 std::string compare(const interp::HostArray& actual, const interp::HostArray& expected,
-                     const Tolerance& tol, const std::string& what);
+                    const Tolerance& tol, const std::string& what,
+                    const std::string& reference = "the interpreter");
 
 // What the interpreter says a tensor holds, taken before the tensor is materialized
 // (materializing replaces the tensor's node by its buffer, which the interpreter would only read
@@ -94,19 +95,23 @@ struct Verdict {
   std::string message;
 };
 
-// Collects expectations, then materializes them together with one tj::eval (one schedule: one
-// kernel per distinct shape, so a whole table of ops costs a few compilations) and compares each
-// result with the interpreter. An expectation whose interpreter run threw is materialized alone
-// and must throw a tj::Error with the same message. When the joint tj::eval throws, every
-// expectation is materialized alone so that the failure names the op that caused it.
+// Collects expectations, then materializes them together, `max_joint` tensors per tj::eval (one
+// schedule: one kernel per distinct shape, so a table of ops costs a few compilations; bounded,
+// because LLVM's code generation time explodes on kernels with many dozens of outputs), and
+// compares each result with the interpreter. An expectation whose interpreter run threw is
+// materialized alone and must throw a tj::Error with the same message. When a joint tj::eval
+// throws, each of its tensors is materialized alone so that the failure names the op that caused
+// it.
 class OracleBatch {
 public:
+  explicit OracleBatch(size_t max_joint = 32) : max_joint_(max_joint) {}
   void add(const Tensor& t, const Tolerance& tol, std::string what);
   void add(const Tensor& t, Accuracy acc, std::string what);
   size_t size() const { return items_.size(); }
   std::vector<Verdict> run();
 
 private:
+  size_t max_joint_;
   std::vector<Expectation> items_;
 };
 
