@@ -225,10 +225,14 @@ enum class Layout {
   SliceOfCast,   // every other column of a computed tensor (a Slice node)
   PermuteOfCast, // the transpose of a computed tensor (a Permute node)
   ReshapeOfCast, // a computed (r * c,) tensor split into (r, c) (a Reshape node)
+  MergedView,    // (r/2, 2, c) permuted from memory (r/2, c, 2), merged into (r, c): no view can
+                 // express that, so it is a Reshape node
+  MergedCast,    // the same of a computed tensor
 };
-constexpr std::array<Layout, 8> kLayouts = {
-    Layout::Contiguous,    Layout::Transposed,  Layout::Permuted,      Layout::StridedSlice,
-    Layout::ReversedSlice, Layout::SliceOfCast, Layout::PermuteOfCast, Layout::ReshapeOfCast};
+constexpr std::array<Layout, 10> kLayouts = {
+    Layout::Contiguous,    Layout::Transposed,  Layout::Permuted,   Layout::StridedSlice,
+    Layout::ReversedSlice, Layout::SliceOfCast, Layout::MergedView, Layout::PermuteOfCast,
+    Layout::ReshapeOfCast, Layout::MergedCast};
 
 const char* layout_name(Layout l) {
   switch (l) {
@@ -248,6 +252,10 @@ const char* layout_name(Layout l) {
     return "transpose of a computed tensor";
   case Layout::ReshapeOfCast:
     return "reshape of a computed tensor";
+  case Layout::MergedView:
+    return "merging reshape of a permuted buffer";
+  case Layout::MergedCast:
+    return "merging reshape of a permuted computed tensor";
   }
   return "?";
 }
@@ -314,6 +322,18 @@ Tensor laid_out(const Values& m, int64_t r, int64_t c, Layout l) {
       identity[k] = static_cast<int64_t>(k);
     return cast(make(gather(m, identity, wider(t)), {r * c}), t).reshape({r, c});
   }
+  case Layout::MergedView:
+  case Layout::MergedCast: {
+    // Memory (r/2, c, 2) holds m[2a + b][j] at [a][j][b].
+    std::vector<int64_t> idx(static_cast<size_t>(r * c));
+    for (int64_t a = 0; a < r / 2; ++a)
+      for (int64_t j = 0; j < c; ++j)
+        for (int64_t b = 0; b < 2; ++b)
+          idx[(a * c + j) * 2 + b] = (2 * a + b) * c + j;
+    Tensor mem = l == Layout::MergedView ? make(gather(m, idx, t), {r / 2, c, 2})
+                                         : cast(make(gather(m, idx, wider(t)), {r / 2, c, 2}), t);
+    return mem.permute({0, 2, 1}).reshape({r, c});
+  }
   }
   return {};
 }
@@ -342,7 +362,7 @@ Values with_ordinary(const Values& special) {
   return v;
 }
 
-// The sixteen special values as an input of variant `k` (modulo 10): the layouts of a (4, 4),
+// The sixteen special values as an input of variant `k` (modulo 12): the layouts of a (4, 4),
 // a (1, 4) expanded to (4, 4), or one value as a 0-d tensor.
 Tensor special_input(const Values& sv, size_t k, std::string* what) {
   k %= kLayouts.size() + 2;
@@ -356,12 +376,6 @@ Tensor special_input(const Values& sv, size_t k, std::string* what) {
   }
   *what = "0-d";
   return make(take(sv, {11}), {});
-}
-
-// Whether an integer is a value of dtype t (bool: 0 or 1).
-bool fits(int64_t v, DType t) {
-  if (is_float(t)) return true;
-  return v >= min_of(t) && v <= max_of(t);
 }
 
 // ---- the ops ---------------------------------------------------------------------------------
@@ -573,12 +587,13 @@ DType binary_result(const BinaryOp& op, DType promoted) {
   }
 }
 
-// The scalars each binary op meets on either side: bool, integers (one that wraps in narrow
-// dtypes), floats with -0.0, NaN and an infinity. None is zero, so integer division is defined.
+// The scalars each binary op meets on either side: bool, integers (some that wrap in narrow
+// dtypes), floats with both zeros, NaN and an infinity. None is an integer zero in any dtype, so
+// integer division is defined.
 const std::vector<Scalar>& test_scalars() {
-  static const std::vector<Scalar> s = {Scalar(true), Scalar(int64_t{3}), Scalar(int64_t{-1}),
-                                        Scalar(1000), Scalar(2.5),        Scalar(-0.0),
-                                        Scalar(kNaN), Scalar(-kInf)};
+  static const std::vector<Scalar> s = {
+      Scalar(true), Scalar(int64_t{3}), Scalar(int64_t{-1}), Scalar(1000), Scalar(2.5),
+      Scalar(-0.0), Scalar(kNaN),       Scalar(-kInf),       Scalar(0.0),  Scalar(-129)};
   return s;
 }
 
@@ -756,9 +771,6 @@ TEST_CASE("binary ops with a scalar on either side match the interpreter", "[ora
       const Tensor x = laid_out(special_values(t, op.divides), 4, 4, Layout::Transposed);
       for (size_t k = 0; k < 3; ++k) {
         const Scalar& s = scalars[(i + j + 3 * k) % scalars.size()];
-        // Known bugs, tested below: integer divisors that wrap in the dtype, and x - (-0.0).
-        if (op.divides && s.is_integral() && !fits(s.to_int(), t)) continue;
-        if (std::string(op.name) == "sub" && s.is_floating_point() && s.to_double() == 0) continue;
         const DType promoted = ref_result_type({dim(t), wrapped(s)});
         const DType rt = binary_result(op, promoted);
         auto one = [&](bool scalar_first) {
@@ -1354,17 +1366,14 @@ TEST_CASE("float and integer semantics match values computed by PyTorch", "[orac
                std::vector<int64_t>{-1, -1, 203, 155}, "uint8 - int8 (in int16)");
 }
 
-// ---- known bugs ------------------------------------------------------------------------------
+// ---- bugs these tests found, kept as regression tests ------------------------------------------
 
-// BUG (lib/schedule/scheduler.cpp): a reshape that merges dimensions of a computed (non-leaf)
-// tensor, or of a permuted buffer, used inside a larger expression, sends Scheduler::realize_group
-// into an endless loop: KernelBuilder::move_access cannot index the Reshape affinely and throws
-// NeedsRealize for its source, realize_group computes the source and retries, but the retry lowers
-// the same Reshape node with the same shapes and throws again, computing a fresh copy each time
-// (memory grows by ~140 MB/s). Reproducer: `(x + 1).reshape({60}) * 2` for x of shape (4, 5, 3),
-// then `.eval()`. The checks run in child processes killed after a few seconds.
+// A reshape that merges dimensions of a computed tensor, or of a permuted buffer, inside a larger
+// expression once sent Scheduler::realize_group into an endless loop (it realized the Reshape's
+// source and retried lowering the same Reshape, forever, allocating as it went). The checks run
+// in child processes killed after a few seconds, so that a regression fails instead of hanging.
 TEST_CASE("a reshape merging dims of a computed or permuted tensor inside an expression",
-          "[oracle][!mayfail]") {
+          "[oracle]") {
   auto body = [](std::function<Tensor()> build, std::string what) {
     return [build, what]() -> std::string {
       OracleBatch batch;
@@ -1396,11 +1405,10 @@ TEST_CASE("a reshape merging dims of a computed or permuted tensor inside an exp
   }
 }
 
-// BUG (lib/interp/interpreter.cpp): the interpreter converts int64 to float32/bfloat16 through
-// double, which rounds twice: 2^60 + 2^36 + 1 becomes 2^60 + 2^36 in double, a tie that float32
-// rounds to even (2^60). PyTorch (static_cast<float>(int64_t)) and the JIT (sitofp) round once, to
-// 2^60 + 2^37. The oracle then disagrees with the correct JIT.
-TEST_CASE("int64 to float32 rounds once in the interpreter", "[oracle][cast][!mayfail]") {
+// The interpreter once converted int64 to float32/bfloat16 through double, which rounds twice:
+// 2^60 + 2^36 + 1 becomes 2^60 + 2^36 in double, a tie that float32 rounds to even (2^60).
+// PyTorch (static_cast<float>(int64_t)) and the JIT (sitofp) round once, to 2^60 + 2^37.
+TEST_CASE("int64 to float32 rounds once in the interpreter", "[oracle][cast]") {
   const int64_t big = (int64_t{1} << 60) + (int64_t{1} << 36) + 1;
   const double want = static_cast<double>(static_cast<float>(big)); // 2^60 + 2^37
   const Tensor x = tj::tensor<int64_t>({big, -big}).to(tj::kFloat32);
@@ -1409,11 +1417,10 @@ TEST_CASE("int64 to float32 rounds once in the interpreter", "[oracle][cast][!ma
   CHECK(e.f == std::vector<double>{want, -want});
 }
 
-// BUG (lib/ir/node.cpp make_const, lib/schedule/scheduler.cpp param_bits): integer constants
-// converted to a float dtype are stored as double first, so an int64 scalar above 2^53 rounds
-// twice on its way to float32: float32_tensor + (2^60 + 2^36 + 1) gives 2^60 where PyTorch gives
-// 2^60 + 2^37. The interpreter agrees with the JIT (both read the rounded constant).
-TEST_CASE("int64 scalars convert to float32 with one rounding", "[oracle][cast][!mayfail]") {
+// Integer constants converted to a float dtype were once stored as double first, so an int64
+// scalar above 2^53 rounded twice on its way to float32: float32_tensor + (2^60 + 2^36 + 1) gave
+// 2^60 where PyTorch gives 2^60 + 2^37 (the interpreter agreed: both read the rounded constant).
+TEST_CASE("int64 scalars convert to float32 with one rounding", "[oracle][cast]") {
   const int64_t big = (int64_t{1} << 60) + (int64_t{1} << 36) + 1;
   const double want = static_cast<double>(static_cast<float>(big));
   CHECK((tj::zeros({1}) + big).to_vector<double>() == std::vector<double>{want});
@@ -1421,16 +1428,14 @@ TEST_CASE("int64 scalars convert to float32 with one rounding", "[oracle][cast][
         std::vector<double>{want});
 }
 
-// BUG (lib/passes/simplify.cpp fold_constant, lib/ir/node.cpp make_const): constants keep the
-// value they were given, not the value of their dtype (make_const stores 1000 for an int8
-// constant, 0.1 for a float16 one), and fold_constant computes on those raw values. Everything
-// else (the interpreter, the JIT's kernel parameters) first converts them to the dtype. So
-// int8_tensor.floor_divide(1000) (1000 is -24 in int8, as PyTorch wraps it) folds the
-// decomposition's "divisor < 0" to false and computes 5 // -24 as 0 instead of -1;
-// uint8_tensor.remainder(-1) (255) likewise; and full({2}, 0.1, float16) + 0.2 folds 0.1 + 0.2 in
-// double (0.300048828125 in float16) where PyTorch and the interpreter add the float16 values
-// (0.2998046875).
-TEST_CASE("constants are folded as values of their dtype", "[oracle][!mayfail]") {
+// Constants once kept the value they were given, not the value of their dtype (1000 for an int8
+// constant, 0.1 for a float16 one), and the constant folder computed on those raw values while
+// the interpreter and the kernels' parameters converted them first. int8_tensor.floor_divide(1000)
+// (1000 is -24 in int8, as PyTorch wraps it) folded the decomposition's "divisor < 0" to false and
+// computed 5 // -24 as 0 instead of -1; uint8_tensor.remainder(-1) (255) likewise; and
+// full({2}, 0.1, float16) + 0.2 folded 0.1 + 0.2 in double (0.300048828125 in float16) where
+// PyTorch and the interpreter add the float16 values (0.2998046875).
+TEST_CASE("constants are folded as values of their dtype", "[oracle]") {
   const Tensor i8 = tj::tensor<int64_t>({5, -5, 100, 0}, tj::dtype(tj::kInt8));
   const Tensor u8 = tj::tensor<int64_t>({5, 0, 200, 255}, tj::dtype(tj::kUInt8));
   OracleBatch batch;
@@ -1446,16 +1451,18 @@ TEST_CASE("constants are folded as values of their dtype", "[oracle][!mayfail]")
                tj::test::tolerance(tj::kFloat16, Accuracy::Exact), "full(0.1, float16) + 0.2");
 }
 
-// BUG (lib/passes/simplify.cpp identity): x + 0 and x - c for a constant c equal to zero are
-// rewritten to x, but -0.0 + 0.0 and -0.0 - (-0.0) are +0.0 (PyTorch gives 0.), so the JIT returns
-// -0.0 where the interpreter returns +0.0. Only x + (-0.0) and x - (+0.0) are identities.
-TEST_CASE("adding zero keeps IEEE signed zeros", "[oracle][!mayfail]") {
+// The simplifier once rewrote x + 0 and x - c for any constant c equal to zero to x, but
+// -0.0 + 0.0 and -0.0 - (-0.0) are +0.0 (PyTorch gives 0.). Only x + (-0.0) and x - (+0.0) are
+// identities.
+TEST_CASE("adding zero keeps IEEE signed zeros", "[oracle]") {
   const Tensor x = tj::tensor<double>({-0.0, 0.0, 1.5}, tj::dtype(tj::kFloat32));
   OracleBatch batch;
   batch.add(x + 0, Accuracy::Exact, "x + 0");
   batch.add(x + 0.0, Accuracy::Exact, "x + 0.0");
   batch.add(x - (-0.0), Accuracy::Exact, "x - (-0.0)");
   batch.add(0.0 + x, Accuracy::Exact, "0.0 + x");
+  batch.add(x + (-0.0), Accuracy::Exact, "x + (-0.0)");
+  batch.add(x - 0.0, Accuracy::Exact, "x - 0.0");
   TJ_CHECK_BATCH(batch);
   check_golden(x + 0, {0.0, 0.0, 1.5}, tj::test::tolerance(tj::kFloat32, Accuracy::Exact), "x + 0");
 }

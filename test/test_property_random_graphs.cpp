@@ -225,7 +225,7 @@ private:
   InputSpec random_input(const Shape& shape);
   size_t pick_value();
   size_t pick_where(const std::function<bool(size_t)>& ok);
-  Scalar random_scalar(bool nonzero_odd = false);
+  Scalar random_scalar(bool divisor = false);
   DType dtype(size_t v) const { return pool_[v].dtype(); }
 
   // Adds a step building a value with relative error bound `rel` from `operands`.
@@ -288,16 +288,18 @@ size_t Generator::pick_where(const std::function<bool(size_t)>& ok) {
   return pick(cands);
 }
 
-// Scalars of every kind, none zero (x + 0.0 is a known simplifier bug, see test_ops_vs_interp) and
-// none out of range of any integer dtype (constants that wrap fold wrongly, same place).
-Scalar Generator::random_scalar(bool nonzero_odd) {
-  static const std::vector<Scalar> odd = {Scalar(int64_t{1}), Scalar(int64_t{3}),
-                                          Scalar(int64_t{7}), Scalar(int64_t{5})};
+// Scalars of every kind: zeros, integers that wrap in narrow dtypes, floats. Divisors are odd
+// integers (odd in every dtype they wrap to, so never an integer zero) or floats.
+Scalar Generator::random_scalar(bool divisor) {
+  static const std::vector<Scalar> divisors = {
+      Scalar(int64_t{1}),    Scalar(int64_t{3}), Scalar(int64_t{-1}), Scalar(int64_t{7}),
+      Scalar(int64_t{1001}), Scalar(-129),       Scalar(2.5),         Scalar(-0.0)};
   static const std::vector<Scalar> all = {
-      Scalar(true),         Scalar(int64_t{1}), Scalar(int64_t{2}), Scalar(int64_t{7}),
-      Scalar(int64_t{100}), Scalar(0.5),        Scalar(-2.5),       Scalar(3.75),
-      Scalar(1e-3),         Scalar(kInf)};
-  return nonzero_odd ? pick(odd) : pick(all);
+      Scalar(true),        Scalar(false),        Scalar(int64_t{0}), Scalar(int64_t{2}),
+      Scalar(int64_t{-7}), Scalar(int64_t{100}), Scalar(1000),       Scalar(0.0),
+      Scalar(-0.0),        Scalar(0.5),          Scalar(-2.5),       Scalar(3.75),
+      Scalar(1e-3),        Scalar(kInf)};
+  return divisor ? pick(divisors) : pick(all);
 }
 
 void Generator::add(std::string text, std::vector<size_t> operands, double rel,
@@ -607,7 +609,7 @@ bool Generator::step() {
   }
   default: { // movement ops on computed values
     const Shape& sh = pool_[a].sizes();
-    switch (uniform(4)) {
+    switch (uniform(5)) {
     case 0: { // permute, an op, permute back
       if (sh.size() < 2) return false;
       std::vector<int64_t> perm(sh.size()), inverse(sh.size());
@@ -638,6 +640,20 @@ bool Generator::step() {
       Shape target = tj::ir::broadcast_shapes(sh, full_);
       add(fmt::format("v{}.expand({})", a, tj::test::shape_str(target)), {a}, ra,
           [a, target](const Pool& q) { return q[a].expand(target); });
+      return true;
+    }
+    case 4: { // flatten (a merge no view can express for computed or permuted values), back
+      const size_t last = sh.size() - 1;
+      if (sh.size() < 2) return false;
+      Shape turned = sh;
+      std::swap(turned[0], turned[last]);
+      add(fmt::format("neg_or_not(v{}.transpose(0, {}).flatten()).reshape({}).transpose(0, {})", a,
+                      last, tj::test::shape_str(turned), last),
+          {a}, ra, [a, last, turned](const Pool& q) {
+            Tensor x = q[a].transpose(0, static_cast<int64_t>(last)).flatten();
+            x = x.dtype() == tj::kBool ? x.logical_not() : -x;
+            return x.reshape(turned).transpose(0, static_cast<int64_t>(last));
+          });
       return true;
     }
     default: { // reverse one dim (a Slice with step -1)

@@ -54,6 +54,8 @@ struct Access {
   }
 };
 
+constexpr size_t kMaxOutputsPerKernel = 16;
+
 // Raised while lowering when a node must be computed into memory first.
 struct NeedsRealize {
   NodePtr node;
@@ -493,8 +495,12 @@ public:
         n = ir::resolve(n->src[0]);
       groups[n->shape].push_back({t.mark, n});
     }
+    // Outputs per kernel are bounded: LLVM's code generation time grows
+    // steeply with the size of one function.
     for (auto& [shape, group] : groups)
-      realize_group(group);
+      for (size_t i = 0; i < group.size(); i += kMaxOutputsPerKernel)
+        realize_group(std::vector<Target>(group.begin() + i,
+                                          group.begin() + std::min(group.size(), i + kMaxOutputsPerKernel)));
     return std::move(launches_);
   }
 
