@@ -73,18 +73,17 @@ void realize_now(const std::vector<ir::NodePtr>& nodes) {
   std::vector<sched::Target> targets;
   for (size_t i = 0; i < todo.size(); ++i)
     targets.push_back({todo[i], simple[i]});
-  std::vector<rt::Launch> launches = sched::schedule(targets, config().fusion);
+  std::vector<ir::NodePtr> marked;
+  std::vector<rt::Launch> launches = sched::schedule(targets, config().fusion, &marked);
   if (config().debug >= 2)
     for (const auto& l : launches)
       fmt::print(stderr, "[tj] schedule: {} over [{}]\n", l.kernel.name, fmt::join(l.domain, ", "));
   try {
     rt::execute(launches);
   } catch (...) {
-    // Nothing was computed: forget the buffers the plan promised.
-    for (const auto& n : todo)
+    // Nothing can be trusted as computed: forget every buffer the plan promised.
+    for (const auto& n : marked)
       n->realized.reset();
-    for (const auto& n : simple)
-      if (n->op != ir::Op::Buffer) n->realized.reset();
     throw;
   }
 }

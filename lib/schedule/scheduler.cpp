@@ -499,8 +499,8 @@ public:
     // steeply with the size of one function.
     for (auto& [shape, group] : groups)
       for (size_t i = 0; i < group.size(); i += kMaxOutputsPerKernel)
-        realize_group(std::vector<Target>(group.begin() + i,
-                                          group.begin() + std::min(group.size(), i + kMaxOutputsPerKernel)));
+        realize_group(std::vector<Target>(
+            group.begin() + i, group.begin() + std::min(group.size(), i + kMaxOutputsPerKernel)));
     return std::move(launches_);
   }
 
@@ -543,9 +543,12 @@ private:
                                    ir::View{ir::contiguous_strides(n->shape), 0});
           };
           t.mark->realized = buffer(t.mark);
+          marked_.push_back(t.mark);
           // The computed node is realized too (unless it is memory already, as a clone's source).
-          if (t.compute != t.mark && !t.compute->realized && t.compute->op != Op::Buffer)
+          if (t.compute != t.mark && !t.compute->realized && t.compute->op != Op::Buffer) {
             t.compute->realized = buffer(t.compute);
+            marked_.push_back(t.compute);
+          }
         }
         if (ir::numel(shape) > 0) launches_.push_back(std::move(l));
         return;
@@ -562,12 +565,25 @@ private:
 
   bool fusion_;
   std::vector<rt::Launch> launches_;
+
+public:
+  std::vector<NodePtr> marked_; // every node given a buffer by this plan
 };
 
 } // namespace
 
-std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion) {
-  return Scheduler(fusion).run(targets);
+std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
+                                 std::vector<NodePtr>* marked) {
+  Scheduler s(fusion);
+  try {
+    auto launches = s.run(targets);
+    if (marked) *marked = std::move(s.marked_);
+    return launches;
+  } catch (...) {
+    for (const auto& n : s.marked_)
+      n->realized.reset();
+    throw;
+  }
 }
 
 } // namespace tj::sched

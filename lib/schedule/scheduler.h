@@ -23,6 +23,9 @@ struct Target {
 // expressions. A node is computed by a kernel of its own only where its
 // value cannot be indexed affinely (a reshape across non-contiguous dims).
 // Without fusion (TJ_FUSION=0) every ALU op is its own kernel.
-std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion);
+// `marked` receives every node whose `realized` the plan set, so that a
+// caller whose launches fail can take the promises back.
+std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
+                                 std::vector<ir::NodePtr>* marked = nullptr);
 
 } // namespace tj::sched
