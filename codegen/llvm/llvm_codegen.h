@@ -19,9 +19,10 @@ struct CompiledKernel {
 };
 
 // Compiles a kernel for the host CPU (thread-safe; may be called from several threads).
-// opt_level 0..3. Throws std::runtime_error with the LLVM error text and the kernel's str() on
-// failure (std::logic_error from kir::verify for a malformed kernel). The machine code lives as
-// long as the returned object.
+// opt_level 0..3: 0 unoptimized; 1 the kernel pipeline without loop vectorization; 2 and 3 (the
+// default) the kernel pipeline, the same for both. Throws std::runtime_error with the LLVM error
+// text and the kernel's str() on failure (std::logic_error from kir::verify for a malformed
+// kernel). The machine code lives as long as the returned object.
 std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level);
 
 // Text of the optimized LLVM IR module, and of the host assembly, for dumps (tjc --emit=llvm|asm).

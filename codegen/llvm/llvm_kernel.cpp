@@ -104,26 +104,27 @@ private:
   llvm::Value* element_address(int s);
   llvm::Instruction* annotate(llvm::Instruction* access, int s);
   llvm::Value* arg(Arg a) { return f_->getArg(a); }
-  // Marks the loop whose latch branch this is as not to be unrolled: the outer loops of a nest
-  // gain nothing from it and would copy the vectorized inner loop.
-  void no_unroll(llvm::Instruction* latch_branch) {
-    llvm::Metadata* disable[] = {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")};
-    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, disable)};
+  // Sets a hint on the loop whose latch branch this is (its llvm.loop metadata).
+  void loop_hint(llvm::Instruction* latch_branch, const char* name, llvm::Metadata* value) {
+    llvm::SmallVector<llvm::Metadata*, 2> hint = {llvm::MDString::get(ctx_, name)};
+    if (value) hint.push_back(value);
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, hint)};
     auto* md = llvm::MDNode::getDistinct(ctx_, ops);
     md->replaceOperandWith(0, md);
     latch_branch->setMetadata(llvm::LLVMContext::MD_loop, md);
   }
-  // Asks the loop vectorizer not to interleave the loop whose latch branch this is. The loops
-  // over a tile are bound by the memory they stream, not by latency, and often run fewer than
-  // 32 iterations (narrow outputs, the last tile): interleaved 4 times, an 8-wide vector loop
-  // would leave them to the scalar remainder (a 24-wide matmul ran 2x slower).
+  // The outer loops of a nest are not unrolled: they gain nothing from it and would copy the
+  // vectorized inner loop.
+  void no_unroll(llvm::Instruction* latch_branch) {
+    loop_hint(latch_branch, "llvm.loop.unroll.disable", nullptr);
+  }
+  // The loops over a tile are not interleaved: they are bound by the memory they stream, not by
+  // latency, and often run fewer than 32 iterations (narrow outputs, the last tile): interleaved
+  // 4 times, an 8-wide vector loop would leave those to the scalar remainder (a matmul 24 outputs
+  // wide ran 2x slower).
   void interleave_once(llvm::Instruction* latch_branch) {
-    llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
-                               llvm::ConstantAsMetadata::get(b_.getInt32(1))};
-    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, count)};
-    auto* md = llvm::MDNode::getDistinct(ctx_, ops);
-    md->replaceOperandWith(0, md);
-    latch_branch->setMetadata(llvm::LLVMContext::MD_loop, md);
+    loop_hint(latch_branch, "llvm.loop.interleave.count",
+              llvm::ConstantAsMetadata::get(b_.getInt32(1)));
   }
   [[noreturn]] void bad(int v, const std::string& what) {
     throw LowerError(fmt::format("%{}: {}", v, what));
@@ -138,7 +139,7 @@ private:
   llvm::Function* f_ = nullptr;
   bool reduces_ = false;
   bool tiled_ = false;
-  bool narrow_by_rows_ = false; // tiled, but calls with n < kMinTiledN take the element loop
+  bool narrow_by_rows_ = false;      // tiled, but calls with n < kMinTiledN take the element loop
   llvm::BasicBlock* done_ = nullptr; // after the loops: new blocks go before it
   llvm::Value* i_ = nullptr;         // element index
   llvm::Value* j_ = nullptr;         // reduction index, inside the reduction loop only
@@ -244,14 +245,6 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   auto* br = b_.CreateCondBr(b_.CreateICmpEQ(next, arg(kN)), done, loop);
   if (reduces_) no_unroll(br);
-  if (!reduces_ && getenv("TJ_PRED")) {
-    std::vector<llvm::Metadata*> mds = {nullptr};
-    mds.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"), llvm::ConstantAsMetadata::get(b_.getTrue())}));
-    if (getenv("TJ_PRED")[0] == 'w') mds.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(b_.getTrue())}));
-    auto* md = llvm::MDNode::getDistinct(ctx_, mds);
-    md->replaceOperandWith(0, md);
-    br->setMetadata(llvm::LLVMContext::MD_loop, md);
-  }
   i->addIncoming(b_.getInt64(0), pre);
   i->addIncoming(next, latch);
   if (ops_.err == err_in) {
@@ -394,7 +387,7 @@ void KernelLowering::classify() {
       i_contiguous |= slot.stride == StrideKind::Contiguous;
     }
   tiled_ = reduces_ && !j_contiguous && i_contiguous;
-  narrow_by_rows_ = tiled_ && j_broadcast_contiguous && !getenv("TJ_NODUAL");
+  narrow_by_rows_ = tiled_ && j_broadcast_contiguous;
 }
 
 // ---- reductions --------------------------------------------------------------------------------
@@ -635,11 +628,11 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   // for each block [jb, jend) of [0, r) (one block unless a sum is blocked):
   b_.SetInsertPoint(jblock);
   auto* jb = b_.CreatePHI(i64, 2, "jb");
-  llvm::Value* jend =
-      any_blocked ? b_.CreateBinaryIntrinsic(
-                        llvm::Intrinsic::smin,
-                        b_.CreateAdd(jb, b_.getInt64(kTileSumBlock), "", true, true), r)
-                  : r;
+  llvm::Value* jend = any_blocked
+                          ? b_.CreateBinaryIntrinsic(
+                                llvm::Intrinsic::smin,
+                                b_.CreateAdd(jb, b_.getInt64(kTileSumBlock), "", true, true), r)
+                          : r;
   b_.CreateBr(jloop);
 
   //   for j in the block: the values that do not depend on i, then for ii: accumulate, in the
@@ -682,8 +675,8 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
         if (!blocked[a]) continue;
         llvm::Value* p = at(partial[a], ii);
         llvm::Value* q = at(total[a], ii);
-        llvm::Value* sum = accumulate(accs[a], b_.CreateLoad(accs[a].ty, q),
-                                      b_.CreateLoad(accs[a].ty, p), false);
+        llvm::Value* sum =
+            accumulate(accs[a], b_.CreateLoad(accs[a].ty, q), b_.CreateLoad(accs[a].ty, p), false);
         b_.CreateStore(sum, q);
         b_.CreateStore(accs[a].init, p);
       }
