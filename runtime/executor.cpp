@@ -17,11 +17,7 @@ namespace {
 // Elements below which a launch runs on the calling thread only.
 constexpr int64_t kGrain = 32768;
 
-// The kernel ABI of codegen/kernel_ir.h, reduction arguments included.
-using KernelFn = void (*)(int64_t, void* const*, const int64_t*, const int64_t*, const uint64_t*,
-                          int32_t*, int64_t, const int64_t*);
-
-void run_launch(const Launch& l, KernelFn fn) {
+void run_launch(const Launch& l, llvmjit::KernelFn fn) {
   const size_t nd = l.domain.size(), ns = l.slots.size();
   int64_t total = 1;
   for (int64_t d : l.domain)
@@ -72,7 +68,7 @@ void execute(const std::vector<Launch>& launches) {
   for (const auto& l : launches) {
     auto code = get_kernel(l.kernel);
     auto t0 = std::chrono::steady_clock::now();
-    run_launch(l, reinterpret_cast<KernelFn>(reinterpret_cast<void*>(code->fn)));
+    run_launch(l, code->fn);
     ++counters().kernels_launched;
     if (config().debug >= 1) {
       double us =

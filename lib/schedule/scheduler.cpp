@@ -436,13 +436,8 @@ private:
 
   // An ALU op; 16-bit floats compute in float32 and are rounded back.
   int32_t alu(Op op, DType out, std::vector<int32_t> src) {
-    bool half = is_half(out);
     for (int32_t& s : src)
-      if (is_half(dtype_of(s))) {
-        s = convert(s, kFloat32);
-        half = true;
-      }
-    (void)half;
+      if (is_half(dtype_of(s))) s = convert(s, kFloat32);
     DType compute = is_half(out) ? kFloat32 : out;
     kir::Value v{op, compute, {-1, -1, -1}, -1, 0};
     for (size_t i = 0; i < src.size(); ++i)
