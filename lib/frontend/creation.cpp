@@ -58,22 +58,22 @@ std::pair<uint64_t, uint64_t> take_counters(int64_t n) {
   return {g.seed, off};
 }
 
-NodePtr k(const Scalar& v, DType t) { return fe::constant(v, t); }
-
 // Uniform [0, 1) in float type `t` from Philox words, exactly representable.
 NodePtr uniform(const Shape& shape, DType t, uint64_t seed, uint64_t off, int w0 = 0) {
   NodePtr a = philox_word(shape, seed, off, w0);
   if (t == kFloat64) {
     // 53 random bits: (a >> 11) * 2^21 + (b >> 11)... as (a * 2^21 + (b >> 11)) * 2^-53.
     NodePtr b = philox_word(shape, seed, off, w0 + 1);
-    NodePtr hi = fe::binary(Op::Mul, a, k(int64_t{1} << 21, kInt64));
-    NodePtr lo = fe::binary(Op::Div, b, k(int64_t{1} << 11, kInt64));
+    NodePtr hi = fe::binary(Op::Mul, a, fe::constant(int64_t{1} << 21, kInt64));
+    NodePtr lo = fe::binary(Op::Div, b, fe::constant(int64_t{1} << 11, kInt64));
     NodePtr bits = fe::binary(Op::Add, hi, lo);
-    return fe::binary(Op::Mul, fe::cast(bits, kFloat64), k(std::ldexp(1.0, -53), kFloat64));
+    return fe::binary(Op::Mul, fe::cast(bits, kFloat64),
+                      fe::constant(std::ldexp(1.0, -53), kFloat64));
   }
   int mant = t == kFloat16 ? 11 : t == kBFloat16 ? 8 : 24;
-  NodePtr bits = fe::binary(Op::Div, a, k(int64_t{1} << (32 - mant), kInt64));
-  NodePtr f = fe::binary(Op::Mul, fe::cast(bits, kFloat32), k(std::ldexp(1.0, -mant), kFloat32));
+  NodePtr bits = fe::binary(Op::Div, a, fe::constant(int64_t{1} << (32 - mant), kInt64));
+  NodePtr f =
+      fe::binary(Op::Mul, fe::cast(bits, kFloat32), fe::constant(std::ldexp(1.0, -mant), kFloat32));
   return fe::cast(f, t);
 }
 
@@ -135,10 +135,11 @@ Tensor randn(IntArrayRef size, TensorOptions o) {
   auto [seed, off] = take_counters(ir::numel(size));
   // Box-Muller on two independent uniforms from the same counter (words 0-1 and 2-3).
   DType c = t == kFloat64 ? kFloat64 : kFloat32;
-  NodePtr u1 = fe::binary(Op::Sub, k(1.0, c), uniform(size, c, seed, off, 0)); // (0, 1]
+  NodePtr u1 = fe::binary(Op::Sub, fe::constant(1.0, c), uniform(size, c, seed, off, 0)); // (0, 1]
   NodePtr u2 = uniform(size, c, seed, off, 2);
-  NodePtr r = fe::unary(Op::Sqrt, fe::binary(Op::Mul, k(-2.0, c), fe::unary(Op::Log, u1)));
-  NodePtr th = fe::unary(Op::Cos, fe::binary(Op::Mul, k(2.0 * M_PI, c), u2));
+  NodePtr r =
+      fe::unary(Op::Sqrt, fe::binary(Op::Mul, fe::constant(-2.0, c), fe::unary(Op::Log, u1)));
+  NodePtr th = fe::unary(Op::Cos, fe::binary(Op::Mul, fe::constant(2.0 * M_PI, c), u2));
   return finish(fe::cast(fe::binary(Op::Mul, r, th), t), o);
 }
 
@@ -151,10 +152,13 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o) {
   DType t = o.dtype_or(kInt64);
   auto [seed, off] = take_counters(ir::numel(size));
   // 63 random bits reduced modulo the range (bias below 2^-31 for 32-bit ranges).
-  NodePtr a = fe::binary(Op::Mod, philox_word(size, seed, off, 0), k(int64_t{1} << 31, kInt64));
+  NodePtr a =
+      fe::binary(Op::Mod, philox_word(size, seed, off, 0), fe::constant(int64_t{1} << 31, kInt64));
   NodePtr b = philox_word(size, seed, off, 1);
-  NodePtr bits = fe::binary(Op::Add, fe::binary(Op::Mul, a, k(int64_t{1} << 32, kInt64)), b);
-  NodePtr v = fe::binary(Op::Add, fe::binary(Op::Mod, bits, k(high - low, kInt64)), k(low, kInt64));
+  NodePtr bits =
+      fe::binary(Op::Add, fe::binary(Op::Mul, a, fe::constant(int64_t{1} << 32, kInt64)), b);
+  NodePtr v = fe::binary(Op::Add, fe::binary(Op::Mod, bits, fe::constant(high - low, kInt64)),
+                         fe::constant(low, kInt64));
   return finish(fe::cast(v, t), o);
 }
 Tensor randint(int64_t high, IntArrayRef size, TensorOptions o) {
@@ -191,12 +195,12 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   NodePtr idx = ir::make_node(Op::Iota, kInt64, {n}, {}, {}, {}, nullptr, ir::View{{1}, 0});
   NodePtr v;
   if (!floating && is_integral(t, true)) {
-    v = fe::binary(Op::Add, k(start.to_int(), kInt64),
-                   fe::binary(Op::Mul, idx, k(step.to_int(), kInt64)));
+    v = fe::binary(Op::Add, fe::constant(start.to_int(), kInt64),
+                   fe::binary(Op::Mul, idx, fe::constant(step.to_int(), kInt64)));
   } else {
     // Computed in double and rounded once, as PyTorch's accumulate type does.
-    v = fe::binary(Op::Add, k(s, kFloat64),
-                   fe::binary(Op::Mul, fe::cast(idx, kFloat64), k(st, kFloat64)));
+    v = fe::binary(Op::Add, fe::constant(s, kFloat64),
+                   fe::binary(Op::Mul, fe::cast(idx, kFloat64), fe::constant(st, kFloat64)));
   }
   return finish(fe::cast(v, t), o);
 }
@@ -211,12 +215,13 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   // PyTorch's symmetric form: the first half counts up from start, the second down from end.
   NodePtr idx = fe::cast(
       ir::make_node(Op::Iota, kInt64, {steps}, {}, {}, {}, nullptr, ir::View{{1}, 0}), kFloat64);
-  NodePtr up = fe::binary(Op::Add, k(s, kFloat64), fe::binary(Op::Mul, idx, k(step, kFloat64)));
-  NodePtr down =
-      fe::binary(Op::Sub, k(e, kFloat64),
-                 fe::binary(Op::Mul, fe::binary(Op::Sub, k(double(steps - 1), kFloat64), idx),
-                            k(step, kFloat64)));
-  NodePtr first_half = fe::binary(Op::CmpLt, idx, k(double(steps / 2), kFloat64));
+  NodePtr up = fe::binary(Op::Add, fe::constant(s, kFloat64),
+                          fe::binary(Op::Mul, idx, fe::constant(step, kFloat64)));
+  NodePtr down = fe::binary(
+      Op::Sub, fe::constant(e, kFloat64),
+      fe::binary(Op::Mul, fe::binary(Op::Sub, fe::constant(double(steps - 1), kFloat64), idx),
+                 fe::constant(step, kFloat64)));
+  NodePtr first_half = fe::binary(Op::CmpLt, idx, fe::constant(double(steps / 2), kFloat64));
   return finish(fe::cast(fe::where(first_half, up, down), t), o);
 }
 
@@ -224,7 +229,7 @@ Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double ba
                 TensorOptions o) {
   DType t = o.dtype_or(default_dtype());
   Tensor exps = linspace(start, end, steps, o.dtype(kFloat64));
-  return finish(fe::cast(fe::binary(Op::Pow, k(base, kFloat64), node_of(exps)), t), o);
+  return finish(fe::cast(fe::binary(Op::Pow, fe::constant(base, kFloat64), node_of(exps)), t), o);
 }
 
 Tensor eye(int64_t n, TensorOptions o) { return eye(n, n, o); }

@@ -21,8 +21,6 @@ using ir::Op;
 
 namespace {
 
-NodePtr k(const Scalar& v, DType t) { return fe::constant(v, t); }
-
 NodePtr bin(Op op, const Operand& a, const Operand& b, DType t) {
   return fe::binary(op, fe::cast(a.node, t), fe::cast(b.node, t));
 }
@@ -56,7 +54,7 @@ Tensor add_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
   if (t == kBool) // PyTorch: bool + bool is logical or (a + alpha * b, alpha as a bool)
     return wrap(alpha.to_bool() ? bin(Op::Or, a, b, t) : fe::cast(a.node, t));
   NodePtr y = fe::cast(b.node, t);
-  if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, k(alpha, t));
+  if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, fe::constant(alpha, t));
   return wrap(fe::binary(Op::Add, fe::cast(a.node, t), y));
 }
 
@@ -70,7 +68,7 @@ Tensor sub_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
                 "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   check_alpha(t, alpha);
   NodePtr y = fe::cast(b.node, t);
-  if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, k(alpha, t));
+  if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, fe::constant(alpha, t));
   return wrap(fe::binary(Op::Sub, fe::cast(a.node, t), y));
 }
 
@@ -90,7 +88,7 @@ NodePtr floor_div_nodes(NodePtr x, NodePtr y, DType t) {
     // Truncating quotient, corrected down when the signs differ and it was inexact.
     NodePtr q = fe::binary(Op::Div, x, y);
     NodePtr r = fe::binary(Op::Mod, x, y);
-    NodePtr zero = k(0, t);
+    NodePtr zero = fe::constant(0, t);
     NodePtr inexact = fe::binary(Op::CmpNe, r, zero);
     NodePtr signs_differ =
         fe::binary(Op::Xor, fe::binary(Op::CmpLt, r, zero), fe::binary(Op::CmpLt, y, zero));
@@ -100,14 +98,14 @@ NodePtr floor_div_nodes(NodePtr x, NodePtr y, DType t) {
   // As PyTorch's div_floor: exact quotient of (x - fmod(x, y)) / y, then floor with rounding fix.
   NodePtr mod = fe::binary(Op::Mod, x, y);
   NodePtr div = fe::binary(Op::Div, fe::binary(Op::Sub, x, mod), y);
-  NodePtr zero = k(0, t);
+  NodePtr zero = fe::constant(0, t);
   NodePtr fix = fe::binary(
       Op::And, fe::binary(Op::CmpNe, mod, zero),
       fe::binary(Op::Xor, fe::binary(Op::CmpLt, y, zero), fe::binary(Op::CmpLt, mod, zero)));
-  div = fe::where(fix, fe::binary(Op::Sub, div, k(1, t)), div);
+  div = fe::where(fix, fe::binary(Op::Sub, div, fe::constant(1, t)), div);
   NodePtr fl = fe::unary(Op::Floor, div);
-  NodePtr up = fe::binary(Op::CmpLt, k(0.5, t), fe::binary(Op::Sub, div, fl));
-  fl = fe::where(up, fe::binary(Op::Add, fl, k(1, t)), fl);
+  NodePtr up = fe::binary(Op::CmpLt, fe::constant(0.5, t), fe::binary(Op::Sub, div, fl));
+  fl = fe::where(up, fe::binary(Op::Add, fl, fe::constant(1, t)), fl);
   // A zero quotient takes the sign of x / y; division by zero gives x / y itself.
   NodePtr plain = fe::binary(Op::Div, x, y);
   NodePtr signed_zero = fe::binary(Op::Mul, fe::unary(Op::Abs, zero), plain);
@@ -126,7 +124,7 @@ Tensor remainder_impl(const Operand& a, const Operand& b) {
   reject_bool(t, "remainder_cpu");
   NodePtr x = fe::cast(a.node, t), y = fe::cast(b.node, t);
   NodePtr r = fe::binary(Op::Mod, x, y);
-  NodePtr zero = k(0, t);
+  NodePtr zero = fe::constant(0, t);
   NodePtr fix = fe::binary(
       Op::And, fe::binary(Op::CmpNe, r, zero),
       fe::binary(Op::Xor, fe::binary(Op::CmpLt, r, zero), fe::binary(Op::CmpLt, y, zero)));
@@ -170,7 +168,7 @@ Tensor bitwise(Op op, const Operand& a, const Operand& b, const char* name) {
 }
 
 NodePtr truthy(const NodePtr& x) {
-  return x->dtype == kBool ? x : fe::binary(Op::CmpNe, x, k(0, x->dtype));
+  return x->dtype == kBool ? x : fe::binary(Op::CmpNe, x, fe::constant(0, x->dtype));
 }
 
 // Unary float functions promote integers to the default float dtype.
@@ -268,11 +266,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
   DType t = fe::result_type({operand(a), operand(b)});
-  return where(cond, a.to(t), wrap(k(b, t)));
+  return where(cond, a.to(t), wrap(fe::constant(b, t)));
 }
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
   DType t = fe::result_type({operand(a), operand(b)});
-  return where(cond, wrap(k(a, t)), b.to(t));
+  return where(cond, wrap(fe::constant(a, t)), b.to(t));
 }
 
 Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi) {
@@ -283,8 +281,8 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
                      : fe::result_type({x, operand(*hi)});
   reject_bool(t, lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu");
   NodePtr r = fe::cast(x.node, t);
-  if (lo) r = fe::binary(Op::Max, r, k(*lo, t));
-  if (hi) r = fe::binary(Op::Min, r, k(*hi, t));
+  if (lo) r = fe::binary(Op::Max, r, fe::constant(*lo, t));
+  if (hi) r = fe::binary(Op::Min, r, fe::constant(*hi, t));
   return wrap(r);
 }
 
@@ -297,9 +295,10 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
   if (!is_floating_point(x->dtype)) return wrap(eqn);
   DType t = x->dtype;
   NodePtr diff = fe::unary(Op::Abs, fe::binary(Op::Sub, x, y));
-  NodePtr tol =
-      fe::binary(Op::Add, k(atol, t), fe::binary(Op::Mul, k(rtol, t), fe::unary(Op::Abs, y)));
-  NodePtr finite = fe::binary(Op::CmpLt, diff, k(std::numeric_limits<double>::infinity(), t));
+  NodePtr tol = fe::binary(Op::Add, fe::constant(atol, t),
+                           fe::binary(Op::Mul, fe::constant(rtol, t), fe::unary(Op::Abs, y)));
+  NodePtr finite =
+      fe::binary(Op::CmpLt, diff, fe::constant(std::numeric_limits<double>::infinity(), t));
   NodePtr close =
       fe::binary(Op::Or, eqn, fe::binary(Op::And, finite, fe::binary(Op::CmpLe, diff, tol)));
   if (equal_nan) {
@@ -342,7 +341,7 @@ Tensor sign(const Tensor& a) {
   NodePtr x = node_of(a);
   if (x->dtype == kBool) return a;
   DType t = x->dtype;
-  NodePtr zero = k(0, t);
+  NodePtr zero = fe::constant(0, t);
   // PyTorch's (0 < x) - (x < 0): sign(nan) is 0, sign(-0.0) is +0.
   NodePtr s = fe::binary(Op::Sub, fe::cast(fe::binary(Op::CmpLt, zero, x), t),
                          fe::cast(fe::binary(Op::CmpLt, x, zero), t));
@@ -387,13 +386,13 @@ Tensor sigmoid(const Tensor& a) {
   NodePtr x = node_of(a);
   DType t = float_type(x->dtype);
   x = fe::cast(x, t);
-  return wrap(fe::unary(Op::Recip,
-                        fe::binary(Op::Add, k(1, t), fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
+  return wrap(fe::unary(Op::Recip, fe::binary(Op::Add, fe::constant(1, t),
+                                              fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
 }
 Tensor relu(const Tensor& a) {
   if (a.dtype() == kBool) throw Error("Boolean inputs not supported for relu");
   NodePtr x = node_of(a);
-  return wrap(fe::binary(Op::Max, x, k(0, x->dtype)));
+  return wrap(fe::binary(Op::Max, x, fe::constant(0, x->dtype)));
 }
 Tensor gelu(const Tensor& a) {
   // PyTorch's default (approximate='none'): x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
@@ -402,9 +401,9 @@ Tensor gelu(const Tensor& a) {
     throw Error(
         fmt::format("\"GeluKernelImpl\" not implemented for '{}'", fe::cpp_type_name(x->dtype)));
   DType t = x->dtype;
-  NodePtr e = fe::unary(Op::Erf, fe::binary(Op::Mul, x, k(M_SQRT1_2, t)));
-  return wrap(
-      fe::binary(Op::Mul, fe::binary(Op::Mul, x, k(0.5, t)), fe::binary(Op::Add, k(1, t), e)));
+  NodePtr e = fe::unary(Op::Erf, fe::binary(Op::Mul, x, fe::constant(M_SQRT1_2, t)));
+  return wrap(fe::binary(Op::Mul, fe::binary(Op::Mul, x, fe::constant(0.5, t)),
+                         fe::binary(Op::Add, fe::constant(1, t), e)));
 }
 Tensor isnan(const Tensor& a) {
   NodePtr x = node_of(a);
@@ -415,13 +414,13 @@ Tensor isinf(const Tensor& a) {
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape));
   return wrap(fe::binary(Op::CmpEq, fe::unary(Op::Abs, x),
-                         k(std::numeric_limits<double>::infinity(), x->dtype)));
+                         fe::constant(std::numeric_limits<double>::infinity(), x->dtype)));
 }
 Tensor isfinite(const Tensor& a) {
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(true, kBool, x->shape));
   return wrap(fe::binary(Op::CmpLt, fe::unary(Op::Abs, x),
-                         k(std::numeric_limits<double>::infinity(), x->dtype)));
+                         fe::constant(std::numeric_limits<double>::infinity(), x->dtype)));
 }
 
 // --- Tensor members and operators, in terms of the functions above ---

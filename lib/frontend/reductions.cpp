@@ -21,8 +21,6 @@ using ir::Op;
 
 namespace {
 
-NodePtr k(const Scalar& v, DType t) { return fe::constant(v, t); }
-
 // Sorted, unique, non-negative axes; empty means every axis.
 std::vector<int64_t> normalize_dims(IntArrayRef dims, int64_t ndim) {
   std::vector<int64_t> axes;
@@ -172,7 +170,7 @@ Tensor arg_extremum(Op op, const Tensor& t, std::optional<int64_t> dim, bool kee
   else
     view.strides = ir::contiguous_strides(x->shape);
   NodePtr pos = ir::make_node(Op::Iota, kInt64, x->shape, {}, {}, {}, nullptr, view);
-  NodePtr cand = fe::where(hit, pos, k(std::numeric_limits<int64_t>::max(), kInt64));
+  NodePtr cand = fe::where(hit, pos, fe::constant(std::numeric_limits<int64_t>::max(), kInt64));
   NodePtr idx = reduce(Op::ReduceMin, cand, axes);
   if (!dim && !keepdim) return wrap(fe::reshape(idx, {}));
   return finish(idx, x->shape, axes, dim ? keepdim : false);
@@ -193,8 +191,9 @@ int64_t count(const ir::Shape& s, const std::vector<int64_t>& axes) {
 NodePtr mean_node(const NodePtr& x, const std::vector<int64_t>& axes) {
   DType acc = (x->dtype == kFloat16 || x->dtype == kBFloat16) ? kFloat32 : x->dtype;
   NodePtr s = reduce(Op::ReduceSum, fe::cast(x, acc), axes);
-  return fe::cast(fe::binary(Op::Div, s, k(static_cast<double>(count(x->shape, axes)), acc)),
-                  x->dtype);
+  return fe::cast(
+      fe::binary(Op::Div, s, fe::constant(static_cast<double>(count(x->shape, axes)), acc)),
+      x->dtype);
 }
 
 NodePtr var_node(const NodePtr& x, const std::vector<int64_t>& axes, int64_t correction) {
@@ -203,7 +202,7 @@ NodePtr var_node(const NodePtr& x, const std::vector<int64_t>& axes, int64_t cor
   NodePtr d = fe::binary(Op::Sub, xc, mean_node(xc, axes));
   NodePtr ss = reduce(Op::ReduceSum, fe::binary(Op::Mul, d, d), axes);
   double denom = std::max<double>(0.0, static_cast<double>(count(x->shape, axes) - correction));
-  return fe::cast(fe::binary(Op::Div, ss, k(denom, acc)), x->dtype);
+  return fe::cast(fe::binary(Op::Div, ss, fe::constant(denom, acc)), x->dtype);
 }
 
 void check_float(const NodePtr& x, const char* msg) {
@@ -285,10 +284,11 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim) {
   else if (std::isinf(p))
     r = reduce(p > 0 ? Op::ReduceMax : Op::ReduceMin, a, axes);
   else if (p == 0)
-    r = reduce(Op::ReduceSum, fe::cast(fe::binary(Op::CmpNe, x, k(0, dt)), dt), axes);
+    r = reduce(Op::ReduceSum, fe::cast(fe::binary(Op::CmpNe, x, fe::constant(0, dt)), dt), axes);
   else
-    r = fe::binary(Op::Pow, reduce(Op::ReduceSum, fe::binary(Op::Pow, a, k(p, dt)), axes),
-                   k(1.0 / p, dt));
+    r = fe::binary(Op::Pow,
+                   reduce(Op::ReduceSum, fe::binary(Op::Pow, a, fe::constant(p, dt)), axes),
+                   fe::constant(1.0 / p, dt));
   return finish(r, x->shape, axes, keepdim);
 }
 
@@ -297,8 +297,8 @@ Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim) {
   auto axes = normalize_dims(dims, x->ndim());
   DType dt = x->dtype;
   NodePtr m = reduce(Op::ReduceMax, x, axes);
-  NodePtr inf = k(std::numeric_limits<double>::infinity(), dt);
-  m = fe::where(fe::binary(Op::CmpEq, fe::unary(Op::Abs, m), inf), k(0, dt), m);
+  NodePtr inf = fe::constant(std::numeric_limits<double>::infinity(), dt);
+  m = fe::where(fe::binary(Op::CmpEq, fe::unary(Op::Abs, m), inf), fe::constant(0, dt), m);
   NodePtr s = reduce(Op::ReduceSum, fe::unary(Op::Exp, fe::binary(Op::Sub, x, m)), axes);
   return finish(fe::binary(Op::Add, fe::unary(Op::Log, s), m), x->shape, axes, keepdim);
 }
@@ -309,7 +309,7 @@ Tensor any(const Tensor& t) { return t.any(); }
 namespace {
 Tensor all_any(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Op op) {
   NodePtr x = node_of(t);
-  NodePtr b = x->dtype == kBool ? x : fe::binary(Op::CmpNe, x, k(0, x->dtype));
+  NodePtr b = x->dtype == kBool ? x : fe::binary(Op::CmpNe, x, fe::constant(0, x->dtype));
   auto axes = dim ? normalize_dims({*dim}, x->ndim()) : normalize_dims({}, x->ndim());
   return finish(reduce(op, fe::cast(b, kUInt8), axes), x->shape, axes, dim ? keepdim : false,
                 kBool);
@@ -406,9 +406,9 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
   DType dt = x->dtype;
   NodePtr mu = mean_node(x, axes);
   NodePtr var = var_node(x, axes, 0);
-  NodePtr y =
-      fe::binary(Op::Mul, fe::binary(Op::Sub, x, mu),
-                 fe::unary(Op::Recip, fe::unary(Op::Sqrt, fe::binary(Op::Add, var, k(eps, dt)))));
+  NodePtr y = fe::binary(
+      Op::Mul, fe::binary(Op::Sub, x, mu),
+      fe::unary(Op::Recip, fe::unary(Op::Sqrt, fe::binary(Op::Add, var, fe::constant(eps, dt)))));
   if (weight.defined()) y = fe::binary(Op::Mul, y, fe::cast(node_of(weight), dt));
   if (bias.defined()) y = fe::binary(Op::Add, y, fe::cast(node_of(bias), dt));
   return wrap(y);
