@@ -66,6 +66,13 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
 
 void execute(const std::vector<Launch>& launches) {
   for (const auto& l : launches) {
+    bool on_gpu = false;
+    for (const auto& s : l.slots)
+      on_gpu |= s.storage && s.storage->device().is_cuda();
+    if (on_gpu) {
+      execute_cuda(l);
+      continue;
+    }
     auto code = get_kernel(l.kernel);
     auto t0 = std::chrono::steady_clock::now();
     run_launch(l, code->fn);

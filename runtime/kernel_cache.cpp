@@ -51,4 +51,13 @@ std::shared_ptr<llvmjit::CompiledKernel> get_kernel(const kir::Kernel& k) {
   return code;
 }
 
+std::vector<kir::Kernel> cached_kernels() {
+  auto& c = cache();
+  std::lock_guard lock(c.mu);
+  std::vector<kir::Kernel> out;
+  for (const auto& [h, e] : c.map)
+    out.push_back(e.kernel);
+  return out;
+}
+
 } // namespace tj::rt

@@ -11,4 +11,7 @@ namespace tj::rt {
 // in tj::stats(); with TJ_DEBUG>=1 reports each compile on stderr.
 std::shared_ptr<llvmjit::CompiledKernel> get_kernel(const kir::Kernel& k);
 
+// Every kernel in the cache (tests lower them again, for other backends).
+std::vector<kir::Kernel> cached_kernels();
+
 } // namespace tj::rt

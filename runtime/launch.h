@@ -23,8 +23,10 @@ struct Launch {
   std::vector<uint64_t> params;   // parallel to kernel.params
 };
 
-// Runs launches in order on the CPU: compiles (or finds cached) kernels and
-// splits each iteration space over the thread pool.
+// Runs launches in order on their device: on the CPU, compiled kernels split
+// each iteration space over the thread pool; on a GPU, one launch each.
 void execute(const std::vector<Launch>& launches);
+// One launch on a CUDA device (runtime/cuda_executor.cpp), queued on its stream.
+void execute_cuda(const Launch& l);
 
 } // namespace tj::rt

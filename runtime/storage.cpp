@@ -1,13 +1,15 @@
-// Host memory allocation for Storage.
+// Memory for Storage: the caching host allocator, device memory, copies between devices.
 #include "storage.h"
 
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
 
+#include "cuda_driver.h"
 #include "stats_counters.h"
 #include "tensorjit/error.h"
 
@@ -71,7 +73,15 @@ HostAllocator& host_allocator() {
 } // namespace
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
-  if (!device.is_cpu()) throw Error("CUDA is not available: this build has no CUDA backend yet");
+  if (device.is_cuda()) {
+    const int dev = device.index();
+    cuda::CUdeviceptr p = cuda::allocate(dev, nbytes);
+    counters().bytes_allocated += static_cast<int64_t>(nbytes);
+    return std::shared_ptr<Storage>(
+        new Storage(reinterpret_cast<void*>(p), nbytes, device, [dev, nbytes](void* q) {
+          cuda::release(dev, reinterpret_cast<cuda::CUdeviceptr>(q), nbytes);
+        }));
+  }
   size_t capacity = 0;
   void* p = host_allocator().allocate(nbytes, &capacity);
   if (capacity && !p)
@@ -89,6 +99,39 @@ std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, Device device,
 
 Storage::~Storage() {
   if (deleter_) deleter_(data_);
+}
+
+Device checked_device(Device d) {
+  if (d.is_cpu()) return Device(kCPU);
+  int index = d.index() < 0 ? 0 : d.index();
+  cuda::device(index); // throws when there is no driver or no such device
+  return Device(kCUDA, index);
+}
+
+std::shared_ptr<Storage> copy_bytes(const Storage& src, size_t offset, size_t nbytes, Device dst) {
+  auto out = Storage::allocate(nbytes, dst);
+  const char* from = static_cast<const char*>(src.data()) + offset;
+  char* to = static_cast<char*>(out->data());
+  auto dptr = [](const void* p) { return reinterpret_cast<cuda::CUdeviceptr>(p); };
+  const Device s = src.device();
+  if (s.is_cpu() && dst.is_cpu()) {
+    std::memcpy(to, from, nbytes);
+  } else if (s.is_cpu()) {
+    cuda::copy_to_device(dst.index(), dptr(to), from, nbytes);
+  } else if (dst.is_cpu()) {
+    cuda::copy_to_host(s.index(), to, dptr(from), nbytes);
+  } else if (s == dst) {
+    cuda::copy_on_device(s.index(), dptr(to), dptr(from), nbytes);
+  } else { // between devices, through the host
+    std::vector<char> staging(nbytes);
+    cuda::copy_to_host(s.index(), staging.data(), dptr(from), nbytes);
+    cuda::copy_to_device(dst.index(), dptr(to), staging.data(), nbytes);
+  }
+  return out;
+}
+
+std::shared_ptr<Storage> copy_to_device(const std::shared_ptr<Storage>& src, Device dst) {
+  return copy_bytes(*src, 0, src->nbytes(), dst);
 }
 
 } // namespace tj::rt

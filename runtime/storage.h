@@ -32,4 +32,12 @@ private:
   std::function<void(void*)> deleter_;
 };
 
+// The device `d` names, checked to exist: "cuda" is cuda:0. Throws a clear
+// error when CUDA is asked for and no driver or no such device is present.
+Device checked_device(Device d);
+
+// `nbytes` from `offset` of `src`, copied into fresh storage on `dst`.
+std::shared_ptr<Storage> copy_bytes(const Storage& src, size_t offset, size_t nbytes, Device dst);
+std::shared_ptr<Storage> copy_to_device(const std::shared_ptr<Storage>& src, Device dst);
+
 } // namespace tj::rt

@@ -33,6 +33,8 @@ private:
 namespace cuda {
 bool is_available();
 int device_count();
+// Waits for the work queued on every CUDA device in use (torch.cuda.synchronize).
+void synchronize();
 } // namespace cuda
 
 } // namespace tj

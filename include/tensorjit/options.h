@@ -31,13 +31,15 @@ public:
 
   std::optional<DType> dtype_opt() const { return dtype_; }
   DType dtype_or(DType fallback) const { return dtype_.value_or(fallback); }
-  Device device() const { return device_; }
+  Device device() const { return device_.value_or(Device(kCPU)); }
+  std::optional<Device> device_opt() const { return device_; }
+  bool has_device() const { return device_.has_value(); }
   bool requires_grad() const { return requires_grad_; }
   bool has_dtype() const { return dtype_.has_value(); }
 
 private:
   std::optional<DType> dtype_;
-  Device device_{kCPU};
+  std::optional<Device> device_;
   bool requires_grad_ = false;
 };
 

@@ -78,6 +78,7 @@ public:
   Tensor to(Device d, DType t) const;
   Tensor type(DType t) const { return to(t); }
   Tensor cpu() const;
+  Tensor cuda() const; // to cuda:0
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor detach() const;

@@ -1,6 +1,7 @@
-// Device names, and CUDA availability (no CUDA backend in this build yet).
+// Device names, and CUDA availability.
 #include "tensorjit/device.h"
 
+#include "cuda_driver.h"
 #include "tensorjit/error.h"
 
 namespace tj {
@@ -25,8 +26,18 @@ std::string Device::str() const {
 }
 
 namespace cuda {
-bool is_available() { return false; }
-int device_count() { return 0; }
+bool is_available() { return rt::cuda::unavailable_reason().empty(); }
+int device_count() {
+  if (!is_available()) return 0;
+  int n = 0;
+  rt::cuda::check(rt::cuda::driver().cuDeviceGetCount(&n), "cuDeviceGetCount");
+  return n;
+}
+void synchronize() {
+  if (!is_available()) return;
+  for (int d = 0; d < device_count(); ++d)
+    rt::cuda::synchronize(d);
+}
 } // namespace cuda
 
 } // namespace tj

@@ -19,10 +19,8 @@ using ir::Op;
 
 namespace {
 
-void check_device(const TensorOptions& o) {
-  if (o.device().is_cuda())
-    throw Error("CUDA is not available: this build has no CUDA backend yet");
-}
+// The options' device, checked to exist ("cuda" means cuda:0).
+Device check_device(const TensorOptions& o) { return rt::checked_device(o.device()); }
 
 Tensor finish(NodePtr n, const TensorOptions& o) {
   Tensor t = wrap(std::move(n));
@@ -44,10 +42,15 @@ Generator& generator() {
 }
 
 // A leaf producing word `word` of Philox at counter offset + (linear index).
-NodePtr philox_word(const Shape& shape, uint64_t seed, uint64_t offset, int word) {
+NodePtr philox_word(const Shape& shape, uint64_t seed, uint64_t offset, int word, Device dev) {
   return ir::make_node(Op::Philox, kInt64, shape, {},
                        {static_cast<int64_t>(seed), static_cast<int64_t>(offset), word}, {},
-                       nullptr, ir::View{ir::contiguous_strides(shape), 0});
+                       nullptr, ir::View{ir::contiguous_strides(shape), 0}, dev);
+}
+
+NodePtr iota(const Shape& shape, std::vector<int64_t> strides, Device dev) {
+  return ir::make_node(Op::Iota, kInt64, shape, {}, {}, {}, nullptr,
+                       ir::View{std::move(strides), 0}, dev);
 }
 
 std::pair<uint64_t, uint64_t> take_counters(int64_t n) {
@@ -59,11 +62,11 @@ std::pair<uint64_t, uint64_t> take_counters(int64_t n) {
 }
 
 // Uniform [0, 1) in float type `t` from Philox words, exactly representable.
-NodePtr uniform(const Shape& shape, DType t, uint64_t seed, uint64_t off, int w0 = 0) {
-  NodePtr a = philox_word(shape, seed, off, w0);
+NodePtr uniform(const Shape& shape, DType t, uint64_t seed, uint64_t off, int w0, Device dev) {
+  NodePtr a = philox_word(shape, seed, off, w0, dev);
   if (t == kFloat64) {
     // 53 random bits: (a >> 11) * 2^21 + (b >> 11)... as (a * 2^21 + (b >> 11)) * 2^-53.
-    NodePtr b = philox_word(shape, seed, off, w0 + 1);
+    NodePtr b = philox_word(shape, seed, off, w0 + 1, dev);
     NodePtr hi = fe::binary(Op::Mul, a, fe::constant(int64_t{1} << 21, kInt64));
     NodePtr lo = fe::binary(Op::Div, b, fe::constant(int64_t{1} << 11, kInt64));
     NodePtr bits = fe::binary(Op::Add, hi, lo);
@@ -104,13 +107,13 @@ void manual_seed(uint64_t seed) {
 
 Tensor empty(IntArrayRef size, TensorOptions o) {
   ir::check_sizes(size);
-  check_device(o);
-  return finish(ir::make_empty(o.dtype_or(default_dtype()), size), o);
+  Device dev = check_device(o);
+  return finish(ir::make_empty(o.dtype_or(default_dtype()), size, dev), o);
 }
 Tensor full(IntArrayRef size, const Scalar& v, TensorOptions o) {
   ir::check_sizes(size);
-  check_device(o);
-  return finish(fe::constant(v, dtype_for_value(v, o), size), o);
+  Device dev = check_device(o);
+  return finish(fe::constant(v, dtype_for_value(v, o), size, dev), o);
 }
 Tensor zeros(IntArrayRef size, TensorOptions o) {
   return full(size, 0.0, o.dtype(o.dtype_or(default_dtype())));
@@ -122,39 +125,45 @@ Tensor scalar_tensor(const Scalar& v, TensorOptions o) { return full({}, v, o); 
 
 Tensor rand(IntArrayRef size, TensorOptions o) {
   ir::check_sizes(size);
-  check_device(o);
+  Device dev = check_device(o);
   DType t = float_dtype(o, "check_uniform_bounds");
   auto [seed, off] = take_counters(ir::numel(size));
-  return finish(uniform(size, t, seed, off), o);
+  return finish(uniform(size, t, seed, off, 0, dev), o);
 }
 
 Tensor randn(IntArrayRef size, TensorOptions o) {
   ir::check_sizes(size);
-  check_device(o);
-  DType t = float_dtype(o, "normal_kernel_cpu");
+  Device dev = check_device(o);
+  DType t = float_dtype(o, dev.is_cuda() ? "normal_kernel_cuda" : "normal_kernel_cpu");
   auto [seed, off] = take_counters(ir::numel(size));
   // Box-Muller on two independent uniforms from the same counter (words 0-1 and 2-3).
   DType c = t == kFloat64 ? kFloat64 : kFloat32;
-  NodePtr u1 = fe::binary(Op::Sub, fe::constant(1.0, c), uniform(size, c, seed, off, 0)); // (0, 1]
-  NodePtr u2 = uniform(size, c, seed, off, 2);
+  NodePtr u1 =
+      fe::binary(Op::Sub, fe::constant(1.0, c), uniform(size, c, seed, off, 0, dev)); // (0, 1]
+  NodePtr u2 = uniform(size, c, seed, off, 2, dev);
   NodePtr r =
       fe::unary(Op::Sqrt, fe::binary(Op::Mul, fe::constant(-2.0, c), fe::unary(Op::Log, u1)));
   NodePtr th = fe::unary(Op::Cos, fe::binary(Op::Mul, fe::constant(2.0 * M_PI, c), u2));
-  return finish(fe::cast(fe::binary(Op::Mul, r, th), t), o);
+  // Computed now, unlike rand: its log, sqrt and cos, recomputed in each consumer's kernel,
+  // could round differently in the last place from one kernel to another, and a tensor must
+  // hold the same values wherever it is used.
+  Tensor out = finish(fe::cast(fe::binary(Op::Mul, r, th), t), o);
+  out.eval();
+  return out;
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o) {
   ir::check_sizes(size);
-  check_device(o);
+  Device dev = check_device(o);
   if (low >= high)
     throw Error(fmt::format("random_ expects 'from' to be less than 'to', but got from={} >= to={}",
                             low, high));
   DType t = o.dtype_or(kInt64);
   auto [seed, off] = take_counters(ir::numel(size));
   // 63 random bits reduced modulo the range (bias below 2^-31 for 32-bit ranges).
-  NodePtr a =
-      fe::binary(Op::Mod, philox_word(size, seed, off, 0), fe::constant(int64_t{1} << 31, kInt64));
-  NodePtr b = philox_word(size, seed, off, 1);
+  NodePtr a = fe::binary(Op::Mod, philox_word(size, seed, off, 0, dev),
+                         fe::constant(int64_t{1} << 31, kInt64));
+  NodePtr b = philox_word(size, seed, off, 1, dev);
   NodePtr bits =
       fe::binary(Op::Add, fe::binary(Op::Mul, a, fe::constant(int64_t{1} << 32, kInt64)), b);
   NodePtr v = fe::binary(Op::Add, fe::binary(Op::Mod, bits, fe::constant(high - low, kInt64)),
@@ -182,7 +191,7 @@ Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o) {
   return arange(start, end, 1, o);
 }
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
-  check_device(o);
+  Device dev = check_device(o);
   bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
   DType t = o.dtype_or(floating ? default_dtype() : kInt64);
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
@@ -192,7 +201,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   if ((st > 0 && e < s) || (st < 0 && e > s))
     throw Error("upper bound and larger bound inconsistent with step sign");
   int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
-  NodePtr idx = ir::make_node(Op::Iota, kInt64, {n}, {}, {}, {}, nullptr, ir::View{{1}, 0});
+  NodePtr idx = iota({n}, {1}, dev);
   NodePtr v;
   if (!floating && is_integral(t, true)) {
     v = fe::binary(Op::Add, fe::constant(start.to_int(), kInt64),
@@ -206,15 +215,14 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions o) {
-  check_device(o);
+  Device dev = check_device(o);
   if (steps < 0) throw Error("number of steps must be non-negative");
   DType t = o.dtype_or(default_dtype());
   double s = start.to_double(), e = end.to_double();
   if (steps == 1) return full({1}, start, o.dtype(t));
   double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
   // PyTorch's symmetric form: the first half counts up from start, the second down from end.
-  NodePtr idx = fe::cast(
-      ir::make_node(Op::Iota, kInt64, {steps}, {}, {}, {}, nullptr, ir::View{{1}, 0}), kFloat64);
+  NodePtr idx = fe::cast(iota({steps}, {1}, dev), kFloat64);
   NodePtr up = fe::binary(Op::Add, fe::constant(s, kFloat64),
                           fe::binary(Op::Mul, idx, fe::constant(step, kFloat64)));
   NodePtr down = fe::binary(
@@ -234,39 +242,34 @@ Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double ba
 
 Tensor eye(int64_t n, TensorOptions o) { return eye(n, n, o); }
 Tensor eye(int64_t n, int64_t m, TensorOptions o) {
-  check_device(o);
+  Device dev = check_device(o);
   if (n < 0) throw Error(fmt::format("n must be greater or equal to 0, got {}", n));
   if (m < 0) throw Error(fmt::format("m must be greater or equal to 0, got {}", m));
-  NodePtr row = ir::make_node(Op::Iota, kInt64, {n, m}, {}, {}, {}, nullptr, ir::View{{1, 0}, 0});
-  NodePtr col = ir::make_node(Op::Iota, kInt64, {n, m}, {}, {}, {}, nullptr, ir::View{{0, 1}, 0});
+  NodePtr row = iota({n, m}, {1, 0}, dev);
+  NodePtr col = iota({n, m}, {0, 1}, dev);
   return finish(fe::cast(fe::binary(Op::CmpEq, row, col), o.dtype_or(default_dtype())), o);
 }
 
-Tensor empty_like(const Tensor& t, TensorOptions o) {
-  return empty(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
+// The options of a *_like function: the tensor's dtype and device unless given.
+static TensorOptions like(const Tensor& t, const TensorOptions& o) {
+  return o.dtype(o.dtype_or(t.dtype())).device(o.device_opt().value_or(t.device()));
 }
-Tensor zeros_like(const Tensor& t, TensorOptions o) {
-  return zeros(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
-}
-Tensor ones_like(const Tensor& t, TensorOptions o) {
-  return ones(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
-}
+
+Tensor empty_like(const Tensor& t, TensorOptions o) { return empty(t.sizes(), like(t, o)); }
+Tensor zeros_like(const Tensor& t, TensorOptions o) { return zeros(t.sizes(), like(t, o)); }
+Tensor ones_like(const Tensor& t, TensorOptions o) { return ones(t.sizes(), like(t, o)); }
 Tensor full_like(const Tensor& t, const Scalar& v, TensorOptions o) {
-  return full(t.sizes(), v, o.dtype(o.dtype_or(t.dtype())));
+  return full(t.sizes(), v, like(t, o));
 }
-Tensor rand_like(const Tensor& t, TensorOptions o) {
-  return rand(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
-}
-Tensor randn_like(const Tensor& t, TensorOptions o) {
-  return randn(t.sizes(), o.dtype(o.dtype_or(t.dtype())));
-}
+Tensor rand_like(const Tensor& t, TensorOptions o) { return rand(t.sizes(), like(t, o)); }
+Tensor randn_like(const Tensor& t, TensorOptions o) { return randn(t.sizes(), like(t, o)); }
 
 // --- over user memory ---
 namespace {
 Tensor blob(void* data, const Shape& sizes, std::vector<int64_t> strides,
             std::function<void(void*)> deleter, const TensorOptions& o) {
   ir::check_sizes(sizes);
-  check_device(o);
+  Device dev = check_device(o);
   if (strides.size() != sizes.size())
     throw Error(fmt::format("from_blob: sizes has {} dims but strides has {}", sizes.size(),
                             strides.size()));
@@ -280,7 +283,7 @@ Tensor blob(void* data, const Shape& sizes, std::vector<int64_t> strides,
       extent += (sizes[d] - 1) * strides[d];
   }
   auto storage =
-      rt::Storage::wrap(data, static_cast<size_t>(extent) * itemsize(t), kCPU, std::move(deleter));
+      rt::Storage::wrap(data, static_cast<size_t>(extent) * itemsize(t), dev, std::move(deleter));
   return finish(ir::make_buffer(std::move(storage), t, sizes, ir::View{std::move(strides), 0}), o);
 }
 } // namespace
@@ -374,11 +377,13 @@ void store_scalar(void* dst, const Scalar& v, DType t) {
 
 Tensor from_scalars(const std::vector<Scalar>& vals, const Shape& shape, DType t,
                     const TensorOptions& o) {
-  check_device(o);
+  Device dev = check_device(o);
   NodePtr buf = ir::make_empty(t, shape);
   char* p = static_cast<char*>(buf->storage->data());
   for (size_t i = 0; i < vals.size(); ++i)
     store_scalar(p + i * itemsize(t), vals[i], t);
+  if (dev.is_cuda())
+    buf = ir::make_buffer(rt::copy_to_device(buf->storage, dev), t, shape, buf->view);
   return finish(buf, o);
 }
 

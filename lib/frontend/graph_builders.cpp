@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "frontend/tensor_impl.h"
+#include "ir/scalar_semantics.h"
 #include "tensorjit/error.h"
 
 namespace tj::fe {
@@ -11,18 +13,55 @@ namespace {
 
 NodePtr with_view(const NodePtr& leaf, Shape shape, ir::View view) {
   return ir::make_node(leaf->op, leaf->dtype, std::move(shape), {}, leaf->args, leaf->value,
-                       leaf->storage, std::move(view));
+                       leaf->storage, std::move(view), leaf->device);
+}
+
+// The value of a 0-d node, computed.
+Scalar scalar_value(const NodePtr& n) {
+  detail::realize({n});
+  const ir::Node* r = n->resolved();
+  const char* p = static_cast<const char*>(r->storage->data()) +
+                  r->view.offset * static_cast<int64_t>(itemsize(r->dtype));
+  if (r->dtype == kBool) return Scalar(ir::load_int(p, r->dtype) != 0);
+  if (is_floating_point(r->dtype)) return Scalar(ir::load_float(p, r->dtype));
+  return Scalar(ir::load_int(p, r->dtype));
+}
+
+// Puts the operands of one op on one device. A 0-d CPU value (a scalar
+// operand, or a 0-d tensor) joins a computation on another device as a kernel
+// parameter, as in PyTorch; any other mix is PyTorch's error.
+void align_devices(std::initializer_list<NodePtr*> operands) {
+  auto movable = [](const NodePtr& n) { return n->device.is_cpu() && n->shape.empty(); };
+  std::optional<Device> target;
+  for (NodePtr* p : operands)
+    if (!movable(*p)) {
+      if (target && *target != (*p)->device) {
+        Device a = *target, b = (*p)->device;
+        if (a.is_cpu()) std::swap(a, b);
+        throw Error(fmt::format("Expected all tensors to be on the same device, but found at "
+                                "least two devices, {} and {}!",
+                                a.str(), b.str()));
+      }
+      target = (*p)->device;
+    }
+  if (!target) return; // all on the CPU
+  for (NodePtr* p : operands) {
+    const NodePtr& n = *p;
+    if (n->device == *target) continue;
+    Scalar v = n->op == Op::Const ? n->value : scalar_value(n);
+    *p = constant(v, n->dtype, n->shape, *target);
+  }
 }
 
 } // namespace
 
-NodePtr constant(const Scalar& v, DType t, Shape shape) {
-  return ir::make_const(v, t, std::move(shape));
+NodePtr constant(const Scalar& v, DType t, Shape shape, Device device) {
+  return ir::make_const(v, t, std::move(shape), device);
 }
 
 NodePtr cast(const NodePtr& x, DType t) {
   if (x->dtype == t) return x;
-  if (x->op == Op::Const) return constant(x->value, t, x->shape);
+  if (x->op == Op::Const) return constant(x->value, t, x->shape, x->device);
   return ir::make_node(Op::Cast, t, x->shape, {x});
 }
 
@@ -32,6 +71,7 @@ NodePtr unary(Op op, const NodePtr& x) {
 }
 
 NodePtr binary(Op op, NodePtr a, NodePtr b) {
+  align_devices({&a, &b});
   Shape shape = ir::broadcast_shapes(a->shape, b->shape);
   a = expand(a, shape);
   b = expand(b, shape);
@@ -40,6 +80,7 @@ NodePtr binary(Op op, NodePtr a, NodePtr b) {
 }
 
 NodePtr where(NodePtr cond, NodePtr a, NodePtr b) {
+  align_devices({&cond, &a, &b});
   Shape shape = ir::broadcast_shapes(ir::broadcast_shapes(cond->shape, a->shape), b->shape);
   cond = expand(cond, shape);
   a = expand(a, shape);
@@ -51,7 +92,7 @@ NodePtr where(NodePtr cond, NodePtr a, NodePtr b) {
 
 NodePtr reshape(const NodePtr& x, const Shape& shape) {
   if (x->shape == shape) return x;
-  if (x->op == Op::Const) return constant(x->value, x->dtype, shape);
+  if (x->op == Op::Const) return constant(x->value, x->dtype, shape, x->device);
   if (ir::has_view(x->op)) {
     if (auto st = ir::view_strides(x->shape, x->view.strides, shape))
       return with_view(x, shape, ir::View{*st, x->view.offset});
@@ -68,7 +109,7 @@ NodePtr permute(const NodePtr& x, const std::vector<int64_t>& perm) {
   Shape shape(perm.size());
   for (size_t i = 0; i < perm.size(); ++i)
     shape[i] = x->shape[perm[i]];
-  if (x->op == Op::Const) return constant(x->value, x->dtype, shape);
+  if (x->op == Op::Const) return constant(x->value, x->dtype, shape, x->device);
   if (ir::has_view(x->op)) {
     ir::View v{std::vector<int64_t>(perm.size()), x->view.offset};
     for (size_t i = 0; i < perm.size(); ++i)
@@ -100,7 +141,7 @@ NodePtr expand(const NodePtr& x, const Shape& shape) {
                               fmt::join(x->shape, ", ")));
   }
   if (x->shape == target) return x;
-  if (x->op == Op::Const) return constant(x->value, x->dtype, target);
+  if (x->op == Op::Const) return constant(x->value, x->dtype, target, x->device);
   if (ir::has_view(x->op)) {
     ir::View v{std::vector<int64_t>(target.size(), 0), x->view.offset};
     for (size_t i = 0; i < x->shape.size(); ++i)
@@ -122,7 +163,7 @@ NodePtr slice(const NodePtr& x, int64_t dim, int64_t start, int64_t stop, int64_
   int64_t len = step > 0 ? std::max<int64_t>(0, (stop - start + step - 1) / step)
                          : std::max<int64_t>(0, (start - stop - step - 1) / -step);
   shape[dim] = len;
-  if (x->op == Op::Const) return constant(x->value, x->dtype, shape);
+  if (x->op == Op::Const) return constant(x->value, x->dtype, shape, x->device);
   if (ir::has_view(x->op)) {
     ir::View v = x->view;
     v.offset += start * v.strides[dim];

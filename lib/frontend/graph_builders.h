@@ -14,7 +14,9 @@ using ir::NodePtr;
 using ir::Op;
 using ir::Shape;
 
-NodePtr constant(const Scalar& v, DType t, Shape shape = {});
+// A constant on `device`; binary() and where() move constants to their other
+// operands' device, so a constant combined with a value needs no device.
+NodePtr constant(const Scalar& v, DType t, Shape shape = {}, Device device = kCPU);
 NodePtr cast(const NodePtr& x, DType t);
 NodePtr unary(Op op, const NodePtr& x);
 // Broadcasts the operands; comparison ops give bool, others the operands' dtype.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cuda_driver.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
@@ -88,7 +89,10 @@ NodePtr reduce(Op op, const NodePtr& x, std::vector<int64_t> axes) {
   for (int64_t a : axes)
     r *= x->shape[a];
   int64_t outputs = x->numel() / std::max<int64_t>(r, 1);
-  const int64_t threads = rt::num_threads();
+  // Outputs that keep the device busy: CPU threads, or resident GPU blocks.
+  const bool gpu = x->device.is_cuda();
+  const int64_t threads =
+      gpu ? int64_t(rt::cuda::device(x->device.index()).sm_count) * 8 : rt::num_threads();
   if (outputs >= 4 * threads || r < (int64_t{1} << 16)) return reduce_node(op, x, axes);
   if (axes.size() > 1 && x->shape[axes[0]] >= 4 * threads) {
     std::vector<int64_t> inner(axes.begin() + 1, axes.end());
@@ -96,7 +100,7 @@ NodePtr reduce(Op op, const NodePtr& x, std::vector<int64_t> axes) {
   }
   if (axes.size() == 1 && x->ndim() == 1) {
     // One long axis: (P, q) blocks plus a remainder, each reduced in parallel.
-    const int64_t P = 256, q = r / P;
+    const int64_t P = gpu ? 1024 : 256, q = r / P;
     NodePtr main = fe::reshape(fe::slice(x, 0, 0, P * q, 1), {P, q});
     NodePtr part = fe::reshape(reduce_node(op, main, {1}), {P});
     NodePtr total = reduce_node(op, part, {0});
@@ -155,6 +159,10 @@ Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const ch
 // Index of the first maximum (or minimum) along `axes`; a NaN counts as the extremum.
 Tensor arg_extremum(Op op, const Tensor& t, std::optional<int64_t> dim, bool keepdim,
                     const char* fn) {
+  // x is read twice (for its extremum, then to find where it is): it must be the same
+  // values both times, so it is computed once. (A libm function can round differently in
+  // two kernels, one vectorized and one not, and then no element would equal the maximum.)
+  t.eval();
   NodePtr x = node_of(t);
   if (x->dtype == kBool) x = fe::cast(x, kUInt8);
   std::vector<int64_t> axes =
@@ -169,7 +177,7 @@ Tensor arg_extremum(Op op, const Tensor& t, std::optional<int64_t> dim, bool kee
     view.strides[axes[0]] = 1;
   else
     view.strides = ir::contiguous_strides(x->shape);
-  NodePtr pos = ir::make_node(Op::Iota, kInt64, x->shape, {}, {}, {}, nullptr, view);
+  NodePtr pos = ir::make_node(Op::Iota, kInt64, x->shape, {}, {}, {}, nullptr, view, x->device);
   NodePtr cand = fe::where(hit, pos, fe::constant(std::numeric_limits<int64_t>::max(), kInt64));
   NodePtr idx = reduce(Op::ReduceMin, cand, axes);
   if (!dim && !keepdim) return wrap(fe::reshape(idx, {}));

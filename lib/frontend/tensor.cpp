@@ -68,6 +68,14 @@ const ir::Node* realized_node(const Tensor& t) {
   return node_of(t).get();
 }
 
+// The tensor's values in host memory: a CUDA tensor is copied back.
+ir::NodePtr host_node(const Tensor& t) {
+  t.eval();
+  ir::NodePtr n = node_of(t);
+  if (n->device.is_cpu()) return n;
+  return node_of(t.to(kCPU));
+}
+
 } // namespace
 
 // --- metadata ---
@@ -76,7 +84,7 @@ int64_t Tensor::size(int64_t d) const { return sizes()[ir::wrap_dim(d, dim())]; 
 int64_t Tensor::dim() const { return static_cast<int64_t>(sizes().size()); }
 int64_t Tensor::numel() const { return ir::numel(sizes()); }
 DType Tensor::dtype() const { return node_of(*this)->dtype; }
-Device Tensor::device() const { return impl()->device; }
+Device Tensor::device() const { return node_of(*this)->device; }
 TensorOptions Tensor::options() const { return TensorOptions().dtype(dtype()).device(device()); }
 std::vector<int64_t> Tensor::stride() const {
   const auto& n = node_of(*this);
@@ -129,14 +137,16 @@ void eval(const std::vector<Tensor>& tensors) {
 Scalar Tensor::item() const {
   if (numel() != 1)
     throw Error(fmt::format("a Tensor with {} elements cannot be converted to Scalar", numel()));
-  Reader r(realized_node(*this));
+  ir::NodePtr host = host_node(*this);
+  Reader r(host.get());
   if (dtype() == kBool) return Scalar(r.as_int(0) != 0);
   if (is_floating_point()) return Scalar(r.as_double(0));
   return Scalar(r.as_int(0));
 }
 
 template <typename T> std::vector<T> Tensor::to_vector() const {
-  Reader r(realized_node(*this));
+  ir::NodePtr host = host_node(*this);
+  Reader r(host.get());
   int64_t n = numel();
   std::vector<T> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
@@ -204,6 +214,10 @@ template bool* Tensor::data_ptr<bool>() const;
 
 NumpyArray Tensor::numpy() const {
   const ir::Node* n = realized_node(*this);
+  if (!n->device.is_cpu())
+    throw Error(fmt::format("can't convert {} device type tensor to numpy. Use Tensor.cpu() to "
+                            "copy the tensor to host memory first.",
+                            n->device.str()));
   NumpyArray a;
   a.data = data_ptr();
   a.dtype = numpy_str(n->dtype);
@@ -216,8 +230,14 @@ NumpyArray Tensor::numpy() const {
 
 std::string Tensor::str() const {
   if (!defined()) return "[ Tensor (undefined) ]";
-  const ir::Node* n = realized_node(*this);
-  auto reader = std::make_shared<Reader>(n);
+  ir::NodePtr host = host_node(*this);
+  const ir::Node* n = host.get();
+  // The reader keeps the host copy alive for as long as printing reads it.
+  struct HostReader : Reader {
+    ir::NodePtr keep;
+    HostReader(ir::NodePtr h) : Reader(h.get()), keep(std::move(h)) {}
+  };
+  auto reader = std::make_shared<HostReader>(host);
   detail::PrintSource src;
   src.dtype = n->dtype;
   src.shape = n->shape;
@@ -237,11 +257,26 @@ Tensor Tensor::to(DType t) const {
   return wrap(fe::cast(node_of(*this), t));
 }
 Tensor Tensor::to(Device d) const {
-  if (d.is_cuda()) throw Error("CUDA is not available: this build has no CUDA backend yet");
-  return *this;
+  Device dst = rt::checked_device(d);
+  NodePtr n = node_of(*this);
+  if (n->device == dst) return *this;
+  // Leaves without memory are remade on the other device: nothing moves.
+  if (n->op == Op::Const || n->op == Op::Iota || n->op == Op::Philox)
+    return wrap(
+        ir::make_node(n->op, n->dtype, n->shape, {}, n->args, n->value, nullptr, n->view, dst));
+  // Memory moves as one contiguous block.
+  Tensor src = contiguous();
+  src.eval();
+  const ir::NodePtr& b = node_of(src);
+  const size_t item = itemsize(b->dtype);
+  auto storage = rt::copy_bytes(*b->storage, static_cast<size_t>(b->view.offset) * item,
+                                static_cast<size_t>(b->numel()) * item, dst);
+  return wrap(ir::make_buffer(std::move(storage), b->dtype, b->shape,
+                              {ir::contiguous_strides(b->shape), 0}));
 }
 Tensor Tensor::to(Device d, DType t) const { return to(d).to(t); }
-Tensor Tensor::cpu() const { return *this; }
+Tensor Tensor::cpu() const { return to(kCPU); }
+Tensor Tensor::cuda() const { return to(Device(kCUDA)); }
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 Tensor Tensor::clone() const {
   // A Cast to its own dtype is a copy: materializing it writes fresh memory.

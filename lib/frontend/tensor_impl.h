@@ -8,7 +8,6 @@ namespace tj::detail {
 struct TensorImpl {
   ir::NodePtr node; // the lazy value; replaced by its Buffer once realized
   bool requires_grad = false;
-  Device device{kCPU};
 };
 
 // A new tensor over `node`. Graphs deeper than config().max_graph_nodes are

@@ -2,6 +2,9 @@
 #include "ir/node.h"
 
 #include "ir/scalar_semantics.h"
+#include "tensorjit/error.h"
+
+#include <fmt/format.h>
 
 #include <bit>
 #include <mutex>
@@ -33,13 +36,15 @@ size_t hash_of(const Node& n) {
   h = mix(h, reinterpret_cast<size_t>(n.storage.get()));
   for (int64_t s : n.view.strides)
     h = mix(h, static_cast<size_t>(s));
+  h = mix(h,
+          static_cast<size_t>(n.device.type()) * 1024 + static_cast<size_t>(n.device.index() + 1));
   return mix(h, static_cast<size_t>(n.view.offset));
 }
 
 bool same_node(const Node& a, const Node& b) {
   if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.args != b.args ||
       a.storage != b.storage || !(a.view == b.view) || !same_scalar(a.value, b.value) ||
-      a.src.size() != b.src.size())
+      a.device != b.device || a.src.size() != b.src.size())
     return false;
   for (size_t i = 0; i < a.src.size(); ++i)
     if (a.src[i] != b.src[i]) return false;
@@ -96,7 +101,15 @@ Node::~Node() {
 
 NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
                   std::vector<int64_t> args, Scalar value, std::shared_ptr<rt::Storage> storage,
-                  View view) {
+                  View view, Device device) {
+  if (storage) device = storage->device();
+  if (!src.empty()) {
+    device = src[0]->device;
+    for (const auto& s : src)
+      if (s->device != device)
+        throw Error(fmt::format("internal error: {} node with inputs on {} and {}", name(op),
+                                device.str(), s->device.str()));
+  }
   auto n = std::make_shared<Node>();
   n->op = op;
   n->dtype = dtype;
@@ -106,6 +119,7 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   n->value = value;
   n->storage = std::move(storage);
   n->view = std::move(view);
+  n->device = device;
   n->hash = hash_of(*n);
   int64_t depth = 0;
   for (const auto& s : n->src)
@@ -132,10 +146,11 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   return n;
 }
 
-NodePtr make_const(const Scalar& v, DType dtype, Shape shape) {
+NodePtr make_const(const Scalar& v, DType dtype, Shape shape, Device device) {
   // The value the constant has in its dtype: folding, the interpreter and
   // kernels then all see the same number, and equal constants hash-cons.
-  return make_node(Op::Const, dtype, std::move(shape), {}, {}, to_dtype(v, dtype));
+  return make_node(Op::Const, dtype, std::move(shape), {}, {}, to_dtype(v, dtype), nullptr, {},
+                   device);
 }
 
 NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape shape, View view) {
@@ -143,8 +158,8 @@ NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape sha
                    std::move(view));
 }
 
-NodePtr make_empty(DType dtype, Shape shape) {
-  auto storage = rt::Storage::allocate(static_cast<size_t>(numel(shape)) * itemsize(dtype));
+NodePtr make_empty(DType dtype, Shape shape, Device device) {
+  auto storage = rt::Storage::allocate(static_cast<size_t>(numel(shape)) * itemsize(dtype), device);
   View v{contiguous_strides(shape), 0};
   return make_buffer(std::move(storage), dtype, std::move(shape), std::move(v));
 }

@@ -34,6 +34,9 @@ struct Node {
   Scalar value;                         // Const
   std::shared_ptr<rt::Storage> storage; // Buffer
   View view;                            // Buffer, Iota, Philox
+  // Where the value lives and is computed: a Buffer's storage device, the
+  // device a Const/Iota/Philox leaf was made for, else its inputs' device.
+  Device device;
   size_t hash = 0;
   int64_t depth = 0; // longest path of unrealized nodes below, this one included
 
@@ -53,15 +56,18 @@ struct Node {
 };
 
 // The one way to build a node: returns the existing node when an equal one is alive.
+// `device` names the device of a Const, Iota or Philox leaf; every other
+// node takes its storage's or its inputs' device (inputs must agree).
 NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
                   std::vector<int64_t> args = {}, Scalar value = {},
-                  std::shared_ptr<rt::Storage> storage = nullptr, View view = {});
+                  std::shared_ptr<rt::Storage> storage = nullptr, View view = {},
+                  Device device = kCPU);
 
 // Convenience builders.
-NodePtr make_const(const Scalar& v, DType dtype, Shape shape = {});
+NodePtr make_const(const Scalar& v, DType dtype, Shape shape = {}, Device device = kCPU);
 NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape shape, View view);
 // A fresh contiguous buffer leaf over new memory.
-NodePtr make_empty(DType dtype, Shape shape);
+NodePtr make_empty(DType dtype, Shape shape, Device device = kCPU);
 
 // The realized node if `n` was computed, else `n`.
 inline NodePtr resolve(const NodePtr& n) { return n->realized ? n->realized : n; }

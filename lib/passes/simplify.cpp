@@ -46,13 +46,13 @@ private:
     }
     // Movement of a constant is the constant at the new shape.
     if (ir::is_movement(n->op) && all_const)
-      return ir::make_const(src[0]->value, n->dtype, n->shape);
+      return ir::make_const(src[0]->value, n->dtype, n->shape, n->device);
     if (ir::is_alu(n->op) && all_const)
-      return ir::make_const(fold_constant(n->op, n->dtype, src), n->dtype, n->shape);
+      return ir::make_const(fold_constant(n->op, n->dtype, src), n->dtype, n->shape, n->device);
     if (NodePtr id = identity(n, src)) return id;
     if (!changed) return n;
     return ir::make_node(n->op, n->dtype, n->shape, std::move(src), n->args, n->value, n->storage,
-                         n->view);
+                         n->view, n->device);
   }
 
   // The simpler equal node for algebraic identities, or null.
@@ -70,7 +70,7 @@ private:
       if (is_const(s[1], 1)) return s[0];
       if (is_const(s[0], 1)) return s[1];
       if (!is_floating_point(n->dtype) && (is_const(s[0], 0) || is_const(s[1], 0)))
-        return ir::make_const(0, n->dtype, n->shape);
+        return ir::make_const(0, n->dtype, n->shape, n->device);
       break;
     case Op::Div:
       if (is_const(s[1], 1)) return s[0];

@@ -305,7 +305,7 @@ private:
       return nullptr;
     }
     NodePtr leaf = ir::make_node(src->op, src->dtype, n->shape, {}, src->args, src->value,
-                                 src->storage, ir::View{*st, src->view.offset});
+                                 src->storage, ir::View{*st, src->view.offset}, src->device);
     keep_.push_back(leaf);
     return leaf;
   }
@@ -525,7 +525,8 @@ private:
         std::vector<NodePtr> roots;
         for (size_t i = 0; i < targets.size(); ++i) {
           const NodePtr& c = targets[i].compute;
-          auto st = rt::Storage::allocate(static_cast<size_t>(c->numel()) * itemsize(c->dtype));
+          auto st = rt::Storage::allocate(static_cast<size_t>(c->numel()) * itemsize(c->dtype),
+                                          c->device);
           kb.store(c, values[i], st);
           storages.push_back(st);
           roots.push_back(c);

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_driver.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -57,6 +59,32 @@ tj::Tensor gelu_tanh(const tj::Tensor& x) {
   return 0.5 * x * (1 + tj::tanh(0.7978845608 * (x + 0.044715 * x * x * x)));
 }
 
+// Device-to-device copy bandwidth through the driver (bytes read + written per second).
+double cuda_copy_gbps(size_t bytes, int reps) {
+  namespace cu = tj::rt::cuda;
+  const int dev = 0;
+  const cu::DeviceInfo& info = cu::device(dev);
+  cu::CUdeviceptr src = cu::allocate(dev, bytes), dst = cu::allocate(dev, bytes);
+  cu::CUevent e0, e1;
+  TJ_CU(cuEventCreate(&e0, 0));
+  TJ_CU(cuEventCreate(&e1, 0));
+  std::vector<double> t;
+  for (int i = 0; i <= reps; ++i) {
+    TJ_CU(cuEventRecord(e0, info.stream));
+    TJ_CU(cuMemcpyDtoDAsync(dst, src, bytes, info.stream));
+    TJ_CU(cuEventRecord(e1, info.stream));
+    TJ_CU(cuEventSynchronize(e1));
+    float ms = 0;
+    TJ_CU(cuEventElapsedTime(&ms, e0, e1));
+    if (i > 0) t.push_back(ms / 1e3); // the first run warms up
+  }
+  cu::driver().cuEventDestroy(e0);
+  cu::driver().cuEventDestroy(e1);
+  cu::release(dev, src, bytes);
+  cu::release(dev, dst, bytes);
+  return 2.0 * static_cast<double>(bytes) / median(t) / 1e9;
+}
+
 struct Row {
   std::string workload, variant;
   double ms, gbps, frac;
@@ -65,55 +93,77 @@ struct Row {
 } // namespace
 
 int main(int argc, char** argv) {
-  int64_t n = 16 * 1024 * 1024;
+  int64_t n = 0;
   int reps = 9;
   std::string json;
+  tj::Device device = tj::kCPU;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--size" && i + 1 < argc)
       n = std::atoll(argv[++i]);
+    else if (a == "--device" && i + 1 < argc)
+      device = tj::Device(std::string(argv[++i]));
     else if (a == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc)
       json = argv[++i];
     else if (a == "--help" || a == "-h") {
-      fmt::print("usage: tj-bench [--size N] [--reps R] [--json FILE]\n"
+      fmt::print("usage: tj-bench [--device cpu|cuda] [--size N] [--reps R] [--json FILE]\n"
                  "Times fused tensorjit kernels against an unfused run (TJ_FUSION=0),\n"
-                 "a plain C++ loop and the measured copy bandwidth.\n");
+                 "a plain C++ loop (CPU) and the measured copy bandwidth.\n"
+                 "N defaults to 2^24 elements on the CPU and 2^28 on a GPU.\n");
       return 0;
     } else {
       fmt::print(stderr, "tj-bench: unknown argument '{}' (see --help)\n", a);
       return 2;
     }
   }
+  const bool gpu = device.is_cuda();
+  if (n == 0) n = gpu ? int64_t{1} << 28 : int64_t{1} << 24;
   int threads = tj::config().num_threads > 0
                     ? tj::config().num_threads
                     : static_cast<int>(std::thread::hardware_concurrency());
   const double bytes = 2.0 * static_cast<double>(n) * sizeof(float); // read once, write once
-  double copy_s = copy_seconds(static_cast<size_t>(bytes / 2), threads, reps);
-  double copy_gbps = bytes / copy_s / 1e9;
-  fmt::print("machine: {} threads, copy bandwidth {:.1f} GB/s (median of {})\n\n", threads,
-             copy_gbps, reps);
+  double copy_gbps = 0;
+  if (gpu) {
+    const auto& info = tj::rt::cuda::device(device.index() < 0 ? 0 : device.index());
+    copy_gbps = cuda_copy_gbps(static_cast<size_t>(bytes / 2), reps);
+    fmt::print("device: {} (sm_{}{}, {} SMs), device-to-device copy {:.1f} GB/s (median of {})\n",
+               info.name, info.sm_major, info.sm_minor, info.sm_count, copy_gbps, reps);
+    fmt::print("times are end to end: graph, schedule, launch and a synchronize\n\n");
+  } else {
+    double copy_s = copy_seconds(static_cast<size_t>(bytes / 2), threads, reps);
+    copy_gbps = bytes / copy_s / 1e9;
+    fmt::print("machine: {} threads, copy bandwidth {:.1f} GB/s (median of {})\n\n", threads,
+               copy_gbps, reps);
+  }
+  // Materializes `t` and waits for the device.
+  auto run = [&](const tj::Tensor& t) {
+    t.eval();
+    if (gpu) tj::cuda::synchronize();
+  };
+  const tj::TensorOptions on = tj::TensorOptions().device(device);
 
   std::vector<Row> rows;
   auto add = [&](std::string w, std::string v, double s) {
     rows.push_back({w, v, s * 1e3, bytes / s / 1e9, bytes / s / 1e9 / copy_gbps});
   };
 
-  tj::Tensor x = tj::rand({n});
-  x.eval();
+  tj::Tensor x = tj::rand({n}, on);
+  run(x);
   auto fused_unfused = [&](const std::string& name, double bytes_moved,
                            const std::function<tj::Tensor()>& fn) {
     auto row = [&](const std::string& v, double s) {
       rows.push_back({name, v, s * 1e3, bytes_moved / s / 1e9, bytes_moved / s / 1e9 / copy_gbps});
     };
-    row("fused", time_median(reps, [&] { fn().eval(); }));
+    row("fused", time_median(reps, [&] { run(fn()); }));
     tj::config().fusion = false;
-    row("unfused", time_median(std::max(3, reps / 3), [&] { fn().eval(); }));
+    row("unfused", time_median(std::max(3, reps / 3), [&] { run(fn()); }));
     tj::config().fusion = true;
   };
+  if (gpu) add("copy", "clone (generated kernel)", time_median(reps, [&] { run(x.clone()); }));
   fused_unfused("gelu_tanh", bytes, [&] { return gelu_tanh(x); });
-  {
+  if (!gpu) {
     std::vector<float> in = x.to_vector<float>(), out(in.size());
     add("gelu_tanh", "c++ loop (1 thread)", time_median(std::max(3, reps / 3), [&] {
           for (size_t i = 0; i < in.size(); ++i) {
@@ -128,36 +178,36 @@ int main(int argc, char** argv) {
   int64_t cols = 1024, rows_ = n / cols;
   tj::Tensor m = x.reshape({rows_, cols});
   fused_unfused("softmax", 2 * in_bytes, [&] { return tj::nn::functional::softmax(m, 1); });
-  tj::Tensor w = tj::rand({cols}), b = tj::rand({cols});
+  tj::Tensor w = tj::rand({cols}, on), b = tj::rand({cols}, on);
   tj::eval({w, b});
   fused_unfused("layer_norm", 2 * in_bytes,
                 [&] { return tj::nn::functional::layer_norm(m, {cols}, w, b); });
   {
-    tj::Tensor a = tj::rand({1024, 1024}), c = tj::rand({1024, 1024});
+    tj::Tensor a = tj::rand({1024, 1024}, on), c = tj::rand({1024, 1024}, on);
     tj::eval({a, c});
-    double s = time_median(3, [&] { tj::matmul(a, c).eval(); });
+    double s = time_median(3, [&] { run(tj::matmul(a, c)); });
     fmt::print("matmul 1024x1024x1024 float32: {:.3f} s, {:.1f} GFLOP/s\n", s,
                2.0 * 1024 * 1024 * 1024 / s / 1e9);
   }
 
   // Compile latency: each kernel below has a structure not seen before.
   std::vector<double> compile_ms;
-  tj::Tensor small = tj::rand({1024});
-  small.eval();
+  tj::Tensor small = tj::rand({1024}, on);
+  run(small);
   for (int k = 0; k < std::max(5, reps); ++k) {
     tj::Tensor e = tj::exp(small) * small;
     for (int j = 0; j <= k; ++j)
       e = e + small * static_cast<double>(j + 2);
     auto before = tj::stats().kernels_compiled;
     auto t0 = Clock::now();
-    e.eval();
+    run(e);
     double ms = seconds_since(t0) * 1e3;
     if (tj::stats().kernels_compiled > before) compile_ms.push_back(ms);
   }
   // A cache hit: the same structure on new data, end to end (build, schedule, look up, run).
-  tj::Tensor tiny = tj::rand({16});
-  tiny.eval();
-  double hit_us = time_median(std::max(25, reps), [&] { (tj::exp(tiny) * tiny + 1).eval(); }) * 1e6;
+  tj::Tensor tiny = tj::rand({16}, on);
+  run(tiny);
+  double hit_us = time_median(std::max(25, reps), [&] { run(tj::exp(tiny) * tiny + 1); }) * 1e6;
 
   fmt::print("{:<12} {:<22} {:>10} {:>10} {:>12}\n", "workload", "variant", "ms", "GB/s",
              "% of copy");
@@ -169,7 +219,8 @@ int main(int argc, char** argv) {
     if (rows[i].variant == "fused" && rows[i + 1].variant == "unfused")
       fmt::print("{}: fused is {:.2f}x faster than unfused\n", rows[i].workload,
                  rows[i + 1].ms / rows[i].ms);
-  fmt::print("gelu_tanh: fused is {:.2f}x faster than the c++ loop\n", rows[2].ms / rows[0].ms);
+  if (!gpu)
+    fmt::print("gelu_tanh: fused is {:.2f}x faster than the c++ loop\n", rows[2].ms / rows[0].ms);
   fmt::print("(sum reads only: its GB/s can exceed the copy's read+write rate)\n");
   fmt::print("compile latency of one fused elementwise kernel: median {:.2f} ms over {}\n",
              compile_ms.empty() ? 0.0 : median(compile_ms), compile_ms.size());
@@ -177,8 +228,8 @@ int main(int argc, char** argv) {
 
   if (!json.empty()) {
     std::ofstream f(json);
-    f << "{\n  \"copy_gbps\": " << copy_gbps << ",\n  \"threads\": " << threads
-      << ",\n  \"rows\": [\n";
+    f << "{\n  \"device\": \"" << device.str() << "\",\n  \"copy_gbps\": " << copy_gbps
+      << ",\n  \"threads\": " << threads << ",\n  \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i)
       f << fmt::format(
           "    {{\"workload\": \"{}\", \"variant\": \"{}\", \"ms\": {:.4f}, \"gbps\": {:.3f}, "
