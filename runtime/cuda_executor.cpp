@@ -72,8 +72,13 @@ const Compiled& get_function(const kir::Kernel& k, int nd, bool index32, int dev
     disk_cache::store("cuda", key, image);
   }
   if (config().debug >= 3) fmt::print(stderr, "{}\n{}", k.str(), src.code);
+  auto t0 = std::chrono::steady_clock::now();
   cuda::CUmodule mod = nullptr;
   TJ_CU(cuModuleLoadData(&mod, image.c_str()));
+  if (config().debug >= 1)
+    fmt::print(
+        stderr, "[tj] loaded module of {} in {:.1f} ms\n", k.name,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   Compiled entry{k, nd, index32, dev, nullptr, src.may_fail};
   TJ_CU(cuModuleGetFunction(&entry.fn, mod, cudagen::kEntry));
   std::lock_guard lock(c.mu);

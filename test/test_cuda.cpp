@@ -350,6 +350,29 @@ TEST_CASE("CUDA: reductions over the middle and last dims of a 3-d tensor", "[cu
   CHECK(g.sum({1}).cpu().str() == x.sum({1}).str());
 }
 
+TEST_CASE("CUDA: matrix products (cuBLAS) match the CPU", "[cuda][gpu]") {
+  if (!have_gpu()) return;
+  manual_seed(11);
+  auto check = [](const Tensor& want, const Tensor& got, double tol) {
+    INFO("cpu: " << want.str().substr(0, 300) << "\ncuda: " << got.str().substr(0, 300));
+    CHECK(got.device().is_cuda());
+    CHECK(got.sizes() == want.sizes());
+    CHECK(allclose(got.cpu(), want, tol, tol));
+  };
+  Tensor a = rand({2, 1, 5, 7}, kFloat64), b = rand({3, 7, 4}, kFloat64);
+  check(matmul(a, b), matmul(a.cuda(), b.cuda()), 1e-12); // broadcast batches
+  Tensor m = rand({64, 48}), n = rand({80, 48});
+  check(matmul(m, n.t()), matmul(m.cuda(), n.cuda().t()), 1e-5); // a transposed operand
+  Tensor v = rand({48});
+  check(mv(m, v), mv(m.cuda(), v.cuda()), 1e-5);
+  check(dot(v, v), dot(v.cuda(), v.cuda()), 1e-5);
+  check(matmul(v, n.t()), matmul(v.cuda(), n.t().cuda()), 1e-5);
+  Tensor e = rand({3, 0}), f = rand({0, 2});
+  check(matmul(e, f), matmul(e.cuda(), f.cuda()), 0); // k = 0: zeros
+  Tensor ia = randint(-5, 5, {6, 7}), ib = randint(-5, 5, {7, 3});
+  CHECK(equal(matmul(ia.cuda(), ib.cuda()).cpu(), matmul(ia, ib))); // integers: generated
+}
+
 TEST_CASE("CUDA: random numbers equal the CPU's to the bit", "[cuda][gpu]") {
   if (!have_gpu()) return;
   for (DType t : {kFloat32, kFloat64, kFloat16, kBFloat16}) {

@@ -1,11 +1,16 @@
 // matmul and its special cases (dot, mv, mm, bmm, tensordot): a broadcast
 // product reduced over the shared dimension, so they fuse like any reduction.
+// On a CUDA device, float32 and float64 products call cuBLAS instead, when
+// the product is built (until a generated GEMM beats it).
 #include <fmt/format.h>
 
+#include "cuda_blas.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
 #include "tensorjit/functions.h"
+
+#include <limits>
 
 namespace tj {
 
@@ -30,8 +35,49 @@ void check_same_dtype(const NodePtr& a, const NodePtr& b) {
                             cpp_name(a->dtype), cpp_name(b->dtype)));
 }
 
+// `x` computed into fresh contiguous memory (or as it is, when it already is).
+NodePtr contiguous_buffer(const NodePtr& x) {
+  NodePtr n = x;
+  if (!(n->op == Op::Buffer && n->view.strides == ir::contiguous_strides(n->shape)))
+    n = ir::make_node(Op::Cast, x->dtype, x->shape, {x}); // a copy, as clone()
+  detail::realize({n});
+  return ir::resolve(n);
+}
+
+// The product on a CUDA device through cuBLAS, computed now: (..., n, k) x (..., k, m) with
+// batch dims already equal. Null when cuBLAS cannot do it (dtype, sizes, no library).
+NodePtr cublas_product(const NodePtr& a, const NodePtr& b) {
+  if (!a->device.is_cuda() || (a->dtype != kFloat32 && a->dtype != kFloat64) ||
+      !rt::cuda::blas_available())
+    return nullptr;
+  const int64_t nd = a->ndim(), n = a->shape[nd - 2], k = a->shape[nd - 1], m = b->shape[nd - 1];
+  const int64_t batch = a->numel() / std::max<int64_t>(n * k, 1);
+  constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
+  if (n > kMaxInt || m > kMaxInt || k > kMaxInt || batch > kMaxInt) return nullptr;
+  ir::Shape out = a->shape;
+  out.back() = m;
+  NodePtr c = ir::make_empty(a->dtype, out, a->device);
+  if (c->numel() == 0) return c;
+  if (k == 0) return fe::constant(0, a->dtype, out, a->device);
+  NodePtr x = contiguous_buffer(a), y = contiguous_buffer(b);
+  auto ptr = [](const NodePtr& t) {
+    return reinterpret_cast<rt::cuda::CUdeviceptr>(static_cast<char*>(t->storage->data()) +
+                                                   t->view.offset * int64_t(itemsize(t->dtype)));
+  };
+  rt::cuda::gemm_batched(a->device.index(), a->dtype, batch, n, m, k, ptr(x), ptr(y), ptr(c));
+  return c;
+}
+
 // (..., n, k) x (..., k, m) -> (..., n, m), batch dims broadcast.
 NodePtr batched(const NodePtr& a, const NodePtr& b) {
+  if (a->device.is_cuda() && a->ndim() >= 2 && b->ndim() >= 2) {
+    ir::Shape batch = ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 2),
+                                           ir::Shape(b->shape.begin(), b->shape.end() - 2));
+    ir::Shape as = batch, bs = batch;
+    as.insert(as.end(), a->shape.end() - 2, a->shape.end());
+    bs.insert(bs.end(), b->shape.end() - 2, b->shape.end());
+    if (NodePtr c = cublas_product(fe::expand(a, as), fe::expand(b, bs))) return c;
+  }
   ir::Shape as = a->shape, bs = b->shape;
   as.push_back(1);            // (..., n, k, 1)
   bs.insert(bs.end() - 2, 1); // (..., 1, k, m)
