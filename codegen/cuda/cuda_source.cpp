@@ -181,42 +181,9 @@ std::string libm(const char* base, DType t) {
   return std::string(base) + (t == kFloat32 ? "f" : "");
 }
 
+// C math function name (double version) of a float op: libm's, and the rounding functions.
 const char* libm_base(Op op) {
   switch (op) {
-  case Op::Exp:
-    return "exp";
-  case Op::Exp2:
-    return "exp2";
-  case Op::Expm1:
-    return "expm1";
-  case Op::Log:
-    return "log";
-  case Op::Log2:
-    return "log2";
-  case Op::Log10:
-    return "log10";
-  case Op::Log1p:
-    return "log1p";
-  case Op::Sin:
-    return "sin";
-  case Op::Cos:
-    return "cos";
-  case Op::Tan:
-    return "tan";
-  case Op::Asin:
-    return "asin";
-  case Op::Acos:
-    return "acos";
-  case Op::Atan:
-    return "atan";
-  case Op::Sinh:
-    return "sinh";
-  case Op::Cosh:
-    return "cosh";
-  case Op::Tanh:
-    return "tanh";
-  case Op::Erf:
-    return "erf";
   case Op::Floor:
     return "floor";
   case Op::Ceil:
@@ -228,7 +195,7 @@ const char* libm_base(Op op) {
   case Op::Sqrt:
     return "sqrt";
   default:
-    return nullptr;
+    return ir::libm_name(op);
   }
 }
 
@@ -343,19 +310,6 @@ std::string binary(Op op, DType t, const std::string& x, const std::string& y) {
     return fmt::format("{}({} {} {})", T, x, op == Op::And ? "&" : op == Op::Or ? "|" : "^", y);
   default:
     throw std::logic_error(fmt::format("internal error: {} is not a binary op", ir::name(op)));
-  }
-}
-
-Op combine_op(Op reduce) {
-  switch (reduce) {
-  case Op::ReduceSum:
-    return Op::Add;
-  case Op::ReduceProd:
-    return Op::Mul;
-  case Op::ReduceMax:
-    return Op::Max;
-  default:
-    return Op::Min;
   }
 }
 
@@ -636,7 +590,7 @@ private:
       if (ir::is_reduce(k_.values[v].op)) reds.push_back(v);
     auto combine = [&](size_t v, const std::string& x, const std::string& y) {
       const Value& r = k_.values[v];
-      return binary(combine_op(r.op), r.dtype, x, y);
+      return binary(ir::combine_op(r.op), r.dtype, x, y);
     };
     auto blocked = [&](size_t v) { // float sums accumulate in blocks: pairwise-level error
       return k_.values[v].op == Op::ReduceSum && is_float(k_.values[v].dtype);

@@ -22,52 +22,6 @@ std::string dt(DType t) { return dtype_name(t); }
   throw LowerError(fmt::format("{} does not apply to {}", ir::name(op), dt(t)));
 }
 
-// libm name (double version) of a one- or two-argument math op; nullptr if not a libm op.
-const char* libm_name(Op op) {
-  switch (op) {
-  case Op::Exp:
-    return "exp";
-  case Op::Exp2:
-    return "exp2";
-  case Op::Expm1:
-    return "expm1";
-  case Op::Log:
-    return "log";
-  case Op::Log2:
-    return "log2";
-  case Op::Log10:
-    return "log10";
-  case Op::Log1p:
-    return "log1p";
-  case Op::Sin:
-    return "sin";
-  case Op::Cos:
-    return "cos";
-  case Op::Tan:
-    return "tan";
-  case Op::Asin:
-    return "asin";
-  case Op::Acos:
-    return "acos";
-  case Op::Atan:
-    return "atan";
-  case Op::Sinh:
-    return "sinh";
-  case Op::Cosh:
-    return "cosh";
-  case Op::Tanh:
-    return "tanh";
-  case Op::Erf:
-    return "erf";
-  case Op::Pow:
-    return "pow";
-  case Op::Atan2:
-    return "atan2";
-  default:
-    return nullptr;
-  }
-}
-
 } // namespace
 
 llvm::Type* OpLowering::reg_type(DType t) {
@@ -217,7 +171,7 @@ llvm::Value* OpLowering::unary(Op op, DType t, llvm::Value* x) {
   default:
     break;
   }
-  if (const char* name = libm_name(op); name && ir::info(op).arity == 1) {
+  if (const char* name = ir::libm_name(op); name && ir::info(op).arity == 1) {
     if (!fp) not_applicable(op, t);
     return libm(name, t, {x});
   }

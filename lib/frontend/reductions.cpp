@@ -61,19 +61,6 @@ NodePtr reduce_node(Op op, const NodePtr& x, const std::vector<int64_t>& axes) {
   return ir::make_node(op, x->dtype, kept_shape(x->shape, axes), {x}, axes);
 }
 
-Op combine_op(Op reduce) {
-  switch (reduce) {
-  case Op::ReduceSum:
-    return Op::Add;
-  case Op::ReduceProd:
-    return Op::Mul;
-  case Op::ReduceMax:
-    return Op::Max;
-  default:
-    return Op::Min;
-  }
-}
-
 // Reduces over `axes` (keepdim). Runs of adjacent axes are one reduction loop
 // each; a large reduction into few outputs is split in two stages so that all
 // threads work and float sums are blocked (pairwise-level error).
@@ -105,7 +92,8 @@ NodePtr reduce(Op op, const NodePtr& x, std::vector<int64_t> axes) {
     NodePtr part = fe::reshape(reduce_node(op, main, {1}), {P});
     NodePtr total = reduce_node(op, part, {0});
     if (P * q < r)
-      total = fe::binary(combine_op(op), total, reduce_node(op, fe::slice(x, 0, P * q, r, 1), {0}));
+      total =
+          fe::binary(ir::combine_op(op), total, reduce_node(op, fe::slice(x, 0, P * q, r, 1), {0}));
     return total;
   }
   return reduce_node(op, x, axes);

@@ -47,6 +47,66 @@ constexpr bool is_alu(Op op) {
 constexpr bool is_comparison(Op op) {
   return op == Op::CmpEq || op == Op::CmpNe || op == Op::CmpLt || op == Op::CmpLe;
 }
+// The binary op that combines two partial results of a reduction.
+constexpr Op combine_op(Op reduce) {
+  switch (reduce) {
+  case Op::ReduceSum:
+    return Op::Add;
+  case Op::ReduceProd:
+    return Op::Mul;
+  case Op::ReduceMax:
+    return Op::Max;
+  default:
+    return Op::Min;
+  }
+}
+// The C math library's name of a one- or two-argument float function (the
+// double version: "exp"; float32 appends "f"), or null for other ops. Both
+// backends call these under these names.
+constexpr const char* libm_name(Op op) {
+  switch (op) {
+  case Op::Exp:
+    return "exp";
+  case Op::Exp2:
+    return "exp2";
+  case Op::Expm1:
+    return "expm1";
+  case Op::Log:
+    return "log";
+  case Op::Log2:
+    return "log2";
+  case Op::Log10:
+    return "log10";
+  case Op::Log1p:
+    return "log1p";
+  case Op::Sin:
+    return "sin";
+  case Op::Cos:
+    return "cos";
+  case Op::Tan:
+    return "tan";
+  case Op::Asin:
+    return "asin";
+  case Op::Acos:
+    return "acos";
+  case Op::Atan:
+    return "atan";
+  case Op::Sinh:
+    return "sinh";
+  case Op::Cosh:
+    return "cosh";
+  case Op::Tanh:
+    return "tanh";
+  case Op::Erf:
+    return "erf";
+  case Op::Pow:
+    return "pow";
+  case Op::Atan2:
+    return "atan2";
+  default:
+    return nullptr;
+  }
+}
 // Leaves that are read through a strided view (Buffer, Iota, Philox).
 constexpr bool has_view(Op op) { return op == Op::Buffer || op == Op::Iota || op == Op::Philox; }
 
