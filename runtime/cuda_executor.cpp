@@ -2,9 +2,11 @@
 // domains.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "cuda/cuda_source.h"
 #include "cuda/nvrtc_compile.h"
@@ -38,20 +40,28 @@ ModuleCache& module_cache() {
   return *c;
 }
 
-const Compiled& get_function(const kir::Kernel& k, int nd, bool index32, int dev) {
-  const uint64_t h =
-      k.hash() ^ (uint64_t(nd) << 56) ^ (uint64_t(dev) << 48) ^ (uint64_t(index32) << 40);
+uint64_t key_hash(const kir::Kernel& k, int nd, bool index32, int dev) {
+  return k.hash() ^ (uint64_t(nd) << 56) ^ (uint64_t(dev) << 48) ^ (uint64_t(index32) << 40);
+}
+
+const Compiled* find_function(const kir::Kernel& k, int nd, bool index32, int dev) {
   auto& c = module_cache();
-  {
-    std::lock_guard lock(c.mu);
-    auto [lo, hi] = c.map.equal_range(h);
-    for (auto it = lo; it != hi; ++it)
-      if (it->second.nd == nd && it->second.index32 == index32 && it->second.device == dev &&
-          it->second.kernel.same_structure(k)) {
-        ++counters().memory_cache_hits;
-        return it->second;
-      }
+  std::lock_guard lock(c.mu);
+  auto [lo, hi] = c.map.equal_range(key_hash(k, nd, index32, dev));
+  for (auto it = lo; it != hi; ++it)
+    if (it->second.nd == nd && it->second.index32 == index32 && it->second.device == dev &&
+        it->second.kernel.same_structure(k))
+      return &it->second;
+  return nullptr;
+}
+
+const Compiled& get_function(const kir::Kernel& k, int nd, bool index32, int dev) {
+  if (const Compiled* hit = find_function(k, nd, index32, dev)) {
+    ++counters().memory_cache_hits;
+    return *hit;
   }
+  const uint64_t h = key_hash(k, nd, index32, dev);
+  auto& c = module_cache();
   const cuda::DeviceInfo& info = cuda::device(dev);
   const int arch = info.sm_major * 10 + info.sm_minor;
   cudagen::Source src = cudagen::generate(k, nd, index32);
@@ -95,6 +105,24 @@ cuda::CUdeviceptr error_word(int dev) {
   return it->second;
 }
 
+// What a launch needs compiled.
+struct Need {
+  const kir::Kernel* kernel;
+  int nd;
+  bool index32;
+  int dev;
+};
+
+Need need_of(const Launch& l) {
+  int dev = 0;
+  for (const auto& s : l.slots)
+    if (s.storage) dev = s.storage->device().index();
+  int64_t total = 1;
+  for (int64_t d : l.domain)
+    total *= d;
+  return {&l.kernel, std::max<int>(1, int(l.domain.size())), total <= INT32_MAX, dev};
+}
+
 int64_t pow2_at_least(int64_t x) {
   int64_t p = 1;
   while (p < x)
@@ -104,17 +132,48 @@ int64_t pow2_at_least(int64_t x) {
 
 } // namespace
 
+void prepare_cuda(const std::vector<const Launch*>& launches) {
+  std::vector<Need> missing;
+  for (const Launch* l : launches) {
+    Need n = need_of(*l);
+    if (find_function(*n.kernel, n.nd, n.index32, n.dev)) continue;
+    bool dup = false;
+    for (const Need& m : missing)
+      dup |= m.nd == n.nd && m.index32 == n.index32 && m.dev == n.dev &&
+             m.kernel->same_structure(*n.kernel);
+    if (!dup) missing.push_back(n);
+  }
+  if (missing.size() < 2) return;
+  // NVRTC runs on one thread per program: compile the schedule's new kernels side by side.
+  // Errors are left for execute_cuda to raise, in launch order.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < missing.size();) {
+      try {
+        get_function(*missing[i].kernel, missing[i].nd, missing[i].index32, missing[i].dev);
+      } catch (...) {
+      }
+    }
+  };
+  const size_t n =
+      std::min<size_t>(missing.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < n; ++t)
+    threads.emplace_back(work);
+  work();
+  for (auto& t : threads)
+    t.join();
+}
+
 void execute_cuda(const Launch& l) {
   const kir::Kernel& k = l.kernel;
-  int dev = 0;
-  for (const auto& s : l.slots)
-    if (s.storage) dev = s.storage->device().index();
+  const Need need = need_of(l);
+  const int dev = need.dev, nd = need.nd;
   std::vector<int64_t> domain = l.domain.empty() ? std::vector<int64_t>{1} : l.domain;
-  const int nd = static_cast<int>(domain.size());
   int64_t total = 1;
   for (int64_t d : domain)
     total *= d;
-  const Compiled& fn = get_function(k, nd, total <= INT32_MAX, dev);
+  const Compiled& fn = get_function(k, nd, need.index32, dev);
   const cuda::DeviceInfo& info = cuda::device(dev);
   const bool reduces = k.has_reduction();
   const int64_t r = reduces ? l.r : 1;

@@ -65,11 +65,17 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
 } // namespace
 
 void execute(const std::vector<Launch>& launches) {
-  for (const auto& l : launches) {
-    bool on_gpu = false;
+  auto on_gpu = [](const Launch& l) {
     for (const auto& s : l.slots)
-      on_gpu |= s.storage && s.storage->device().is_cuda();
-    if (on_gpu) {
+      if (s.storage && s.storage->device().is_cuda()) return true;
+    return false;
+  };
+  std::vector<const Launch*> gpu;
+  for (const auto& l : launches)
+    if (on_gpu(l)) gpu.push_back(&l);
+  if (gpu.size() > 1) prepare_cuda(gpu);
+  for (const auto& l : launches) {
+    if (on_gpu(l)) {
       execute_cuda(l);
       continue;
     }

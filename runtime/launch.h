@@ -28,5 +28,7 @@ struct Launch {
 void execute(const std::vector<Launch>& launches);
 // One launch on a CUDA device (runtime/cuda_executor.cpp), queued on its stream.
 void execute_cuda(const Launch& l);
+// Compiles the kernels these CUDA launches need and the cache lacks, in parallel.
+void prepare_cuda(const std::vector<const Launch*>& launches);
 
 } // namespace tj::rt

@@ -53,6 +53,6 @@ TEST_CASE("devices", "[errors]") {
   CHECK_THROWS_WITH(
       Device("tpu"),
       Catch::StartsWith("Expected one of cpu, cuda device type at start of device string"));
-  CHECK_FALSE(cuda::is_available());
-  CHECK_THROWS_WITH(ones({2}, device(kCUDA)), Catch::StartsWith("CUDA is not available"));
+  if (!cuda::is_available())
+    CHECK_THROWS_WITH(ones({2}, device(kCUDA)), Catch::StartsWith("CUDA is not available"));
 }

@@ -1583,14 +1583,17 @@ TEST_CASE("llvm: a long row (n = 1e6)", "[llvm]") {
   }
 }
 
-TEST_CASE("llvm: float32 exp uses vector math in the host's widest registers", "[llvm]") {
+TEST_CASE("llvm: float32 exp uses vector math in wide registers", "[llvm]") {
   KernelBuilder kb;
   int x = kb.load(kb.in(kFloat32));
   kb.store(kb.out(kFloat32), kb.op(Op::Exp, kFloat32, {x}));
   std::string as = llvmjit::emit_asm(kb.k, 2);
   if (host_has("avx512f")) {
-    CHECK(as.find("_ZGVeN16v_expf") != std::string::npos);
-    CHECK(as.find("zmm") != std::string::npos);
+    // LLVM may prefer 256-bit vectors on some AVX-512 CPUs (seen in a virtual machine).
+    const bool zmm =
+        as.find("_ZGVeN16v_expf") != std::string::npos && as.find("zmm") != std::string::npos;
+    const bool ymm = as.find("_ZGVdN8v_expf") != std::string::npos;
+    CHECK((zmm || ymm));
   } else if (host_has("avx2")) {
     CHECK(as.find("_ZGVdN8v_expf") != std::string::npos);
   }
