@@ -21,6 +21,7 @@ Config from_env() {
   c.debug = env_int("TJ_DEBUG", 0);
   c.opt_level = env_int("TJ_OPT_LEVEL", 3);
   if (const char* v = std::getenv("TJ_MAX_GRAPH_NODES"); v && *v) c.max_graph_nodes = std::atoll(v);
+  if (const char* v = std::getenv("TJ_CACHE_MAX_MB"); v && *v) c.cache_max_mb = std::atoll(v);
   if (const char* v = std::getenv("TJ_CACHE_DIR")) {
     c.cache_dir = v;
   } else if (const char* home = std::getenv("HOME"); home && *home) {

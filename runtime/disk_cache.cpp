@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "tensorjit/config.h"
 
@@ -38,6 +40,26 @@ fs::path entry_path(std::string_view kind, std::string_view key) {
   const std::string& dir = config().cache_dir;
   if (dir.empty()) return {};
   return fs::path(dir) / std::string(kind) / fmt::format("{:016x}.bin", fnv1a(key));
+}
+
+// Removes the oldest entries of a kind's folder while it holds more than the bound.
+void evict(const fs::path& dir) {
+  const auto limit = static_cast<uintmax_t>(std::max<int64_t>(config().cache_max_mb, 0)) << 20;
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> files;
+  uintmax_t total = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec) || e.path().extension() != ".bin") continue;
+    total += e.file_size(ec);
+    files.emplace_back(e.last_write_time(ec), e.path());
+  }
+  if (total <= limit) return;
+  std::sort(files.begin(), files.end());
+  for (const auto& [time, path] : files) {
+    if (total <= limit * 3 / 4) break; // room for a while before the next scan
+    uintmax_t size = fs::file_size(path, ec);
+    if (fs::remove(path, ec)) total -= size;
+  }
 }
 
 } // namespace
@@ -86,6 +108,9 @@ void store(std::string_view kind, std::string_view key, std::string_view content
   }
   fs::rename(tmp, p, ec);
   if (ec) fs::remove(tmp, ec);
+  // The bound is checked now and then, not on every store: a scan reads the whole folder.
+  static std::atomic<uint64_t> stores{0};
+  if (stores++ % 64 == 0) evict(p.parent_path());
 }
 
 } // namespace tj::rt::disk_cache

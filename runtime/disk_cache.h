@@ -1,7 +1,8 @@
 // The persistent cache of compiled code: one file per entry under
 // config().cache_dir/<kind>/, written atomically (temporary file, then rename)
 // and checked on load (magic, size, checksum of the content and of the key),
-// so a torn or corrupted file is a miss, never bad code.
+// so a torn or corrupted file is a miss, never bad code. Each kind's folder
+// is kept under config().cache_max_mb by removing its oldest entries.
 #pragma once
 #include <optional>
 #include <string>

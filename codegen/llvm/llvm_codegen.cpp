@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -11,7 +12,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
-#include <llvm/Support/SmallVectorMemoryBuffer.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -24,6 +25,7 @@
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Vectorize/LoopVectorize.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -280,36 +282,77 @@ std::atomic<uint64_t> g_kernel_counter{0};
 
 } // namespace
 
-std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level) {
-  auto t0 = std::chrono::steady_clock::now();
+ObjectCode compile_object(const kir::Kernel& k, int opt_level) {
   kir::verify(k);
   int opt = opt_level_checked(k, opt_level);
-  llvm::orc::LLJIT& j = jit();
-  std::string fname = fmt::format("tjk_{:016x}_{}", k.hash(), g_kernel_counter++);
+  ObjectCode code;
+  code.symbol = fmt::format("tjk_{:016x}_{}_{}", k.hash(), getpid(), g_kernel_counter++);
   llvm::SmallVector<char, 0> obj = guarded(k, [&] {
     llvm::LLVMContext ctx;
     TargetMachineLease tm(opt);
-    auto m = build_module(k, fname, ctx, *tm.tm, opt);
+    auto m = build_module(k, code.symbol, ctx, *tm.tm, opt);
     return machine_code(*m, *tm.tm, llvm::CodeGenFileType::ObjectFile);
   });
+  code.object.assign(obj.begin(), obj.end());
+  return code;
+}
+
+std::shared_ptr<CompiledKernel> load(const ObjectCode& code) {
+  llvm::orc::LLJIT& j = jit();
   auto rt = j.getMainJITDylib().createResourceTracker();
-  if (auto e = j.addObjectFile(rt, std::make_unique<llvm::SmallVectorMemoryBuffer>(
-                                       std::move(obj), fname, /*RequiresNullTerminator=*/false)))
-    fail(k, "JIT: " + to_string(std::move(e)));
-  auto sym = j.lookup(fname);
-  if (!sym) {
-    std::string msg = to_string(sym.takeError());
+  auto fail_load = [&](const std::string& what) {
     llvm::consumeError(rt->remove());
-    fail(k, "JIT link: " + msg);
-  }
-  auto t1 = std::chrono::steady_clock::now();
+    throw std::runtime_error(fmt::format("JIT: cannot load kernel {}: {}", code.symbol, what));
+  };
+  if (auto e = j.addObjectFile(rt, llvm::MemoryBuffer::getMemBufferCopy(code.object, code.symbol)))
+    fail_load(to_string(std::move(e)));
+  auto sym = j.lookup(code.symbol);
+  if (!sym) fail_load(to_string(sym.takeError()));
   auto* ck = new CompiledKernel;
   ck->fn = sym->toPtr<KernelFn>();
-  ck->compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   // The machine code goes away with the last reference.
   return std::shared_ptr<CompiledKernel>(ck, [rt](CompiledKernel* p) {
     llvm::consumeError(rt->remove());
     delete p;
+  });
+}
+
+std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level) {
+  auto t0 = std::chrono::steady_clock::now();
+  ObjectCode code = compile_object(k, opt_level);
+  std::shared_ptr<CompiledKernel> ck;
+  try {
+    ck = load(code);
+  } catch (const std::runtime_error& e) {
+    fail(k, e.what());
+  }
+  ck->compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return ck;
+}
+
+std::string identity(const kir::Kernel& k, int opt_level) {
+  kir::verify(k);
+  int opt = opt_level_checked(k, opt_level);
+  return guarded(k, [&] {
+    // The unoptimized IR says everything the lowering decided; the pass pipeline, the target
+    // and LLVM's version say what becomes of it.
+    llvm::LLVMContext ctx;
+    TargetMachineLease tm(opt);
+    const HostTarget& h = host();
+    llvm::Module m("tjk", ctx);
+    m.setTargetTriple(h.triple);
+    m.setDataLayout(tm.tm->createDataLayout());
+    detail::lower_kernel(k, m, "tjk", {h.cpu, h.features, h.isa});
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    m.print(os, nullptr);
+    llvm::ModulePassManager mpm;
+    if (opt > 0) mpm.addPass(llvm::createModuleToFunctionPassAdaptor(kernel_pipeline(opt)));
+    os << "\npipeline opt " << opt << ": ";
+    mpm.printPipeline(os, [](llvm::StringRef n) { return n; });
+    os << "\ntarget " << h.id << "\nllvm " << LLVM_VERSION_STRING << "\n";
+    return s;
   });
 }
 

@@ -25,6 +25,20 @@ struct CompiledKernel {
 // kernel). The machine code lives as long as the returned object.
 std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level);
 
+// compile() in two steps, for caches that keep machine code: an object file defining one
+// function named `symbol` (unique to this process), and loading it into the JIT. load throws
+// std::runtime_error when the object cannot be linked.
+struct ObjectCode {
+  std::string symbol;
+  std::string object;
+};
+ObjectCode compile_object(const kir::Kernel& k, int opt_level);
+std::shared_ptr<CompiledKernel> load(const ObjectCode& code);
+
+// Everything the machine code of `k` depends on, as text: the unoptimized LLVM IR, the pass
+// pipeline, the target CPU and features, LLVM's version. Equal identities give equal code.
+std::string identity(const kir::Kernel& k, int opt_level);
+
 // Text of the optimized LLVM IR module, and of the host assembly, for dumps (tjc --emit=llvm|asm).
 std::string emit_llvm_ir(const kir::Kernel& k, int opt_level);
 std::string emit_asm(const kir::Kernel& k, int opt_level);

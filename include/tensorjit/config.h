@@ -18,13 +18,15 @@ Stats stats();
 void reset_stats();
 
 // Settings read once from the environment (TJ_NUM_THREADS, TJ_FUSION,
-// TJ_DEBUG, TJ_CACHE_DIR, TJ_OPT_LEVEL, TJ_MAX_GRAPH_NODES) and changeable from C++.
+// TJ_DEBUG, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL, TJ_MAX_GRAPH_NODES) and changeable from
+// C++.
 struct Config {
   int num_threads = 0;             // 0: all cores
   bool fusion = true;              // false: one kernel per primitive op
   int debug = 0;                   // TJ_DEBUG level, 0..4
   int opt_level = 3;               // LLVM optimization level of kernels
   std::string cache_dir;           // persistent cache; empty disables it
+  int64_t cache_max_mb = 1024;     // per kind of code; the oldest entries go first
   int64_t max_graph_nodes = 10000; // pending nodes past which a tensor is materialized
 };
 Config& config();
