@@ -140,3 +140,29 @@ TEST_CASE("a million-step lazy loop runs in bounded memory", "[graph]") {
   CHECK(ir::live_node_count() < 50000);
   CHECK(x.to_vector<float>()[15] == ref);
 }
+
+TEST_CASE("a new batch size compiles nothing: softmax, layer_norm, an MLP step", "[cache]") {
+  manual_seed(2);
+  Tensor w1 = rand({64, 128}), b1 = rand({128}), w2 = rand({128, 10});
+  auto step = [&](int64_t batch) {
+    Tensor x = rand({batch, 64});
+    Tensor h = relu(matmul(x, w1) + b1);
+    Tensor logits = matmul(h, w2);
+    Tensor p = nn::functional::softmax(logits, 1);
+    Tensor n = nn::functional::layer_norm(h, {128});
+    eval({p, n});
+  };
+  step(32);
+  reset_stats();
+  step(48);
+  step(64);
+  CHECK(stats().kernels_compiled == 0);
+  CHECK(stats().kernels_launched > 0);
+}
+
+TEST_CASE("sum of 16M float32 ones is exact", "[reduce]") {
+  Tensor ones_in_memory = rand({16 * 1024 * 1024}) * 0 + 1; // computed, not a folded constant
+  ones_in_memory.eval();
+  CHECK(ones_in_memory.is_realized());
+  CHECK(ones_in_memory.sum().item<double>() == 16777216.0);
+}
