@@ -331,6 +331,10 @@ std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level) {
   return ck;
 }
 
+// Salt of cached machine code: changed with any edit to optimize() or machine_code() that the
+// printed pass pipeline does not show (the post-pipeline clean-up, code generation options).
+constexpr const char* kCodegenRevision = "tj-llvm-1";
+
 std::string identity(const kir::Kernel& k, int opt_level) {
   kir::verify(k);
   int opt = opt_level_checked(k, opt_level);
@@ -351,7 +355,7 @@ std::string identity(const kir::Kernel& k, int opt_level) {
     if (opt > 0) mpm.addPass(llvm::createModuleToFunctionPassAdaptor(kernel_pipeline(opt)));
     os << "\npipeline opt " << opt << ": ";
     mpm.printPipeline(os, [](llvm::StringRef n) { return n; });
-    os << "\ntarget " << h.id << "\nllvm " << LLVM_VERSION_STRING << "\n";
+    os << "\ntarget " << h.id << "\nllvm " << LLVM_VERSION_STRING << "\n" << kCodegenRevision;
     return s;
   });
 }
