@@ -39,9 +39,12 @@ int run_child(const fs::path& dir, const char* expect) {
 } // namespace
 
 // Run only by the test below, in a child process: compiles or loads, as TJ_EXPECT says.
-TEST_CASE("disk cache child", "[.disk_cache_child]") {
+TEST_CASE("child process of the persistent cache test", "[.disk_cache_child]") {
   const char* expect = std::getenv("TJ_EXPECT");
-  REQUIRE(expect);
+  if (!expect) {
+    WARN("run only as a child of the persistent cache test (TJ_EXPECT unset)");
+    return;
+  }
   reset_stats();
   workload();
   Stats s = stats();
