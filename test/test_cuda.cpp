@@ -404,6 +404,16 @@ TEST_CASE("CUDA: printing, item, transfers and device errors", "[cuda][gpu]") {
                     "devices, cuda:0 and cpu!");
   CHECK_THROWS_WITH(g.numpy(), Catch::StartsWith("can't convert cuda:0 device type tensor"));
   CHECK(zeros_like(g).device().is_cuda());
+  // Results that are constants stay on the tensor's device.
+  Tensor ig = tensor({1, 2}).cuda();
+  CHECK(ig.isnan().device().is_cuda());
+  CHECK(ig.isfinite().device().is_cuda());
+  CHECK(g.sum().var().device().is_cuda());
+  Tensor filled = zeros({3}, TensorOptions().device("cuda"));
+  filled.fill_(2.5);
+  CHECK(filled.device().is_cuda());
+  CHECK(filled.sum().item<double>() == 7.5);
+  CHECK(where(g > 0, g, 0.0).device().is_cuda());
   // Views move as their elements.
   Tensor m = arange(12).reshape({3, 4});
   CHECK(equal(m.t().cuda().cpu(), m.t()));

@@ -407,18 +407,18 @@ Tensor gelu(const Tensor& a) {
 }
 Tensor isnan(const Tensor& a) {
   NodePtr x = node_of(a);
-  if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape));
+  if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape, x->device));
   return wrap(fe::binary(Op::CmpNe, x, x));
 }
 Tensor isinf(const Tensor& a) {
   NodePtr x = node_of(a);
-  if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape));
+  if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape, x->device));
   return wrap(fe::binary(Op::CmpEq, fe::unary(Op::Abs, x),
                          fe::constant(std::numeric_limits<double>::infinity(), x->dtype)));
 }
 Tensor isfinite(const Tensor& a) {
   NodePtr x = node_of(a);
-  if (!is_floating_point(x->dtype)) return wrap(fe::constant(true, kBool, x->shape));
+  if (!is_floating_point(x->dtype)) return wrap(fe::constant(true, kBool, x->shape, x->device));
   return wrap(fe::binary(Op::CmpLt, fe::unary(Op::Abs, x),
                          fe::constant(std::numeric_limits<double>::infinity(), x->dtype)));
 }

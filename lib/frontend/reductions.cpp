@@ -366,14 +366,14 @@ namespace nn::functional {
 Tensor softmax(const Tensor& t, int64_t dim) {
   NodePtr x = float_input(t);
   std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
-  if (x->ndim() == 0) return wrap(fe::constant(1.0, x->dtype));
+  if (x->ndim() == 0) return wrap(fe::constant(1.0, x->dtype, {}, x->device));
   NodePtr e = fe::unary(Op::Exp, fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes)));
   return wrap(fe::binary(Op::Div, e, reduce(Op::ReduceSum, e, axes)));
 }
 
 Tensor log_softmax(const Tensor& t, int64_t dim) {
   NodePtr x = float_input(t);
-  if (x->ndim() == 0) return wrap(fe::constant(0.0, x->dtype));
+  if (x->ndim() == 0) return wrap(fe::constant(0.0, x->dtype, {}, x->device));
   std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
   NodePtr shifted = fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes));
   NodePtr lse = fe::unary(Op::Log, reduce(Op::ReduceSum, fe::unary(Op::Exp, shifted), axes));

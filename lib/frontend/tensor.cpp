@@ -409,7 +409,7 @@ Tensor& Tensor::div_(const Tensor& o) { return assign(*this, div(o)); }
 Tensor& Tensor::div_(const Scalar& o) { return assign(*this, div(o)); }
 Tensor& Tensor::zero_() { return fill_(0); }
 Tensor& Tensor::fill_(const Scalar& v) {
-  return assign(*this, wrap(fe::constant(v, dtype(), sizes())));
+  return assign(*this, wrap(fe::constant(v, dtype(), sizes(), device())));
 }
 Tensor& Tensor::copy_(const Tensor& src) {
   NodePtr self = node_of(*this);
