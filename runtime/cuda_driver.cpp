@@ -173,6 +173,18 @@ void copy_on_device(int dev, CUdeviceptr dst, CUdeviceptr src, size_t n) {
 
 void synchronize(int dev) { TJ_CU(cuStreamSynchronize(device(dev).stream)); }
 
+void synchronize_all() {
+  std::vector<int> used;
+  {
+    auto& all = devices();
+    std::lock_guard lock(all.mu);
+    for (const auto& [index, info] : all.map)
+      used.push_back(index);
+  }
+  for (int d : used)
+    synchronize(d);
+}
+
 // ---- the caching allocator ---------------------------------------------------------------------
 
 namespace {

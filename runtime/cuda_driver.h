@@ -81,6 +81,8 @@ void copy_to_device(int dev, CUdeviceptr dst, const void* src, size_t n);
 void copy_to_host(int dev, void* dst, CUdeviceptr src, size_t n);
 void copy_on_device(int dev, CUdeviceptr dst, CUdeviceptr src, size_t n);
 void synchronize(int dev);
+// Waits for every device this process has used (and sets up none that it has not).
+void synchronize_all();
 
 // The caching device allocator: freed blocks are kept for reuse (the stream
 // orders their later use after earlier work); on exhaustion the cache is

@@ -414,6 +414,17 @@ TEST_CASE("CUDA: printing, item, transfers and device errors", "[cuda][gpu]") {
   CHECK(filled.device().is_cuda());
   CHECK(filled.sum().item<double>() == 7.5);
   CHECK(where(g > 0, g, 0.0).device().is_cuda());
+  // copy_ brings values to the destination's device; in-place results cannot change device.
+  Tensor dst = zeros({3}, TensorOptions().device("cuda"));
+  dst.copy_(tensor({1.0, 2.0, 3.0}));
+  CHECK(dst.device().is_cuda());
+  CHECK(dst.sum().item<double>() == 6.0);
+  Tensor host0 = scalar_tensor(1.0);
+  CHECK_THROWS_WITH(host0.add_(g), Catch::StartsWith("Expected all tensors to be on the same"));
+  CHECK_THROWS_WITH(mm(rand({2, 3}).cuda(), rand({3, 2})),
+                    Catch::StartsWith("Expected all tensors to be on the same device"));
+  CHECK_THROWS_WITH(matmul(rand({3}, kFloat64).cuda(), rand({3, 2}).cuda()),
+                    Catch::StartsWith("expected m1 and m2 to have the same dtype"));
   // Views move as their elements.
   Tensor m = arange(12).reshape({3, 4});
   CHECK(equal(m.t().cuda().cpu(), m.t()));

@@ -25,6 +25,7 @@
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Vectorize/LoopVectorize.h>
+#include <random>
 #include <unistd.h>
 
 #include <algorithm>
@@ -280,13 +281,24 @@ template <class F> auto guarded(const kir::Kernel& k, F&& body) {
 
 std::atomic<uint64_t> g_kernel_counter{0};
 
+// A random number drawn once per process (process ids repeat, in containers especially).
+uint64_t process_nonce() {
+  static const uint64_t nonce = [] {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ rd() ^ uint64_t(getpid());
+  }();
+  return nonce;
+}
+
 } // namespace
 
 ObjectCode compile_object(const kir::Kernel& k, int opt_level) {
   kir::verify(k);
   int opt = opt_level_checked(k, opt_level);
   ObjectCode code;
-  code.symbol = fmt::format("tjk_{:016x}_{}_{}", k.hash(), getpid(), g_kernel_counter++);
+  // Unique across processes too: cached objects from other processes keep their names.
+  code.symbol =
+      fmt::format("tjk_{:016x}_{:016x}_{}", k.hash(), process_nonce(), g_kernel_counter++);
   llvm::SmallVector<char, 0> obj = guarded(k, [&] {
     llvm::LLVMContext ctx;
     TargetMachineLease tm(opt);

@@ -34,9 +34,7 @@ int device_count() {
   return n;
 }
 void synchronize() {
-  if (!is_available()) return;
-  for (int d = 0; d < device_count(); ++d)
-    rt::cuda::synchronize(d);
+  if (is_available()) rt::cuda::synchronize_all();
 }
 } // namespace cuda
 

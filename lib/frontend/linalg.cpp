@@ -47,8 +47,10 @@ NodePtr contiguous_buffer(const NodePtr& x) {
 // The product on a CUDA device through cuBLAS, computed now: (..., n, k) x (..., k, m) with
 // batch dims already equal. Null when cuBLAS cannot do it (dtype, sizes, no library).
 NodePtr cublas_product(const NodePtr& a, const NodePtr& b) {
-  if (!a->device.is_cuda() || (a->dtype != kFloat32 && a->dtype != kFloat64) ||
-      !rt::cuda::blas_available())
+  // Operands on different devices or of different dtypes take the generic path, which raises
+  // PyTorch's errors.
+  if (!a->device.is_cuda() || b->device != a->device || b->dtype != a->dtype ||
+      (a->dtype != kFloat32 && a->dtype != kFloat64) || !rt::cuda::blas_available())
     return nullptr;
   const int64_t nd = a->ndim(), n = a->shape[nd - 2], k = a->shape[nd - 1], m = b->shape[nd - 1];
   const int64_t batch = a->numel() / std::max<int64_t>(n * k, 1);
@@ -160,6 +162,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 1 && db == 1) return dot(a, b);
   if (da == 2 && db == 1) return mv(a, b);
   if (da == 1 && db == 2) {
+    check_same_dtype(x, y);
     if (x->shape[0] != y->shape[0])
       throw Error(fmt::format("mat1 and mat2 shapes cannot be multiplied (1x{} and {})",
                               x->shape[0], dims2(y->shape)));

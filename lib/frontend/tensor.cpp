@@ -394,6 +394,13 @@ Tensor Tensor::expand_as(const Tensor& o) const { return expand(o.sizes()); }
 namespace {
 Tensor& assign(Tensor& self, const Tensor& value) {
   NodePtr v = node_of(value);
+  if (v->device != self.device()) { // an in-place result cannot leave its tensor's device
+    Device a = v->device, b = self.device();
+    if (a.is_cpu()) std::swap(a, b);
+    throw Error(fmt::format("Expected all tensors to be on the same device, but found at least "
+                            "two devices, {} and {}!",
+                            a.str(), b.str()));
+  }
   if (v->shape != self.sizes()) v = fe::expand(v, self.sizes());
   self.impl()->node = fe::cast(v, self.dtype());
   return self;
@@ -413,7 +420,9 @@ Tensor& Tensor::fill_(const Scalar& v) {
 }
 Tensor& Tensor::copy_(const Tensor& src) {
   NodePtr self = node_of(*this);
-  impl()->node = fe::cast(fe::expand(node_of(src), self->shape), self->dtype);
+  // Copies may cross devices: the values come to this tensor's device.
+  NodePtr s = node_of(src.device() == self->device ? src : src.to(self->device));
+  impl()->node = fe::cast(fe::expand(s, self->shape), self->dtype);
   return *this;
 }
 
