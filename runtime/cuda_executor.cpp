@@ -111,6 +111,7 @@ struct Need {
   int nd;
   bool index32;
   int dev;
+  int64_t total; // domain elements
 };
 
 Need need_of(const Launch& l) {
@@ -120,7 +121,7 @@ Need need_of(const Launch& l) {
   int64_t total = 1;
   for (int64_t d : l.domain)
     total *= d;
-  return {&l.kernel, std::max<int>(1, int(l.domain.size())), total <= INT32_MAX, dev};
+  return {&l.kernel, std::max<int>(1, int(l.domain.size())), total <= INT32_MAX, dev, total};
 }
 
 int64_t pow2_at_least(int64_t x) {
@@ -169,10 +170,7 @@ void execute_cuda(const Launch& l) {
   const kir::Kernel& k = l.kernel;
   const Need need = need_of(l);
   const int dev = need.dev, nd = need.nd;
-  std::vector<int64_t> domain = l.domain.empty() ? std::vector<int64_t>{1} : l.domain;
-  int64_t total = 1;
-  for (int64_t d : domain)
-    total *= d;
+  const int64_t total = need.total;
   const Compiled& fn = get_function(k, nd, need.index32, dev);
   const cuda::DeviceInfo& info = cuda::device(dev);
   const bool reduces = k.has_reduction();
@@ -201,8 +199,9 @@ void execute_cuda(const Launch& l) {
   put(total);
   put(r);
   put(group);
-  for (int64_t d : domain)
+  for (int64_t d : l.domain)
     put(d);
+  if (l.domain.empty()) put(1);
   for (const auto& s : l.slots)
     put(s.base);
   for (const auto& s : l.slots)

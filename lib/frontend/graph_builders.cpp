@@ -5,7 +5,6 @@
 #include <fmt/ranges.h>
 
 #include "frontend/tensor_impl.h"
-#include "ir/scalar_semantics.h"
 #include "tensorjit/error.h"
 
 namespace tj::fe {
@@ -16,17 +15,6 @@ NodePtr with_view(const NodePtr& leaf, Shape shape, ir::View view) {
                        leaf->storage, std::move(view), leaf->device);
 }
 
-// The value of a 0-d node, computed.
-Scalar scalar_value(const NodePtr& n) {
-  detail::realize({n});
-  const ir::Node* r = n->resolved();
-  const char* p = static_cast<const char*>(r->storage->data()) +
-                  r->view.offset * static_cast<int64_t>(itemsize(r->dtype));
-  if (r->dtype == kBool) return Scalar(ir::load_int(p, r->dtype) != 0);
-  if (is_floating_point(r->dtype)) return Scalar(ir::load_float(p, r->dtype));
-  return Scalar(ir::load_int(p, r->dtype));
-}
-
 // Puts the operands of one op on one device. A 0-d CPU value (a scalar
 // operand, or a 0-d tensor) joins a computation on another device as a kernel
 // parameter, as in PyTorch; any other mix is PyTorch's error.
@@ -35,25 +23,26 @@ void align_devices(std::initializer_list<NodePtr*> operands) {
   std::optional<Device> target;
   for (NodePtr* p : operands)
     if (!movable(*p)) {
-      if (target && *target != (*p)->device) {
-        Device a = *target, b = (*p)->device;
-        if (a.is_cpu()) std::swap(a, b);
-        throw Error(fmt::format("Expected all tensors to be on the same device, but found at "
-                                "least two devices, {} and {}!",
-                                a.str(), b.str()));
-      }
+      if (target && *target != (*p)->device) throw_device_mismatch(*target, (*p)->device);
       target = (*p)->device;
     }
   if (!target) return; // all on the CPU
   for (NodePtr* p : operands) {
     const NodePtr& n = *p;
     if (n->device == *target) continue;
-    Scalar v = n->op == Op::Const ? n->value : scalar_value(n);
+    Scalar v = n->op == Op::Const ? n->value : detail::wrap(n).item();
     *p = constant(v, n->dtype, n->shape, *target);
   }
 }
 
 } // namespace
+
+void throw_device_mismatch(Device a, Device b) {
+  if (a.is_cpu()) std::swap(a, b); // PyTorch names the accelerator first
+  throw Error(fmt::format("Expected all tensors to be on the same device, but found at least two "
+                          "devices, {} and {}!",
+                          a.str(), b.str()));
+}
 
 NodePtr constant(const Scalar& v, DType t, Shape shape, Device device) {
   return ir::make_const(v, t, std::move(shape), device);

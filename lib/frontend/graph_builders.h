@@ -17,6 +17,8 @@ using ir::Shape;
 // A constant on `device`; binary() and where() move constants to their other
 // operands' device, so a constant combined with a value needs no device.
 NodePtr constant(const Scalar& v, DType t, Shape shape = {}, Device device = kCPU);
+// PyTorch's error for operands on two devices.
+[[noreturn]] void throw_device_mismatch(Device a, Device b);
 NodePtr cast(const NodePtr& x, DType t);
 NodePtr unary(Op op, const NodePtr& x);
 // Broadcasts the operands; comparison ops give bool, others the operands' dtype.

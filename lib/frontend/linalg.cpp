@@ -37,11 +37,9 @@ void check_same_dtype(const NodePtr& a, const NodePtr& b) {
 
 // `x` computed into fresh contiguous memory (or as it is, when it already is).
 NodePtr contiguous_buffer(const NodePtr& x) {
-  NodePtr n = x;
-  if (!(n->op == Op::Buffer && n->view.strides == ir::contiguous_strides(n->shape)))
-    n = ir::make_node(Op::Cast, x->dtype, x->shape, {x}); // a copy, as clone()
-  detail::realize({n});
-  return ir::resolve(n);
+  Tensor t = wrap(x).contiguous();
+  t.eval();
+  return node_of(t);
 }
 
 // The product on a CUDA device through cuBLAS, computed now: (..., n, k) x (..., k, m) with

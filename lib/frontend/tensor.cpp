@@ -394,13 +394,8 @@ Tensor Tensor::expand_as(const Tensor& o) const { return expand(o.sizes()); }
 namespace {
 Tensor& assign(Tensor& self, const Tensor& value) {
   NodePtr v = node_of(value);
-  if (v->device != self.device()) { // an in-place result cannot leave its tensor's device
-    Device a = v->device, b = self.device();
-    if (a.is_cpu()) std::swap(a, b);
-    throw Error(fmt::format("Expected all tensors to be on the same device, but found at least "
-                            "two devices, {} and {}!",
-                            a.str(), b.str()));
-  }
+  // An in-place result cannot leave its tensor's device.
+  if (v->device != self.device()) fe::throw_device_mismatch(v->device, self.device());
   if (v->shape != self.sizes()) v = fe::expand(v, self.sizes());
   self.impl()->node = fe::cast(v, self.dtype());
   return self;
