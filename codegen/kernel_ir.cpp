@@ -140,7 +140,8 @@ void verify(const Kernel& k) {
     }
     if (!leaf && v.op != Op::Cast && (v.dtype == kFloat16 || v.dtype == kBFloat16))
       fail(fmt::format("%{} computes in a 16-bit float type", i));
-    if (ir::is_movement(v.op)) fail(fmt::format("%{} is a movement op", i));
+    if (ir::is_movement(v.op) || ir::category(v.op) == ir::OpCategory::Mutation)
+      fail(fmt::format("%{} is a {} op, which kernels do not have", i, ir::name(v.op)));
   }
   // Reduce values depend on no Reduce value: a kernel has one reduction loop.
   std::vector<bool> after_reduce(k.values.size(), false);

@@ -1,6 +1,7 @@
 // Storage: a block of device memory shared by every tensor that views it.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -23,6 +24,19 @@ public:
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
 
+  // Bumped by every in-place write: a Buffer node records the version it reads.
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+  // Pinned memory has been handed out (numpy(), data_ptr(), from_blob): writes
+  // to it happen in place, before the call that makes them returns.
+  bool pinned() const { return pinned_; }
+  // Pins the memory for `owner`, the frontend's storage that handed it out.
+  void pin(const std::shared_ptr<void>& owner) {
+    pinned_ = true;
+    owner_ = owner;
+  }
+  std::shared_ptr<void> owner() const { return owner_.lock(); }
+
 private:
   Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter)
       : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
@@ -30,6 +44,9 @@ private:
   size_t nbytes_;
   Device device_;
   std::function<void(void*)> deleter_;
+  uint64_t version_ = 0;
+  bool pinned_ = false;
+  std::weak_ptr<void> owner_;
 };
 
 // The device `d` names, checked to exist: "cuda" is cuda:0. Throws a clear

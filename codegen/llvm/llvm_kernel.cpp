@@ -832,6 +832,7 @@ llvm::Value* KernelLowering::lower_value(int idx) {
   case ir::OpCategory::Reduce:
     bad(idx, "a Reduce value used inside the reduction loop");
   case ir::OpCategory::Movement:
+  case ir::OpCategory::Mutation:
     break;
   }
   bad(idx, fmt::format("{} cannot be lowered", ir::name(v.op)));

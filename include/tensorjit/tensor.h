@@ -1,6 +1,7 @@
 // tj::Tensor: a lazy handle to a node of the tensor graph.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -22,6 +23,9 @@ using IntArrayRef = const std::vector<int64_t>&;
 namespace detail {
 struct TensorImpl;
 }
+namespace indexing {
+class TensorIndex; // tensorjit/indexing.h
+}
 
 // A NumPy-style description of materialized memory; shares memory with the tensor.
 struct NumpyArray {
@@ -37,6 +41,14 @@ public:
   // An undefined tensor (as grad() before backward); defined() is false.
   Tensor() = default;
   explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  // Assigning to a named tensor rebinds the handle, as in Python...
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  // ...while assigning to a temporary view writes through it: t[0][1] = 561.
+  Tensor& operator=(const Scalar& v) &&;
+  Tensor& operator=(const Tensor& v) &&;
 
   bool defined() const { return impl_ != nullptr; }
   const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
@@ -94,8 +106,28 @@ public:
   Tensor permute(IntArrayRef dims) const;
   Tensor transpose(int64_t d0, int64_t d1) const;
   Tensor t() const;
+  Tensor T() const;  // all dims reversed
+  Tensor mT() const; // the last two dims swapped
+  Tensor& t_();
+  Tensor& transpose_(int64_t d0, int64_t d1);
   Tensor expand(IntArrayRef shape) const;
   Tensor expand_as(const Tensor& other) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  // Python's t[start:stop:step] along `dim` (bounds clamped, step > 0).
+  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt,
+               std::optional<int64_t> stop = std::nullopt, int64_t step = 1) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  Tensor operator[](int64_t index) const; // select(0, index)
+
+  // --- indexing (tensorjit/indexing.h): integers, Slice, None, Ellipsis and
+  // "..." give a view; bool and integer tensors a copy (advanced indexing) ---
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& value);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
 
   // --- elementwise ops ---
   Tensor add(const Tensor& o, const Scalar& alpha = 1) const;
@@ -214,7 +246,7 @@ public:
   Tensor any() const;
   Tensor any(int64_t dim, bool keepdim = false) const;
 
-  // In-place forms replace this tensor's value; every handle copied from it sees the change.
+  // In-place forms write into this tensor's storage: every view of it sees the change.
   Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
   Tensor& add_(const Scalar& o, const Scalar& alpha = 1);
   Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
@@ -225,6 +257,7 @@ public:
   Tensor& div_(const Scalar& o);
   Tensor& zero_();
   Tensor& fill_(const Scalar& v);
+  Tensor& fill_(const Tensor& v); // a 0-d tensor
   Tensor& copy_(const Tensor& src);
 
 private:

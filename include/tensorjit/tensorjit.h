@@ -5,6 +5,7 @@
 #include "tensorjit/dtype.h"
 #include "tensorjit/error.h"
 #include "tensorjit/functions.h"
+#include "tensorjit/indexing.h"
 #include "tensorjit/options.h"
 #include "tensorjit/scalar.h"
 #include "tensorjit/tensor.h"

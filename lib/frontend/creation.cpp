@@ -282,9 +282,16 @@ Tensor blob(void* data, const Shape& sizes, std::vector<int64_t> strides,
     else if (extent)
       extent += (sizes[d] - 1) * strides[d];
   }
+  if (!data && extent > 0) throw Error("from_blob: the data pointer is null");
   auto storage =
       rt::Storage::wrap(data, static_cast<size_t>(extent) * itemsize(t), dev, std::move(deleter));
-  return finish(ir::make_buffer(std::move(storage), t, sizes, ir::View{std::move(strides), 0}), o);
+  // The user's memory is the storage, a flat block; the tensor views it with
+  // the given strides. Writes to it happen in place, at once.
+  Tensor flat = wrap(ir::make_buffer(storage, t, {extent}, ir::View{{1}, 0}));
+  storage->pin(flat.impl()->cell);
+  Tensor out = detail::make_view(flat, sizes, std::move(strides), 0);
+  if (o.requires_grad()) out.requires_grad_(true);
+  return out;
 }
 } // namespace
 

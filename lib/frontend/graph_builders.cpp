@@ -167,4 +167,18 @@ NodePtr slice(const NodePtr& x, int64_t dim, int64_t start, int64_t stop, int64_
   return ir::make_node(Op::Slice, x->dtype, shape, {x}, args);
 }
 
+NodePtr as_strided(const NodePtr& x, const Shape& sizes, const std::vector<int64_t>& strides,
+                   int64_t offset) {
+  bool contiguous = offset == 0 && ir::is_contiguous(sizes, strides);
+  if (contiguous && sizes == x->shape) return x;
+  if (x->op == Op::Const) return constant(x->value, x->dtype, sizes, x->device);
+  if (ir::has_view(x->op))
+    if (auto v = ir::compose_strided(x->shape, x->view, sizes, strides, offset))
+      return with_view(x, sizes, *v);
+  if (contiguous && ir::numel(sizes) == x->numel()) return reshape(x, sizes);
+  std::vector<int64_t> args(strides);
+  args.push_back(offset);
+  return ir::make_node(Op::AsStrided, x->dtype, sizes, {x}, std::move(args));
+}
+
 } // namespace tj::fe

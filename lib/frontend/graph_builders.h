@@ -29,6 +29,10 @@ NodePtr reshape(const NodePtr& x, const Shape& shape);
 NodePtr permute(const NodePtr& x, const std::vector<int64_t>& perm);
 // Broadcasts to `shape` (leading dims may be added); PyTorch's expand errors.
 NodePtr expand(const NodePtr& x, const Shape& shape);
+// The strided view (sizes, strides, offset) of x seen as contiguous storage:
+// folds into a leaf's view, else an AsStrided node.
+NodePtr as_strided(const NodePtr& x, const Shape& sizes, const std::vector<int64_t>& strides,
+                   int64_t offset);
 // x[start:stop:step] along one dim; start/stop already clamped, step != 0.
 NodePtr slice(const NodePtr& x, int64_t dim, int64_t start, int64_t stop, int64_t step);
 

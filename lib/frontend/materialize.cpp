@@ -4,6 +4,8 @@
 
 #include <exception>
 #include <functional>
+#include <optional>
+#include <unordered_set>
 
 #include "frontend/tensor_impl.h"
 #include "passes/simplify.h"
@@ -63,16 +65,75 @@ void realize(const std::vector<ir::NodePtr>& nodes) {
 }
 
 namespace {
+
+void run(const std::vector<sched::Target>& targets);
+
+// The unrealized Assign nodes below `roots`, each after the ones it reads.
+void collect_writes(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& seen,
+                    std::vector<ir::NodePtr>& out) {
+  ir::NodePtr n = ir::resolve(in);
+  if (n->realized || ir::is_leaf(n->op) || !seen.insert(n.get()).second) return;
+  for (const auto& s : n->src)
+    collect_writes(s, seen, out);
+  if (n->op == ir::Op::Assign) out.push_back(n);
+}
+
+// Performs one write: the base is computed (into fresh memory if it was not
+// memory yet), copied first when the write may not touch that memory, then
+// the value is stored through the view. The Assign is then realized as the
+// base's memory at its new version.
+void perform_write(const ir::NodePtr& a) {
+  ir::NodePtr base = ir::resolve(a->src[0]);
+  if (base->op != ir::Op::Buffer) {
+    realize_now({base});
+    base = ir::resolve(base);
+  }
+  const ir::NodePtr& value = a->src[1];
+  const size_t nd = static_cast<size_t>(value->ndim());
+  std::vector<int64_t> strides(a->args.begin(), a->args.begin() + static_cast<ptrdiff_t>(nd));
+  const int64_t offset = a->args[nd];
+  const bool in_place = a->args[nd + 1] != 0;
+
+  std::shared_ptr<rt::Storage> storage = base->storage;
+  ir::View base_view = base->view;
+  std::optional<ir::View> dest;
+  if (in_place) dest = ir::compose_strided(base->shape, base->view, value->shape, strides, offset);
+  if (!dest) {
+    storage = rt::Storage::allocate(static_cast<size_t>(base->numel()) * itemsize(base->dtype),
+                                    base->device);
+    base_view = ir::View{ir::contiguous_strides(base->shape), 0};
+    run({{nullptr, base, storage, base_view}});
+    dest = ir::View{strides, offset};
+  }
+  run({{nullptr, passes::simplify({value})[0], storage, *dest}});
+  storage->bump_version();
+  a->realized = ir::make_buffer(storage, a->dtype, a->shape, base_view);
+}
+
 void realize_now(const std::vector<ir::NodePtr>& nodes) {
   std::vector<ir::NodePtr> todo;
   for (const auto& n : nodes)
     if (!n->realized && n->op != ir::Op::Buffer) todo.push_back(n);
   if (todo.empty()) return;
   ++rt::counters().materializations;
+  {
+    std::unordered_set<const ir::Node*> seen;
+    std::vector<ir::NodePtr> writes;
+    for (const auto& n : todo)
+      collect_writes(n, seen, writes);
+    for (const auto& w : writes)
+      if (!w->realized) perform_write(w);
+    std::erase_if(todo, [](const ir::NodePtr& n) { return n->realized != nullptr; });
+    if (todo.empty()) return;
+  }
   std::vector<ir::NodePtr> simple = passes::simplify(todo);
   std::vector<sched::Target> targets;
   for (size_t i = 0; i < todo.size(); ++i)
     targets.push_back({todo[i], simple[i]});
+  run(targets);
+}
+
+void run(const std::vector<sched::Target>& targets) {
   std::vector<ir::NodePtr> marked;
   std::vector<rt::Launch> launches = sched::schedule(targets, config().fusion, &marked);
   if (config().debug >= 2)

@@ -38,4 +38,8 @@ const char* cpp_type_name(DType t) {
   return names[static_cast<int>(t)];
 }
 
+std::string legacy_type_name(DType t) {
+  return std::string("torch.") + cpp_type_name(t) + "Tensor";
+}
+
 } // namespace tj::fe

@@ -1,6 +1,7 @@
 // PyTorch's result_type over tensors and wrapped Python-style scalars.
 #pragma once
 #include <initializer_list>
+#include <string>
 
 #include "frontend/graph_builders.h"
 #include "tensorjit/tensor.h"
@@ -19,5 +20,7 @@ Operand operand(const Scalar& s);
 DType result_type(std::initializer_list<Operand> ops);
 // "Float", "Long", ...: PyTorch's C++ names used in "not implemented for" errors.
 const char* cpp_type_name(DType t);
+// "torch.FloatTensor", ...: the legacy type names some of PyTorch's messages use.
+std::string legacy_type_name(DType t);
 
 } // namespace tj::fe

@@ -21,10 +21,27 @@ using ir::Op;
 
 namespace detail {
 
+bool TensorImpl::covers_cell() const {
+  return offset == 0 && ir::numel(sizes) == cell->node->numel() &&
+         ir::is_contiguous(sizes, strides);
+}
+
 Tensor wrap(ir::NodePtr node) {
-  auto impl = std::make_shared<TensorImpl>();
   if (node->depth > config().max_graph_nodes) realize({node});
-  impl->node = ir::resolve(node);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->sizes = node->shape;
+  impl->strides = ir::contiguous_strides(node->shape);
+  impl->cell = std::make_shared<StorageCell>(StorageCell{ir::resolve(node)});
+  return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->cell = base.impl()->cell;
+  impl->sizes = std::move(sizes);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->requires_grad = base.impl()->requires_grad;
   return Tensor(std::move(impl));
 }
 
@@ -32,11 +49,70 @@ void check_defined(const Tensor& t, const char* what) {
   if (!t.defined()) throw Error(fmt::format("{}: the tensor is undefined", what));
 }
 
-const ir::NodePtr& node_of(const Tensor& t) {
+namespace {
+// The cell's node, moved on to its realized buffer once computed.
+const ir::NodePtr& cell_node(StorageCell& cell) {
+  if (cell.node->realized) cell.node = ir::resolve(cell.node);
+  return cell.node;
+}
+} // namespace
+
+ir::NodePtr node_of(const Tensor& t) {
   check_defined(t, "tensor");
-  auto& impl = *t.impl();
-  if (impl.node->realized) impl.node = impl.node->realized;
-  return impl.node;
+  const TensorImpl& impl = *t.impl();
+  const ir::NodePtr& base = cell_node(*impl.cell);
+  if (impl.sizes == base->shape && impl.offset == 0 && ir::is_contiguous(impl.sizes, impl.strides))
+    return base;
+  return fe::as_strided(base, impl.sizes, impl.strides, impl.offset);
+}
+
+bool storage_exclusive(const Tensor& t) {
+  const ir::NodePtr& n = cell_node(*t.impl()->cell);
+  if (n->op != Op::Buffer) return n.use_count() == 1;
+  for (const ir::NodePtr& b : ir::current_buffers(n->storage.get()))
+    if (b.use_count() - 1 - (b == n ? 1 : 0) > 0) return false;
+  return true;
+}
+
+namespace {
+// Keeps the current contents of a pinned storage for everything that still
+// reads them, so the storage itself can be written in place.
+void snapshot(StorageCell& cell) {
+  ir::NodePtr x = cell_node(cell);
+  rt::Storage& s = *x->storage;
+  auto old = rt::copy_bytes(s, 0, s.nbytes(), s.device());
+  for (const ir::NodePtr& b : ir::current_buffers(&s))
+    b->realized = ir::make_buffer(old, b->dtype, b->shape, b->view);
+  s.bump_version();
+  cell.node = ir::make_buffer(x->storage, x->dtype, x->shape, x->view);
+}
+} // namespace
+
+void write(const Tensor& self, ir::NodePtr value, bool exclusive) {
+  TensorImpl& impl = *self.impl();
+  StorageCell& cell = *impl.cell;
+  ir::NodePtr base = cell_node(cell);
+  const bool pinned = base->op == Op::Buffer && base->storage->pinned();
+  // All of an unpinned storage is replaced: the new value is the storage.
+  if (impl.covers_cell() && !pinned) {
+    cell.node = fe::reshape(value, base->shape);
+    return;
+  }
+  if (pinned && !exclusive) {
+    snapshot(cell);
+    base = cell.node;
+    exclusive = true;
+  }
+  std::vector<int64_t> args(impl.strides);
+  args.push_back(impl.offset);
+  args.push_back(exclusive ? 1 : 0);
+  cell.node = ir::make_node(Op::Assign, base->dtype, base->shape, {base, std::move(value)},
+                            std::move(args));
+  // Memory handed out sees the write before the call returns.
+  if (pinned) {
+    realize({cell.node});
+    cell_node(cell);
+  }
 }
 
 } // namespace detail
@@ -63,52 +139,83 @@ struct Reader {
   int64_t as_int(int64_t i) const { return ir::load_int(address(i), n->dtype); }
 };
 
-const ir::Node* realized_node(const Tensor& t) {
+// The tensor as a Buffer node: its storage computed, its view of it.
+ir::NodePtr realized_node(const Tensor& t) {
   t.eval();
-  return node_of(t).get();
+  ir::NodePtr n = node_of(t);
+  if (n->op != Op::Buffer) { // a view that memory's layout cannot express: copied
+    detail::realize({n});
+    n = ir::resolve(n);
+  }
+  return n;
 }
 
 // The tensor's values in host memory: a CUDA tensor is copied back.
 ir::NodePtr host_node(const Tensor& t) {
+  if (t.device().is_cpu()) return realized_node(t);
+  return realized_node(t.to(kCPU));
+}
+
+} // namespace
+
+ir::NodePtr detail::host_contiguous(const Tensor& t) { return host_node(t.contiguous()); }
+
+namespace {
+
+// The tensor's storage as memory of its own, contiguous from its start, and
+// pinned: it is about to be handed out, and writes must then reach it.
+const ir::Node& pinned_storage(const Tensor& t) {
   t.eval();
-  ir::NodePtr n = node_of(t);
-  if (n->device.is_cpu()) return n;
-  return node_of(t.to(kCPU));
+  const auto& cell = t.impl()->cell;
+  ir::NodePtr b = ir::resolve(cell->node);
+  rt::Storage* s = b->storage.get();
+  bool mine = b->view.offset == 0 && ir::is_contiguous(b->shape, b->view.strides) &&
+              s->nbytes() == static_cast<size_t>(b->numel()) * itemsize(b->dtype) &&
+              (!s->owner() || s->owner() == cell);
+  if (!mine) {
+    // Memory laid out otherwise, or handed out for another storage already:
+    // this storage gets memory of its own.
+    ir::NodePtr c = ir::make_node(Op::Cast, b->dtype, b->shape, {b});
+    detail::realize({c});
+    b = ir::resolve(c);
+  }
+  b->storage->pin(cell);
+  cell->node = b;
+  return *cell->node;
 }
 
 } // namespace
 
 // --- metadata ---
-const Shape& Tensor::sizes() const { return node_of(*this)->shape; }
+const Shape& Tensor::sizes() const {
+  detail::check_defined(*this, "tensor");
+  return impl_->sizes;
+}
 int64_t Tensor::size(int64_t d) const { return sizes()[ir::wrap_dim(d, dim())]; }
 int64_t Tensor::dim() const { return static_cast<int64_t>(sizes().size()); }
 int64_t Tensor::numel() const { return ir::numel(sizes()); }
-DType Tensor::dtype() const { return node_of(*this)->dtype; }
-Device Tensor::device() const { return node_of(*this)->device; }
+DType Tensor::dtype() const {
+  detail::check_defined(*this, "tensor");
+  return impl_->cell->node->dtype;
+}
+Device Tensor::device() const {
+  detail::check_defined(*this, "tensor");
+  return impl_->cell->node->device;
+}
 TensorOptions Tensor::options() const { return TensorOptions().dtype(dtype()).device(device()); }
 std::vector<int64_t> Tensor::stride() const {
-  const auto& n = node_of(*this);
-  return n->op == Op::Buffer ? n->view.strides : ir::contiguous_strides(n->shape);
+  detail::check_defined(*this, "tensor");
+  return impl_->strides;
 }
 int64_t Tensor::stride(int64_t d) const { return stride()[ir::wrap_dim(d, dim())]; }
 int64_t Tensor::storage_offset() const {
-  const auto& n = node_of(*this);
-  return n->op == Op::Buffer ? n->view.offset : 0;
+  detail::check_defined(*this, "tensor");
+  return impl_->offset;
 }
-bool Tensor::is_contiguous() const {
-  auto st = stride();
-  const auto& shape = sizes();
-  int64_t expected = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 1) continue;
-    if (st[i] != expected) return false;
-    expected *= shape[i];
-  }
-  return true;
-}
+bool Tensor::is_contiguous() const { return ir::is_contiguous(sizes(), stride()); }
 bool Tensor::is_leaf() const { return true; }
 bool Tensor::requires_grad() const { return impl() && impl()->requires_grad; }
-bool Tensor::is_realized() const { return node_of(*this)->op == Op::Buffer; }
+bool Tensor::is_realized() const { return ir::resolve(impl_->cell->node)->op == Op::Buffer; }
 
 Tensor& Tensor::requires_grad_(bool b) {
   if (b && !is_floating_point())
@@ -118,20 +225,22 @@ Tensor& Tensor::requires_grad_(bool b) {
 }
 
 // --- materialization ---
+// Materialization computes whole storages: every view of one then reads memory.
 const Tensor& Tensor::eval() const {
-  const auto& n = node_of(*this);
-  if (n->op != Op::Buffer) detail::realize({n});
-  node_of(*this); // picks up the realized buffer
+  tj::eval({*this});
   return *this;
 }
 
 void eval(const std::vector<Tensor>& tensors) {
   std::vector<ir::NodePtr> nodes;
-  for (const auto& t : tensors)
-    if (node_of(t)->op != Op::Buffer) nodes.push_back(node_of(t));
+  for (const auto& t : tensors) {
+    detail::check_defined(t, "eval");
+    ir::NodePtr n = ir::resolve(t.impl()->cell->node);
+    if (n->op != Op::Buffer) nodes.push_back(n);
+  }
   if (!nodes.empty()) detail::realize(nodes);
   for (const auto& t : tensors)
-    node_of(t);
+    t.impl()->cell->node = ir::resolve(t.impl()->cell->node);
 }
 
 Scalar Tensor::item() const {
@@ -192,9 +301,9 @@ template <typename T> constexpr DType dtype_of() {
 } // namespace
 
 void* Tensor::data_ptr() const {
-  const ir::Node* n = realized_node(*this);
-  return static_cast<char*>(n->storage->data()) +
-         n->view.offset * static_cast<int64_t>(itemsize(n->dtype));
+  const ir::Node& s = pinned_storage(*this);
+  return static_cast<char*>(s.storage->data()) +
+         storage_offset() * static_cast<int64_t>(itemsize(s.dtype));
 }
 
 template <typename T> T* Tensor::data_ptr() const {
@@ -213,18 +322,18 @@ template uint8_t* Tensor::data_ptr<uint8_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
 
 NumpyArray Tensor::numpy() const {
-  const ir::Node* n = realized_node(*this);
-  if (!n->device.is_cpu())
+  if (!device().is_cpu())
     throw Error(fmt::format("can't convert {} device type tensor to numpy. Use Tensor.cpu() to "
                             "copy the tensor to host memory first.",
-                            n->device.str()));
+                            device().str()));
   NumpyArray a;
   a.data = data_ptr();
-  a.dtype = numpy_str(n->dtype);
-  a.shape = n->shape;
-  for (int64_t s : n->view.strides)
-    a.strides.push_back(s * static_cast<int64_t>(itemsize(n->dtype)));
-  a.owner = n->storage;
+  const ir::Node& s = *ir::resolve(impl_->cell->node);
+  a.dtype = numpy_str(s.dtype);
+  a.shape = sizes();
+  for (int64_t st : stride())
+    a.strides.push_back(st * static_cast<int64_t>(itemsize(s.dtype)));
+  a.owner = s.storage;
   return a;
 }
 
@@ -265,9 +374,7 @@ Tensor Tensor::to(Device d) const {
     return wrap(
         ir::make_node(n->op, n->dtype, n->shape, {}, n->args, n->value, nullptr, n->view, dst));
   // Memory moves as one contiguous block.
-  Tensor src = contiguous();
-  src.eval();
-  const ir::NodePtr& b = node_of(src);
+  ir::NodePtr b = realized_node(contiguous());
   const size_t item = itemsize(b->dtype);
   auto storage = rt::copy_bytes(*b->storage, static_cast<size_t>(b->view.offset) * item,
                                 static_cast<size_t>(b->numel()) * item, dst);
@@ -284,12 +391,12 @@ Tensor Tensor::clone() const {
   return wrap(ir::make_node(Op::Cast, n->dtype, n->shape, {n}));
 }
 Tensor Tensor::detach() const {
-  auto impl = std::make_shared<detail::TensorImpl>(*this->impl());
-  impl->requires_grad = false;
-  return Tensor(std::move(impl));
+  Tensor out = detail::make_view(*this, sizes(), stride(), storage_offset());
+  out.impl()->requires_grad = false;
+  return out;
 }
 
-// --- views ---
+// --- views: a new view of the same storage; no kernel, no copy ---
 namespace {
 Shape infer_size(Shape shape, int64_t numel) {
   int64_t known = 1, infer = -1;
@@ -316,21 +423,25 @@ Shape infer_size(Shape shape, int64_t numel) {
 } // namespace
 
 Tensor Tensor::view(IntArrayRef shape) const {
-  NodePtr n = node_of(*this);
   Shape s = infer_size(shape, numel());
-  if (n->op == Op::Buffer && !ir::view_strides(n->shape, n->view.strides, s))
+  auto st = ir::view_strides(sizes(), stride(), s);
+  if (!st)
     throw Error("view size is not compatible with input tensor's size and stride (at least one "
                 "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
-  return wrap(fe::reshape(n, s));
+  return detail::make_view(*this, s, *st, storage_offset());
 }
 Tensor Tensor::reshape(IntArrayRef shape) const {
-  return wrap(fe::reshape(node_of(*this), infer_size(shape, numel())));
+  Shape s = infer_size(shape, numel());
+  if (auto st = ir::view_strides(sizes(), stride(), s))
+    return detail::make_view(*this, s, *st, storage_offset());
+  return clone().view(s);
 }
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
   if (dim() == 0) return reshape({1});
   start = ir::wrap_dim(start, dim());
   end = ir::wrap_dim(end, dim());
   if (start > end) throw Error("flatten() has invalid args: start_dim cannot come after end_dim");
+  if (start == end) return *this;
   Shape s(sizes().begin(), sizes().begin() + start);
   int64_t m = 1;
   for (int64_t i = start; i <= end; ++i)
@@ -341,22 +452,32 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 }
 Tensor Tensor::squeeze() const {
   Shape s;
-  for (int64_t d : sizes())
-    if (d != 1) s.push_back(d);
-  return reshape(s);
+  std::vector<int64_t> st;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (sizes()[d] != 1) {
+      s.push_back(sizes()[d]);
+      st.push_back(stride()[d]);
+    }
+  return detail::make_view(*this, s, st, storage_offset());
 }
 Tensor Tensor::squeeze(int64_t d) const {
-  d = ir::wrap_dim(d, dim());
-  if (dim() == 0 || sizes()[d] != 1) return *this;
+  d = ir::wrap_dim(d, std::max<int64_t>(dim(), 1));
+  if (dim() == 0 || sizes()[d] != 1)
+    return detail::make_view(*this, sizes(), stride(), storage_offset());
   Shape s = sizes();
+  std::vector<int64_t> st = stride();
   s.erase(s.begin() + d);
-  return reshape(s);
+  st.erase(st.begin() + d);
+  return detail::make_view(*this, s, st, storage_offset());
 }
 Tensor Tensor::unsqueeze(int64_t d) const {
   d = ir::wrap_dim(d, dim() + 1);
   Shape s = sizes();
+  std::vector<int64_t> st = stride();
+  int64_t stride_d = d >= dim() ? 1 : s[d] * st[d];
   s.insert(s.begin() + d, 1);
-  return wrap(fe::reshape(node_of(*this), s));
+  st.insert(st.begin() + d, stride_d);
+  return detail::make_view(*this, s, st, storage_offset());
 }
 Tensor Tensor::permute(IntArrayRef dims) const {
   if (static_cast<int64_t>(dims.size()) != dim())
@@ -365,63 +486,265 @@ Tensor Tensor::permute(IntArrayRef dims) const {
                     "match the length of the desired ordering of dimensions i.e. input.dim() "
                     "= {} is not equal to len(dims) = {}",
                     dim(), dims.size()));
-  std::vector<int64_t> perm(dims.size());
+  Shape s(dims.size());
+  std::vector<int64_t> st(dims.size());
   std::vector<bool> seen(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) {
-    perm[i] = ir::wrap_dim(dims[i], dim());
-    if (seen[perm[i]]) throw Error("permute(): duplicate dims are not allowed.");
-    seen[perm[i]] = true;
+    int64_t p = ir::wrap_dim(dims[i], dim());
+    if (seen[p]) throw Error("permute(): duplicate dims are not allowed.");
+    seen[p] = true;
+    s[i] = sizes()[p];
+    st[i] = stride()[p];
   }
-  return wrap(fe::permute(node_of(*this), perm));
+  return detail::make_view(*this, s, st, storage_offset());
 }
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  if (dim() == 0) return *this;
-  std::vector<int64_t> perm(dim());
-  for (int64_t i = 0; i < dim(); ++i)
-    perm[i] = i;
-  std::swap(perm[ir::wrap_dim(d0, dim())], perm[ir::wrap_dim(d1, dim())]);
-  return wrap(fe::permute(node_of(*this), perm));
+  Shape s = sizes();
+  std::vector<int64_t> st = stride();
+  if (dim() > 0) {
+    d0 = ir::wrap_dim(d0, dim());
+    d1 = ir::wrap_dim(d1, dim());
+    std::swap(s[d0], s[d1]);
+    std::swap(st[d0], st[d1]);
+  } else {
+    ir::wrap_dim(d0, 1);
+    ir::wrap_dim(d1, 1);
+  }
+  return detail::make_view(*this, s, st, storage_offset());
 }
 Tensor Tensor::t() const {
   if (dim() > 2)
     throw Error(fmt::format("t() expects a tensor with <= 2 dimensions, but self is {}D", dim()));
-  return dim() < 2 ? *this : transpose(0, 1);
+  return transpose(0, dim() < 2 ? 0 : 1);
 }
-Tensor Tensor::expand(IntArrayRef shape) const { return wrap(fe::expand(node_of(*this), shape)); }
+Tensor Tensor::T() const {
+  std::vector<int64_t> rev(dim());
+  for (int64_t i = 0; i < dim(); ++i)
+    rev[i] = dim() - 1 - i;
+  return permute(rev);
+}
+Tensor Tensor::mT() const {
+  if (dim() < 2)
+    throw Error(fmt::format("tensor.mT is only supported on matrices or batches of matrices. Got "
+                            "{}-D tensor.",
+                            dim()));
+  return transpose(-2, -1);
+}
+Tensor& Tensor::t_() {
+  *this = t();
+  return *this;
+}
+Tensor& Tensor::transpose_(int64_t d0, int64_t d1) {
+  Tensor v = transpose(d0, d1);
+  impl_->sizes = v.sizes();
+  impl_->strides = v.stride();
+  return *this;
+}
+Tensor Tensor::expand(IntArrayRef shape) const {
+  const Shape& have = sizes();
+  if (shape.size() < have.size())
+    throw Error(fmt::format("expand({}{{[{}]}}, size=[{}]): the number of sizes provided ({}) "
+                            "must be greater or equal to the number of dimensions in the tensor "
+                            "({})",
+                            fe::legacy_type_name(dtype()), fmt::join(have, ", "),
+                            fmt::join(shape, ", "), shape.size(), have.size()));
+  size_t lead = shape.size() - have.size();
+  Shape s(shape.size());
+  std::vector<int64_t> st(shape.size(), 0);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t want = shape[i];
+    if (i < lead) {
+      if (want < 0)
+        throw Error(fmt::format("The expanded size of the tensor ({}) isn't allowed in a leading, "
+                                "non-existing dimension {}",
+                                want, i));
+      s[i] = want;
+      continue;
+    }
+    int64_t h = have[i - lead];
+    if (want == -1 || want == h) {
+      s[i] = h;
+      st[i] = stride()[i - lead];
+    } else if (h == 1) {
+      if (want < 0)
+        throw Error(fmt::format("Trying to create tensor with negative dimension {}: {}", want,
+                                ir::shape_str(shape)));
+      s[i] = want;
+    } else {
+      throw Error(fmt::format("The expanded size of the tensor ({}) must match the existing size "
+                              "({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor "
+                              "sizes: [{}]",
+                              want, h, i, fmt::join(shape, ", "), fmt::join(have, ", ")));
+    }
+  }
+  return detail::make_view(*this, s, st, storage_offset());
+}
 Tensor Tensor::expand_as(const Tensor& o) const { return expand(o.sizes()); }
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  if (dim() == 0) throw Error("narrow() cannot be applied to a 0-dim tensor.");
+  d = ir::wrap_dim(d, dim());
+  int64_t n = sizes()[d];
+  if (start < -n || start > n)
+    throw Error(fmt::format("start out of range (expected to be in range of [{}, {}], but got {})",
+                            -n, n, start));
+  if (start < 0) start += n;
+  if (length < 0) throw Error("narrow(): length must be non-negative.");
+  if (start + length > n)
+    throw Error(
+        fmt::format("start ({}) + length ({}) exceeds dimension size ({}).", start, length, n));
+  Shape s = sizes();
+  s[d] = length;
+  return detail::make_view(*this, s, stride(), storage_offset() + start * stride()[d]);
+}
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  if (dim() == 0) throw Error("select() cannot be applied to a 0-dim tensor.");
+  d = ir::wrap_dim(d, dim());
+  int64_t n = sizes()[d];
+  if (index < -n || index >= n)
+    throw Error(fmt::format("select(): index {} out of range for tensor of size {} at dimension {}",
+                            index, ir::shape_str(sizes()), d));
+  if (index < 0) index += n;
+  Shape s = sizes();
+  std::vector<int64_t> st = stride();
+  int64_t off = storage_offset() + index * st[d];
+  s.erase(s.begin() + d);
+  st.erase(st.begin() + d);
+  return detail::make_view(*this, s, st, off);
+}
+Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop,
+                     int64_t step) const {
+  if (dim() == 0) throw Error("slice() cannot be applied to a 0-dim tensor.");
+  if (step <= 0) throw Error("slice step must be positive");
+  d = ir::wrap_dim(d, dim());
+  int64_t n = sizes()[d];
+  // Python's clamping of slice bounds.
+  auto clamp = [n](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t x = *v < 0 ? *v + n : *v;
+    return std::clamp<int64_t>(x, 0, n);
+  };
+  int64_t b = clamp(start, 0), e = std::max(b, clamp(stop, n));
+  Shape s = sizes();
+  std::vector<int64_t> st = stride();
+  s[d] = (e - b + step - 1) / step;
+  int64_t off = storage_offset() + b * st[d];
+  st[d] *= step;
+  return detail::make_view(*this, s, st, off);
+}
+Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
+  d1 = ir::wrap_dim(d1, dim());
+  d2 = ir::wrap_dim(d2, dim());
+  if (d1 == d2) throw Error(fmt::format("diagonal dimensions cannot be identical {}, {}", d1, d2));
+  int64_t len = offset >= 0 ? std::min(sizes()[d1], sizes()[d2] - offset)
+                            : std::min(sizes()[d1] + offset, sizes()[d2]);
+  len = std::max<int64_t>(len, 0);
+  int64_t off = storage_offset();
+  if (len > 0) off += offset >= 0 ? offset * stride()[d2] : -offset * stride()[d1];
+  Shape s;
+  std::vector<int64_t> st;
+  for (int64_t i = 0; i < dim(); ++i)
+    if (i != d1 && i != d2) {
+      s.push_back(sizes()[i]);
+      st.push_back(stride()[i]);
+    }
+  s.push_back(len);
+  st.push_back(stride()[d1] + stride()[d2]);
+  return detail::make_view(*this, s, st, off);
+}
+Tensor Tensor::operator[](int64_t index) const { return select(0, index); }
 
-// --- in-place: the handle's value is replaced (aliases through views are issue-level work) ---
+// --- in-place: a write into the storage, seen through every alias ---
 namespace {
-Tensor& assign(Tensor& self, const Tensor& value) {
+
+// PyTorch's rule for results written into an existing tensor: no float into
+// integers, nothing but bool into bool.
+bool can_cast(DType from, DType to) {
+  if (tj::is_floating_point(from) && !tj::is_floating_point(to)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
+void check_writable(const Tensor& self) {
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (self.stride(d) == 0 && self.size(d) > 1)
+      throw Error("unsupported operation: more than one element of the written-to tensor refers "
+                  "to a single memory location. Please clone() the tensor before performing the "
+                  "operation.");
+}
+
+// Writes the tensor `make_value()` returns into `self`, broadcast to its shape.
+template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast = false) {
+  detail::check_defined(self, "in-place operation");
+  check_writable(self);
+  bool exclusive = detail::storage_exclusive(self);
+  Tensor value = make_value();
   NodePtr v = node_of(value);
   // An in-place result cannot leave its tensor's device.
   if (v->device != self.device()) fe::throw_device_mismatch(v->device, self.device());
-  if (v->shape != self.sizes()) v = fe::expand(v, self.sizes());
-  self.impl()->node = fe::cast(v, self.dtype());
+  if (v->shape != self.sizes()) {
+    ir::Shape b = ir::broadcast_shapes(self.sizes(), v->shape);
+    if (b != self.sizes())
+      throw Error(fmt::format("output with shape {} doesn't match the broadcast shape {}",
+                              ir::shape_str(self.sizes()), ir::shape_str(b)));
+    v = fe::expand(v, self.sizes());
+  }
+  if (!any_cast && !can_cast(v->dtype, self.dtype()))
+    throw Error(fmt::format("result type {} can't be cast to the desired output type {}",
+                            fe::cpp_type_name(v->dtype), fe::cpp_type_name(self.dtype())));
+  detail::write(self, fe::cast(v, self.dtype()), exclusive);
   return self;
 }
+
 } // namespace
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return assign(*this, add(o, alpha)); }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) { return assign(*this, add(o, alpha)); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return assign(*this, sub(o, alpha)); }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) { return assign(*this, sub(o, alpha)); }
-Tensor& Tensor::mul_(const Tensor& o) { return assign(*this, mul(o)); }
-Tensor& Tensor::mul_(const Scalar& o) { return assign(*this, mul(o)); }
-Tensor& Tensor::div_(const Tensor& o) { return assign(*this, div(o)); }
-Tensor& Tensor::div_(const Scalar& o) { return assign(*this, div(o)); }
+
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+  return mutate(*this, [&] { return add(o, alpha); });
+}
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) {
+  return mutate(*this, [&] { return add(o, alpha); });
+}
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+  return mutate(*this, [&] { return sub(o, alpha); });
+}
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) {
+  return mutate(*this, [&] { return sub(o, alpha); });
+}
+Tensor& Tensor::mul_(const Tensor& o) {
+  return mutate(*this, [&] { return mul(o); });
+}
+Tensor& Tensor::mul_(const Scalar& o) {
+  return mutate(*this, [&] { return mul(o); });
+}
+Tensor& Tensor::div_(const Tensor& o) {
+  return mutate(*this, [&] { return div(o); });
+}
+Tensor& Tensor::div_(const Scalar& o) {
+  return mutate(*this, [&] { return div(o); });
+}
 Tensor& Tensor::zero_() { return fill_(0); }
 Tensor& Tensor::fill_(const Scalar& v) {
-  return assign(*this, wrap(fe::constant(v, dtype(), sizes(), device())));
+  return mutate(
+      *this, [&] { return wrap(fe::constant(v, dtype(), sizes(), device())); }, true);
+}
+Tensor& Tensor::fill_(const Tensor& v) {
+  if (v.dim() != 0)
+    throw Error(fmt::format("fill_ only supports 0-dimension value tensor but got tensor with {} "
+                            "dimensions.",
+                            v.dim()));
+  return mutate(
+      *this, [&] { return v.to(device()); }, true);
 }
 Tensor& Tensor::copy_(const Tensor& src) {
-  NodePtr self = node_of(*this);
   // Copies may cross devices: the values come to this tensor's device.
-  NodePtr s = node_of(src.device() == self->device ? src : src.to(self->device));
-  impl()->node = fe::cast(fe::expand(s, self->shape), self->dtype);
-  return *this;
+  return mutate(
+      *this, [&] { return src.device() == device() ? src : src.to(device()); }, true);
 }
+Tensor& Tensor::operator=(const Scalar& v) && { return fill_(v); }
+Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
 
-Tensor& sin_(Tensor& a) { return assign(a, sin(a)); }
+Tensor& sin_(Tensor& a) {
+  return mutate(a, [&] { return sin(a); });
+}
 Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b) { return out.copy_(add(a, b)); }
 Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) { return out.copy_(mul(a, b)); }
 

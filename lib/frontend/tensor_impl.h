@@ -1,24 +1,55 @@
 // TensorImpl: what a tj::Tensor handle points to.
+//
+// Every tensor is a strided view of a storage, as in PyTorch. The storage is
+// a StorageCell: the current value of the whole storage, a node of the graph.
+// Views share the cell; an in-place op through any view replaces the cell's
+// node by one that includes the write (functionalization), so every alias
+// reads the new version and graphs built before keep the old one.
 #pragma once
 #include "ir/node.h"
 #include "tensorjit/tensor.h"
 
 namespace tj::detail {
 
-struct TensorImpl {
-  ir::NodePtr node; // the lazy value; replaced by its Buffer once realized
-  bool requires_grad = false;
+struct StorageCell {
+  // The whole storage, as a contiguous tensor of node->shape: lazy until
+  // computed, then (resolved to) a Buffer.
+  ir::NodePtr node;
 };
 
-// A new tensor over `node`. Graphs deeper than config().max_graph_nodes are
-// materialized here, so that a loop extending one graph runs in bounded memory.
+struct TensorImpl {
+  std::shared_ptr<StorageCell> cell;
+  // The view, in elements of the cell's contiguous layout.
+  Shape sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  bool requires_grad = false;
+
+  // Whether the view is all of the storage, in its order.
+  bool covers_cell() const;
+};
+
+// A new tensor over `node`, with storage of its own. Graphs deeper than
+// config().max_graph_nodes are materialized here, so that a loop extending
+// one graph runs in bounded memory.
 Tensor wrap(ir::NodePtr node);
-// The node behind `t`, resolved to its realized buffer when computed.
-const ir::NodePtr& node_of(const Tensor& t);
+// A view of `base`'s storage.
+Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, int64_t offset);
+// The value the tensor reads now: its cell's node seen through its view.
+ir::NodePtr node_of(const Tensor& t);
+// The tensor's values in contiguous host memory (a Buffer node over it).
+ir::NodePtr host_contiguous(const Tensor& t);
 // Throws PyTorch's error for an undefined tensor.
 void check_defined(const Tensor& t, const char* what);
 
 // Computes the nodes (one schedule) and records their realized buffers.
 void realize(const std::vector<ir::NodePtr>& nodes);
+
+// Replaces the elements of `self` (in every alias) by `value`, which has its
+// sizes, dtype and device. `exclusive` says whether, before the value was
+// built, nothing but the storage itself read its current version
+// (storage_exclusive); then the write may reuse the memory.
+void write(const Tensor& self, ir::NodePtr value, bool exclusive);
+bool storage_exclusive(const Tensor& t);
 
 } // namespace tj::detail

@@ -109,6 +109,22 @@ private:
       return out;
     }
     if (ir::is_reduce(n.op)) return reduce(n, eval(n.src[0]));
+    if (n.op == Op::Assign) {
+      out = eval(n.src[0]);
+      const HostArray& v = eval(n.src[1]);
+      const ir::Shape& vs = n.src[1]->shape;
+      for (int64_t k = 0; k < ir::numel(vs); ++k) {
+        std::vector<int64_t> idx = unravel(k, vs);
+        int64_t to = n.args[vs.size()];
+        for (size_t i = 0; i < idx.size(); ++i)
+          to += idx[i] * n.args[i];
+        if (out.is_float())
+          out.f[to] = v.f[k];
+        else
+          out.i[to] = v.i[k];
+      }
+      return out;
+    }
     std::vector<const HostArray*> src;
     for (const auto& s : n.src)
       src.push_back(&eval(s));
@@ -175,6 +191,13 @@ private:
   static int64_t source_index(const Node& n, int64_t k) {
     const ir::Shape& ss = n.src[0]->shape;
     if (n.op == Op::Reshape) return k;
+    if (n.op == Op::AsStrided) {
+      std::vector<int64_t> idx = unravel(k, n.shape);
+      int64_t from = n.args.back();
+      for (size_t i = 0; i < idx.size(); ++i)
+        from += idx[i] * n.args[i];
+      return from;
+    }
     std::vector<int64_t> idx = unravel(k, n.shape), sidx(ss.size());
     switch (n.op) {
     case Op::Permute:

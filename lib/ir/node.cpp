@@ -61,6 +61,9 @@ struct Entry {
 struct Table {
   std::mutex mu;
   std::unordered_multimap<size_t, Entry> map;
+  // Buffer nodes by storage, so that an in-place write can find who reads the
+  // version it is about to overwrite.
+  std::unordered_multimap<const rt::Storage*, Entry> buffers;
 };
 Table& table() {
   static Table* t = new Table; // never destroyed: nodes may outlive static destruction
@@ -82,6 +85,14 @@ Node::~Node() {
     for (auto it = lo; it != hi; ++it)
       if (it->second.raw == this) {
         t.map.erase(it);
+        if (op == Op::Buffer) {
+          auto [blo, bhi] = t.buffers.equal_range(storage.get());
+          for (auto b = blo; b != bhi; ++b)
+            if (b->second.raw == this) {
+              t.buffers.erase(b);
+              break;
+            }
+        }
         break;
       }
   }
@@ -143,6 +154,7 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
     candidates.push_back(std::move(existing));
   }
   t.map.emplace(n->hash, Entry{n.get(), n});
+  if (op == Op::Buffer) t.buffers.emplace(n->storage.get(), Entry{n.get(), n});
   return n;
 }
 
@@ -154,7 +166,8 @@ NodePtr make_const(const Scalar& v, DType dtype, Shape shape, Device device) {
 }
 
 NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape shape, View view) {
-  return make_node(Op::Buffer, dtype, std::move(shape), {}, {}, {}, std::move(storage),
+  auto version = static_cast<int64_t>(storage->version());
+  return make_node(Op::Buffer, dtype, std::move(shape), {}, {version}, {}, std::move(storage),
                    std::move(view));
 }
 
@@ -162,6 +175,32 @@ NodePtr make_empty(DType dtype, Shape shape, Device device) {
   auto storage = rt::Storage::allocate(static_cast<size_t>(numel(shape)) * itemsize(dtype), device);
   View v{contiguous_strides(shape), 0};
   return make_buffer(std::move(storage), dtype, std::move(shape), std::move(v));
+}
+
+std::optional<View> compose_strided(const Shape& shape, const View& view, const Shape& sizes,
+                                    const std::vector<int64_t>& strides, int64_t offset) {
+  if (is_contiguous(shape, view.strides)) return View{strides, view.offset + offset};
+  auto m = strided_map(shape, sizes, strides, offset);
+  if (!m) return std::nullopt;
+  View out{std::vector<int64_t>(sizes.size(), 0), view.offset};
+  for (size_t b = 0; b < shape.size(); ++b) {
+    out.offset += m->offset[b] * view.strides[b];
+    for (size_t k = 0; k < sizes.size(); ++k)
+      out.strides[k] += m->coef[b][k] * view.strides[b];
+  }
+  return out;
+}
+
+std::vector<NodePtr> current_buffers(const rt::Storage* storage) {
+  std::vector<NodePtr> out;
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  auto [lo, hi] = t.buffers.equal_range(storage);
+  for (auto it = lo; it != hi; ++it)
+    if (auto n = it->second.weak.lock();
+        n && n->args.size() == 1 && static_cast<uint64_t>(n->args[0]) == storage->version())
+      out.push_back(std::move(n));
+  return out;
 }
 
 size_t live_node_count() {

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ir/op.h"
@@ -30,7 +31,8 @@ struct Node {
   Shape shape;
   std::vector<NodePtr> src;
   std::vector<int64_t> args;            // Reshape/Expand: shape; Permute: perm;
-                                        // Slice: (start, step)...; Philox: seed, offset, word
+                                        // Slice: (start, step)...; Philox: seed, offset, word;
+                                        // Buffer: the storage version it reads
   Scalar value;                         // Const
   std::shared_ptr<rt::Storage> storage; // Buffer
   View view;                            // Buffer, Iota, Philox
@@ -51,8 +53,14 @@ struct Node {
 
   int64_t numel() const { return ir::numel(shape); }
   int64_t ndim() const { return static_cast<int64_t>(shape.size()); }
-  // This node, or its realized Buffer once computed.
-  const Node* resolved() const { return realized ? realized.get() : this; }
+  // This node, or its realized Buffer once computed (a Buffer whose memory was
+  // overwritten in place may itself be realized by a snapshot of its version).
+  const Node* resolved() const {
+    const Node* n = this;
+    while (n->realized)
+      n = n->realized.get();
+    return n;
+  }
 };
 
 // The one way to build a node: returns the existing node when an equal one is alive.
@@ -70,7 +78,22 @@ NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape sha
 NodePtr make_empty(DType dtype, Shape shape, Device device = kCPU);
 
 // The realized node if `n` was computed, else `n`.
-inline NodePtr resolve(const NodePtr& n) { return n->realized ? n->realized : n; }
+inline NodePtr resolve(const NodePtr& n) {
+  if (!n->realized) return n;
+  NodePtr r = n->realized;
+  while (r->realized)
+    r = r->realized;
+  return r;
+}
+
+// The live Buffer nodes over `storage` that read its current version.
+std::vector<NodePtr> current_buffers(const rt::Storage* storage);
+
+// The view of element (sizes, strides, offset) of a leaf of `shape` seen
+// through `view`, where the strided view indexes the leaf in row-major order
+// (AsStrided's meaning), when that is itself a strided view.
+std::optional<View> compose_strided(const Shape& shape, const View& view, const Shape& sizes,
+                                    const std::vector<int64_t>& strides, int64_t offset);
 
 // Number of live nodes in the hash-cons table (for tests of memory behaviour).
 size_t live_node_count();

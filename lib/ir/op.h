@@ -11,7 +11,7 @@ enum class Op : uint8_t {
 #undef TJ_OP
 };
 
-enum class OpCategory : uint8_t { Leaf, Unary, Binary, Ternary, Cast, Reduce, Movement };
+enum class OpCategory : uint8_t { Leaf, Unary, Binary, Ternary, Cast, Reduce, Movement, Mutation };
 
 inline constexpr int kNumOps = 0
 #define TJ_OP(name, arity, cat, grad) +1

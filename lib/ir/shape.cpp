@@ -89,4 +89,45 @@ view_strides(const Shape& old_shape, const std::vector<int64_t>& old_strides, co
   return strides;
 }
 
+bool is_contiguous(const Shape& shape, const std::vector<int64_t>& strides) {
+  int64_t expected = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+std::optional<StridedMap> strided_map(const Shape& base, const Shape& sizes,
+                                      const std::vector<int64_t>& strides, int64_t offset) {
+  size_t nb = base.size(), nk = sizes.size();
+  StridedMap m{std::vector<int64_t>(nb, 0),
+               std::vector<std::vector<int64_t>>(nb, std::vector<int64_t>(nk, 0))};
+  if (numel(sizes) == 0) return m;
+  if (offset < 0) return std::nullopt;
+  std::vector<int64_t> cs = contiguous_strides(base);
+  // Mixed-radix digits of the offset and of every stride, outermost first.
+  auto digits = [&](int64_t v, auto&& put) {
+    for (size_t b = 0; b < nb; ++b) {
+      put(b, v / cs[b]);
+      v %= cs[b];
+    }
+    return v == 0;
+  };
+  if (!digits(offset, [&](size_t b, int64_t d) { m.offset[b] = d; })) return std::nullopt;
+  for (size_t k = 0; k < nk; ++k) {
+    if (sizes[k] == 1) continue;
+    if (strides[k] < 0) return std::nullopt;
+    if (!digits(strides[k], [&](size_t b, int64_t d) { m.coef[b][k] = d; })) return std::nullopt;
+  }
+  for (size_t b = 0; b < nb; ++b) {
+    int64_t hi = m.offset[b];
+    for (size_t k = 0; k < nk; ++k)
+      hi += m.coef[b][k] * (sizes[k] - 1);
+    if (hi >= base[b]) return std::nullopt;
+  }
+  return m;
+}
+
 } // namespace tj::ir

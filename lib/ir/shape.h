@@ -25,4 +25,19 @@ void check_sizes(const Shape& s);
 std::optional<std::vector<int64_t>>
 view_strides(const Shape& old_shape, const std::vector<int64_t>& old_strides, const Shape& shape);
 
+// Whether (shape, strides) is row-major contiguous (size-1 dims may have any stride).
+bool is_contiguous(const Shape& shape, const std::vector<int64_t>& strides);
+
+// A strided view (sizes, strides, offset) of a contiguous tensor of shape
+// `base` as an affine map onto base's dims: base index m of view element i is
+// offset[m] + sum_k coef[m][k] * i_k. It exists when no view dim carries
+// across a base dim (transposes, slices, diagonals do not), and the view lies
+// inside the base.
+struct StridedMap {
+  std::vector<int64_t> offset;            // per base dim
+  std::vector<std::vector<int64_t>> coef; // [base dim][view dim]
+};
+std::optional<StridedMap> strided_map(const Shape& base, const Shape& sizes,
+                                      const std::vector<int64_t>& strides, int64_t offset);
+
 } // namespace tj::ir

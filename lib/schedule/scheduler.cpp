@@ -165,12 +165,28 @@ public:
     return v;
   }
 
-  void store(const NodePtr& root, int32_t value, std::shared_ptr<rt::Storage> storage) {
-    std::vector<int64_t> strides =
-        ir::contiguous_strides(ir::Shape(domain_.begin(), domain_.begin() + nout_));
-    strides.resize(domain_.size(), 0);
-    int32_t s = add_slot(Slot::Role::Output, root->dtype, storage, 0, strides);
+  // Stores `value` to `storage` through `view` (default: contiguous from 0).
+  void store(const NodePtr& root, int32_t value, std::shared_ptr<rt::Storage> storage,
+             std::optional<ir::View> view = std::nullopt) {
+    ir::View v =
+        view ? *view
+             : ir::View{ir::contiguous_strides(ir::Shape(domain_.begin(), domain_.begin() + nout_)),
+                        0};
+    v.strides.resize(domain_.size(), 0);
+    int32_t s = add_slot(Slot::Role::Output, root->dtype, storage, v.offset, v.strides);
     k_.stores.push_back({s, convert(value, root->dtype)});
+  }
+
+  // Whether a store into `s` could overwrite an element before the kernel reads it.
+  bool reads_other_elements_of(const rt::Storage* s) const {
+    const rt::SlotBinding* out = nullptr;
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (k_.slots[i].role == Slot::Role::Output && slots_[i].storage.get() == s) out = &slots_[i];
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (k_.slots[i].role == Slot::Role::Input && slots_[i].storage.get() == s &&
+          (!red_sizes_.empty() || slots_[i].base != out->base || slots_[i].strides != out->strides))
+        return true;
+    return false;
   }
 
   rt::Launch finish(std::string name) {
@@ -278,11 +294,14 @@ private:
       return lower_leaf(n, a);
     case ir::OpCategory::Movement:
       if (NodePtr leaf = reshaped_leaf(n)) return lower(leaf, a);
+      if (NodePtr leaf = strided_leaf(n)) return lower(leaf, a);
       return lower(n->src[0], move_access(n, a));
     case ir::OpCategory::Cast:
       return convert(lower(n->src[0], a), n->dtype);
     case ir::OpCategory::Reduce:
       return lower_reduce(n, a);
+    case ir::OpCategory::Mutation:
+      throw std::logic_error("scheduler: writes are performed before scheduling");
     default: {
       std::vector<int32_t> src;
       for (const auto& s : n->src)
@@ -306,6 +325,20 @@ private:
     }
     NodePtr leaf = ir::make_node(src->op, src->dtype, n->shape, {}, src->args, src->value,
                                  src->storage, ir::View{*st, src->view.offset}, src->device);
+    keep_.push_back(leaf);
+    return leaf;
+  }
+
+  // A strided view of memory (or of an index stream) is a view of it.
+  NodePtr strided_leaf(const NodePtr& n) {
+    if (n->op != Op::AsStrided) return nullptr;
+    NodePtr src = ir::resolve(n->src[0]);
+    if (!ir::has_view(src->op)) return nullptr;
+    std::vector<int64_t> strides(n->args.begin(), n->args.end() - 1);
+    auto v = ir::compose_strided(src->shape, src->view, n->shape, strides, n->args.back());
+    if (!v) throw NeedsRealize{n->src[0]};
+    NodePtr leaf = ir::make_node(src->op, src->dtype, n->shape, {}, src->args, src->value,
+                                 src->storage, *v, src->device);
     keep_.push_back(leaf);
     return leaf;
   }
@@ -343,6 +376,24 @@ private:
     case Op::Reshape:
       if (auto r = reshape_access(*n, a)) return *r;
       throw NeedsRealize{n->src[0]};
+    case Op::AsStrided: {
+      std::vector<int64_t> strides(n->args.begin(), n->args.end() - 1);
+      auto m = ir::strided_map(src.shape, n->shape, strides, n->args.back());
+      if (!m) throw NeedsRealize{n->src[0]};
+      Access out{
+          std::vector<int64_t>(src.shape.size(), 0),
+          std::vector<std::vector<int64_t>>(src.shape.size(), std::vector<int64_t>(a.cols, 0)),
+          a.cols};
+      for (size_t b = 0; b < src.shape.size(); ++b) {
+        out.offset[b] = m->offset[b];
+        for (size_t k = 0; k < n->shape.size(); ++k) {
+          out.offset[b] += m->coef[b][k] * a.offset[k];
+          for (size_t d = 0; d < a.cols; ++d)
+            out.coef[b][d] += m->coef[b][k] * a.coef[k][d];
+        }
+      }
+      return out;
+    }
     default:
       throw std::logic_error("scheduler: unknown movement op");
     }
@@ -485,6 +536,10 @@ public:
     // contiguous memory, which the target then views.
     std::map<ir::Shape, std::vector<Target>> groups;
     for (const auto& t : targets) {
+      if (t.dest) {
+        write_target(t);
+        continue;
+      }
       NodePtr n = ir::resolve(t.compute);
       while (n->op == Op::Reshape)
         n = ir::resolve(n->src[0]);
@@ -507,6 +562,30 @@ private:
     for (const auto& s : n->src)
       realize_each(s, seen);
     if (ir::is_alu(n->op)) realize_group({{n, n}});
+  }
+
+  // A kernel of its own stores the value into existing memory.
+  void write_target(const Target& t) {
+    for (;;) {
+      NodePtr c = ir::resolve(t.compute);
+      try {
+        std::unordered_set<const Node*> seen;
+        const Node* reduce = find_reduce(c, c->numel(), seen);
+        KernelBuilder kb(c->shape, reduce);
+        int32_t v = kb.lower(c, kb.root_access(c->ndim()));
+        kb.store(c, v, t.dest, t.dest_view);
+        if (kb.reads_other_elements_of(t.dest.get())) throw NeedsRealize{c};
+        rt::Launch l = kb.finish(kernel_name({c}));
+        if (c->numel() > 0) launches_.push_back(std::move(l));
+        return;
+      } catch (const NeedsRealize& need) {
+        NodePtr dep = ir::resolve(need.node);
+        NodePtr inner = dep;
+        while (inner->op == Op::Reshape)
+          inner = ir::resolve(inner->src[0]);
+        realize_group({{dep, inner}});
+      }
+    }
   }
 
   void realize_group(const std::vector<Target>& targets) {

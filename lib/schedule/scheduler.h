@@ -8,10 +8,16 @@
 namespace tj::sched {
 
 // A node to compute (`compute`, simplified) for the node the user asked for
-// (`mark`). The value goes to fresh memory, recorded as mark->realized.
+// (`mark`). The value goes to fresh memory, recorded as mark->realized; or,
+// with `dest`, into that view of existing memory (an in-place write, which
+// records nothing: the caller knows what the memory now holds). A write
+// whose value reads the destination elsewhere than where it writes is
+// computed into fresh memory first.
 struct Target {
   ir::NodePtr mark;
   ir::NodePtr compute;
+  std::shared_ptr<rt::Storage> dest = nullptr;
+  ir::View dest_view = {};
 };
 
 // Plans the computation of the targets. Buffers are recorded as `realized`

@@ -1,0 +1,81 @@
+// Indexing (t.index({...}), t.index_put_({...}, v)) and joining/selection ops.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "tensorjit/tensor.h"
+
+namespace tj {
+
+namespace indexing {
+
+// Python's start:stop:step; an absent bound is the dimension's end.
+struct Slice {
+  Slice(std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
+        std::optional<int64_t> step = std::nullopt)
+      : start(start), stop(stop), step(step) {}
+  std::optional<int64_t> start, stop, step;
+};
+
+// A new dimension of size 1 (Python's None).
+inline constexpr std::nullopt_t None = std::nullopt;
+
+struct EllipsisIndexType {};
+// As many full slices as the other indices leave dims (Python's ...).
+inline constexpr EllipsisIndexType Ellipsis{};
+
+// One entry of an index list: an integer, a Slice, None, Ellipsis ("..."),
+// a bool, or a tensor (bool masks and integer indices: advanced indexing).
+class TensorIndex {
+public:
+  TensorIndex(int64_t i) : v_(i) {}
+  TensorIndex(int i) : v_(static_cast<int64_t>(i)) {}
+  TensorIndex(bool b) : v_(b) {}
+  TensorIndex(Slice s) : v_(s) {}
+  TensorIndex(std::nullopt_t) : v_(std::nullopt) {}
+  TensorIndex(EllipsisIndexType) : v_(EllipsisIndexType{}) {}
+  TensorIndex(const char* s);
+  TensorIndex(Tensor t) : v_(std::move(t)) {}
+
+  using Variant = std::variant<int64_t, bool, Slice, std::nullopt_t, EllipsisIndexType, Tensor>;
+  const Variant& value() const { return v_; }
+
+private:
+  Variant v_;
+};
+
+} // namespace indexing
+
+// --- joining ---
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// Views of consecutive pieces of `split_size` along `dim` (the last may be smaller).
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim = 0);
+
+// --- selection and rearrangement (copies) ---
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
+Tensor masked_select(const Tensor& t, const Tensor& mask);
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value);
+Tensor nonzero(const Tensor& t);
+Tensor flip(const Tensor& t, const std::vector<int64_t>& dims);
+Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts,
+            const std::vector<int64_t>& dims = {});
+Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats);
+// 1-D input: a matrix with it on diagonal `diagonal`; 2-D: that diagonal (a copy).
+Tensor diag(const Tensor& t, int64_t diagonal = 0);
+Tensor diagonal(const Tensor& t, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+Tensor trace(const Tensor& t);
+Tensor triu(const Tensor& t, int64_t diagonal = 0);
+Tensor tril(const Tensor& t, int64_t diagonal = 0);
+// The sorted distinct values.
+Tensor unique(const Tensor& t);
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length);
+Tensor select(const Tensor& t, int64_t dim, int64_t index);
+
+} // namespace tj

@@ -1,0 +1,632 @@
+// Indexing, joining and selection. Basic indexing and splitting are views;
+// joining writes the pieces into a fresh storage; data-dependent selection
+// (advanced indexing, gather, scatter, masked_select, nonzero, unique) runs
+// on the host over materialized values, as its result shape needs them.
+#include "tensorjit/indexing.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+#include "frontend/graph_builders.h"
+#include "frontend/promotion.h"
+#include "frontend/tensor_impl.h"
+#include "tensorjit/functions.h"
+
+namespace tj {
+
+using indexing::EllipsisIndexType;
+using indexing::Slice;
+using indexing::TensorIndex;
+
+indexing::TensorIndex::TensorIndex(const char* s) : v_(EllipsisIndexType{}) {
+  if (std::string_view(s) != "...")
+    throw Error(fmt::format("indexing: expected \"...\", got \"{}\"", s));
+}
+
+namespace {
+
+// --- host memory of materialized values ---
+
+// The tensor's elements, contiguous in host memory.
+struct HostValues {
+  ir::NodePtr buf;
+  const char* data;
+  size_t item;
+
+  explicit HostValues(const Tensor& t)
+      : buf(detail::host_contiguous(t)), item(itemsize(t.dtype())) {
+    data = static_cast<const char*>(buf->storage->data()) +
+           buf->view.offset * static_cast<int64_t>(item);
+  }
+  const char* at(int64_t i) const { return data + i * static_cast<int64_t>(item); }
+  int64_t as_int(int64_t i) const {
+    switch (buf->dtype) {
+    case kInt32: {
+      int32_t v;
+      std::memcpy(&v, at(i), 4);
+      return v;
+    }
+    case kInt64: {
+      int64_t v;
+      std::memcpy(&v, at(i), 8);
+      return v;
+    }
+    case kInt16: {
+      int16_t v;
+      std::memcpy(&v, at(i), 2);
+      return v;
+    }
+    case kInt8:
+      return static_cast<int8_t>(*at(i));
+    default: // bool, uint8
+      return static_cast<uint8_t>(*at(i));
+    }
+  }
+};
+
+// A new CPU tensor of `shape` whose bytes `fill` writes, moved to `device`.
+template <typename F> Tensor from_host(DType t, const Shape& shape, Device device, F&& fill) {
+  ir::NodePtr b = ir::make_empty(t, shape, kCPU);
+  fill(static_cast<char*>(b->storage->data()));
+  Tensor out = detail::wrap(b);
+  return device.is_cpu() ? out : out.to(device);
+}
+
+bool is_index_dtype(DType t) { return t == kInt64 || t == kInt32 || t == kInt16 || t == kInt8; }
+bool is_mask_dtype(DType t) { return t == kBool || t == kUInt8; }
+
+int64_t checked_index(int64_t i, int64_t size, int64_t dim) {
+  if (i < -size || i >= size)
+    throw Error(
+        fmt::format("index {} is out of bounds for dimension {} with size {}", i, dim, size));
+  return i < 0 ? i + size : i;
+}
+
+// --- index lists ---
+
+// An advanced index: integer positions along `dim` of the view, or a mask
+// over `mask.dim()` dims from `dim`.
+struct Advanced {
+  int64_t dim;
+  Tensor index; // integer tensor, or the bool mask
+  bool is_mask;
+};
+
+struct Parsed {
+  Tensor view; // after the basic indices
+  std::vector<Advanced> advanced;
+};
+
+Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
+  int64_t consumed = 0, ellipses = 0;
+  for (const auto& ix : indices) {
+    const auto& v = ix.value();
+    if (std::holds_alternative<int64_t>(v) || std::holds_alternative<Slice>(v))
+      ++consumed;
+    else if (const Tensor* t = std::get_if<Tensor>(&v))
+      consumed += is_mask_dtype(t->dtype()) ? std::max<int64_t>(t->dim(), 1) : 1;
+    else if (std::holds_alternative<EllipsisIndexType>(v))
+      ++ellipses;
+  }
+  if (ellipses > 1) throw Error("an index can only have a single ellipsis ('...')");
+  if (consumed > self.dim())
+    throw Error(fmt::format("too many indices for tensor of dimension {}", self.dim()));
+
+  Parsed p{detail::make_view(self, self.sizes(), self.stride(), self.storage_offset()), {}};
+  Tensor& cur = p.view;
+  int64_t d = 0, source_dim = 0;
+  for (const auto& ix : indices) {
+    const auto& v = ix.value();
+    if (const int64_t* i = std::get_if<int64_t>(&v)) {
+      cur = cur.select(d, checked_index(*i, cur.size(d), source_dim));
+      ++source_dim;
+    } else if (const Slice* s = std::get_if<Slice>(&v)) {
+      int64_t step = s->step.value_or(1);
+      if (step <= 0) throw Error("step must be greater than zero");
+      cur = cur.slice(d, s->start, s->stop, step);
+      ++d;
+      ++source_dim;
+    } else if (std::holds_alternative<std::nullopt_t>(v)) {
+      cur = cur.unsqueeze(d++);
+    } else if (std::holds_alternative<EllipsisIndexType>(v)) {
+      d += self.dim() - consumed;
+      source_dim += self.dim() - consumed;
+    } else if (const bool* b = std::get_if<bool>(&v)) {
+      cur = cur.unsqueeze(d);
+      if (!*b) cur = cur.slice(d, 0, 0);
+      ++d;
+    } else {
+      const Tensor& t = std::get<Tensor>(v);
+      if (is_mask_dtype(t.dtype())) {
+        int64_t k = std::max<int64_t>(t.dim(), 1);
+        for (int64_t j = 0; j < t.dim(); ++j)
+          if (t.size(j) != cur.size(d + j))
+            throw Error(fmt::format("The shape of the mask {} at index {} does not match the "
+                                    "shape of the indexed tensor {} at index {}",
+                                    ir::shape_str(t.sizes()), j, ir::shape_str(cur.sizes()),
+                                    d + j));
+        p.advanced.push_back({d, t.dim() == 0 ? t.reshape({1}) : t, true});
+        d += k;
+        source_dim += k;
+      } else if (is_index_dtype(t.dtype())) {
+        p.advanced.push_back({d, t, false});
+        ++d;
+        ++source_dim;
+      } else {
+        throw Error("tensors used as indices must be long, int, byte or bool tensors");
+      }
+    }
+  }
+  return p;
+}
+
+// The element positions (in the view's row-major order) that advanced indices
+// select, and the result's shape: broadcast index shape in place of the
+// indexed dims when they are adjacent, else first.
+struct Selection {
+  Shape shape;
+  std::vector<int64_t> positions;
+};
+
+Selection select_positions(const Tensor& view, const std::vector<Advanced>& adv) {
+  // Masks become one integer index per masked dim (their nonzero positions).
+  std::vector<std::pair<int64_t, Tensor>> idx; // (view dim, integer index)
+  for (const auto& a : adv) {
+    if (!a.is_mask) {
+      idx.emplace_back(a.dim, a.index);
+      continue;
+    }
+    Tensor nz = nonzero(a.index);
+    for (int64_t j = 0; j < a.index.dim(); ++j)
+      idx.emplace_back(a.dim + j, nz.select(1, j));
+  }
+  Shape b;
+  for (const auto& [dim, t] : idx)
+    b = ir::broadcast_shapes(b, t.sizes());
+  std::vector<HostValues> values;
+  std::vector<Tensor> expanded;
+  for (const auto& [dim, t] : idx) {
+    expanded.push_back(t.expand(b));
+    values.emplace_back(expanded.back());
+  }
+  bool adjacent = true;
+  for (size_t i = 1; i < idx.size(); ++i)
+    adjacent &= idx[i].first == idx[i - 1].first + 1;
+  // Output dims: the broadcast dims (-1) and the view dims left.
+  std::vector<int64_t> out_dims;
+  std::vector<bool> indexed(static_cast<size_t>(view.dim()), false);
+  for (const auto& [dim, t] : idx)
+    indexed[dim] = true;
+  int64_t first = idx.front().first;
+  if (!adjacent) out_dims.push_back(-1);
+  for (int64_t dd = 0; dd < view.dim(); ++dd) {
+    if (adjacent && dd == first) out_dims.push_back(-1);
+    if (!indexed[dd]) out_dims.push_back(dd);
+  }
+  Selection sel;
+  for (int64_t od : out_dims) {
+    if (od < 0)
+      sel.shape.insert(sel.shape.end(), b.begin(), b.end());
+    else
+      sel.shape.push_back(view.size(od));
+  }
+  std::vector<int64_t> cs = ir::contiguous_strides(view.sizes());
+  int64_t nb = ir::numel(b), total = ir::numel(sel.shape);
+  sel.positions.resize(static_cast<size_t>(total));
+  // Walk the output in row-major order: the broadcast part is one flat index.
+  std::vector<int64_t> extents;
+  for (int64_t od : out_dims)
+    extents.push_back(od < 0 ? nb : view.size(od));
+  std::vector<int64_t> counter(extents.size(), 0);
+  for (int64_t o = 0; o < total; ++o) {
+    int64_t pos = 0;
+    for (size_t k = 0; k < out_dims.size(); ++k) {
+      if (out_dims[k] >= 0) {
+        pos += counter[k] * cs[out_dims[k]];
+        continue;
+      }
+      for (size_t j = 0; j < idx.size(); ++j) {
+        int64_t dim = idx[j].first;
+        pos += checked_index(values[j].as_int(counter[k]), view.size(dim), dim) * cs[dim];
+      }
+    }
+    sel.positions[o] = pos;
+    for (size_t k = counter.size(); k-- > 0;) {
+      if (++counter[k] < extents[k]) break;
+      counter[k] = 0;
+    }
+  }
+  return sel;
+}
+
+Tensor gather_positions(const Tensor& view, const Selection& sel) {
+  HostValues src(view);
+  return from_host(view.dtype(), sel.shape, view.device(), [&](char* dst) {
+    for (size_t i = 0; i < sel.positions.size(); ++i)
+      std::memcpy(dst + i * src.item, src.at(sel.positions[i]), src.item);
+  });
+}
+
+// `value` written at `positions` of a copy of `view` (later writes win).
+Tensor scatter_positions(const Tensor& view, const std::vector<int64_t>& positions,
+                         const Tensor& value) {
+  HostValues base(view), v(value);
+  return from_host(view.dtype(), view.sizes(), view.device(), [&](char* dst) {
+    std::memcpy(dst, base.data, static_cast<size_t>(view.numel()) * base.item);
+    for (size_t i = 0; i < positions.size(); ++i)
+      std::memcpy(dst + positions[i] * static_cast<int64_t>(base.item),
+                  v.at(static_cast<int64_t>(i)), base.item);
+  });
+}
+
+} // namespace
+
+// --- Tensor::index and index_put_ ---
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
+  return index(std::vector<TensorIndex>(indices));
+}
+Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
+  Parsed p = parse(*this, indices);
+  if (p.advanced.empty()) return p.view;
+  return gather_positions(p.view, select_positions(p.view, p.advanced));
+}
+
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value) {
+  return index_put_(std::vector<TensorIndex>(indices), value);
+}
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value) {
+  return index_put_(std::vector<TensorIndex>(indices), value);
+}
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Scalar& value) {
+  return index_put_(indices, full({}, value, TensorOptions().dtype(dtype()).device(device())));
+}
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
+  Parsed p = parse(*this, indices);
+  if (p.advanced.empty()) {
+    p.view.copy_(value);
+    return *this;
+  }
+  if (value.dtype() != dtype())
+    throw Error(fmt::format("Index put requires the source and destination dtypes match, got {} "
+                            "for the destination and {} for the source.",
+                            fe::cpp_type_name(dtype()), fe::cpp_type_name(value.dtype())));
+  // One mask and one value: an elementwise select, which stays lazy.
+  if (p.advanced.size() == 1 && p.advanced[0].is_mask && value.numel() == 1) {
+    const Advanced& a = p.advanced[0];
+    Shape s(static_cast<size_t>(a.dim), 1);
+    s.insert(s.end(), a.index.sizes().begin(), a.index.sizes().end());
+    s.resize(static_cast<size_t>(p.view.dim()), 1);
+    Tensor mask = a.index.to(kBool).reshape(s);
+    p.view.copy_(tj::where(mask, value.reshape({}), p.view));
+    return *this;
+  }
+  Selection sel = select_positions(p.view, p.advanced);
+  Tensor v = value.to(p.view.device()).expand(sel.shape).contiguous();
+  p.view.copy_(scatter_positions(p.view, sel.positions, v));
+  return *this;
+}
+
+// --- joining ---
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw Error("torch.cat(): expected a non-empty list of Tensors");
+  // PyTorch skips 1-D empty tensors, a legacy placeholder for "nothing".
+  std::vector<Tensor> parts;
+  for (const auto& t : tensors) {
+    detail::check_defined(t, "cat");
+    if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
+  }
+  DType dtype = tensors[0].dtype();
+  for (const auto& t : tensors)
+    dtype = promote_types(dtype, t.dtype());
+  Device device = tensors[0].device();
+  for (const auto& t : tensors)
+    if (t.device() != device) fe::throw_device_mismatch(device, t.device());
+  if (parts.empty()) return empty({0}, TensorOptions().dtype(dtype).device(device));
+  const Tensor& ref = parts[0];
+  if (ref.dim() == 0) throw Error("zero-dimensional tensor (at position 0) cannot be concatenated");
+  int64_t d = ir::wrap_dim(dim, ref.dim());
+  Shape shape = ref.sizes();
+  shape[d] = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& t = parts[i];
+    if (t.dim() == 0)
+      throw Error(
+          fmt::format("zero-dimensional tensor (at position {}) cannot be concatenated", i));
+    if (t.dim() != ref.dim())
+      throw Error(fmt::format("Tensors must have same number of dimensions: got {} and {}",
+                              ref.dim(), t.dim()));
+    for (int64_t k = 0; k < ref.dim(); ++k)
+      if (k != d && t.size(k) != ref.size(k))
+        throw Error(fmt::format("Sizes of tensors must match except in dimension {}. Expected "
+                                "size {} but got size {} for tensor number {} in the list.",
+                                d, ref.size(k), t.size(k), i));
+    shape[d] += t.size(d);
+  }
+  Tensor out = empty(shape, TensorOptions().dtype(dtype).device(device));
+  int64_t at = 0;
+  for (const auto& t : parts) {
+    if (t.size(d) > 0) out.narrow(d, at, t.size(d)).copy_(t);
+    at += t.size(d);
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw Error("stack expects a non-empty TensorList");
+  for (size_t i = 1; i < tensors.size(); ++i)
+    if (tensors[i].sizes() != tensors[0].sizes())
+      throw Error(fmt::format(
+          "stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {}",
+          ir::shape_str(tensors[0].sizes()), ir::shape_str(tensors[i].sizes()), i));
+  int64_t d = ir::wrap_dim(dim, tensors[0].dim() + 1);
+  std::vector<Tensor> parts;
+  for (const auto& t : tensors)
+    parts.push_back(t.unsqueeze(d));
+  return cat(parts, d);
+}
+
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
+  if (split_size < 0)
+    throw Error(
+        fmt::format("split expects split_size be non-negative, but got split_size={}", split_size));
+  int64_t d = ir::wrap_dim(dim, t.dim());
+  int64_t n = t.size(d);
+  if (split_size == 0 && n != 0)
+    throw Error(fmt::format("split_size can only be 0 if dimension size is 0, but got dimension "
+                            "size of {}",
+                            n));
+  std::vector<Tensor> out;
+  if (n == 0) return {t.narrow(d, 0, 0)};
+  for (int64_t at = 0; at < n; at += split_size)
+    out.push_back(t.narrow(d, at, std::min(split_size, n - at)));
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim) {
+  int64_t d = ir::wrap_dim(dim, t.dim());
+  int64_t total = 0;
+  for (int64_t s : sizes)
+    total += s;
+  if (total != t.size(d))
+    throw Error(fmt::format("split_with_sizes expects split_sizes to sum exactly to {} (input "
+                            "tensor's size at dimension {}), but got split_sizes=[{}]",
+                            t.size(d), d, fmt::join(sizes, ", ")));
+  std::vector<Tensor> out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(t.narrow(d, at, s));
+    at += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {
+  if (chunks <= 0)
+    throw Error(fmt::format("chunk expects `chunks` to be greater than 0, got: {}", chunks));
+  int64_t d = ir::wrap_dim(dim, t.dim());
+  int64_t size = (t.size(d) + chunks - 1) / chunks;
+  return split(t, size, d);
+}
+
+// --- selection ---
+
+Tensor nonzero(const Tensor& t) {
+  HostValues v(t);
+  std::vector<int64_t> hits;
+  const bool is_float = t.is_floating_point();
+  std::vector<double> f;
+  if (is_float) f = t.to_vector<double>();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (is_float ? f[i] != 0.0 : v.as_int(i) != 0) hits.push_back(i);
+  int64_t nd = t.dim(), n = static_cast<int64_t>(hits.size());
+  std::vector<int64_t> cs = ir::contiguous_strides(t.sizes());
+  return from_host(kInt64, {n, nd}, t.device(), [&](char* dst) {
+    auto* out = reinterpret_cast<int64_t*>(dst);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t k = 0; k < nd; ++k)
+        out[r * nd + k] = hits[r] / cs[k] % t.size(k);
+  });
+}
+
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
+  if (index.dim() > 1) throw Error("index_select(): Index is supposed to be a vector");
+  if (!is_index_dtype(index.dtype()))
+    throw Error("index_select(): Expected dtype int32 or int64 for index");
+  int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
+  std::vector<TensorIndex> ix(static_cast<size_t>(d), Slice());
+  ix.emplace_back(index.reshape({-1}));
+  return t.index(ix);
+}
+
+Tensor masked_select(const Tensor& t, const Tensor& mask) {
+  if (mask.dtype() != kBool)
+    throw Error(fmt::format("masked_select: expected BoolTensor for mask"));
+  Shape s = ir::broadcast_shapes(t.sizes(), mask.sizes());
+  Tensor m = mask.expand(s);
+  if (s.empty()) return t.reshape({1}).index({m.reshape({1})});
+  return t.expand(s).index({m});
+}
+
+namespace {
+void check_gather_shapes(const char* what, const Tensor& t, int64_t d, const Tensor& index) {
+  if (index.dim() != t.dim())
+    throw Error("Index tensor must have the same number of dimensions as input tensor");
+  if (index.dtype() != kInt64)
+    throw Error(fmt::format("{}(): Expected dtype int64 for index", what));
+  for (int64_t k = 0; k < t.dim(); ++k)
+    if (k != d && index.size(k) > t.size(k))
+      throw Error(fmt::format("Size does not match at dimension {} expected index {} to be "
+                              "smaller than self {} apart from dimension {}",
+                              k, ir::shape_str(index.sizes()), ir::shape_str(t.sizes()), d));
+}
+
+// Positions in `t` (row-major) of index's elements along `d`.
+std::vector<int64_t> dim_positions(const Tensor& t, int64_t d, const Tensor& index) {
+  HostValues ix(index);
+  std::vector<int64_t> cs = ir::contiguous_strides(t.sizes());
+  std::vector<int64_t> ics = ir::contiguous_strides(index.sizes());
+  std::vector<int64_t> pos(static_cast<size_t>(index.numel()));
+  for (int64_t i = 0; i < index.numel(); ++i) {
+    int64_t p = 0;
+    for (int64_t k = 0; k < t.dim(); ++k) {
+      int64_t c = i / ics[k] % index.size(k);
+      if (k == d) c = checked_index(ix.as_int(i), t.size(d), d);
+      p += c * cs[k];
+    }
+    pos[i] = p;
+  }
+  return pos;
+}
+} // namespace
+
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
+  int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
+  check_gather_shapes("gather", t, d, index);
+  Selection sel{index.sizes(), dim_positions(t, d, index)};
+  return gather_positions(t, sel);
+}
+
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
+  check_gather_shapes("scatter", t, d, index);
+  if (src.dtype() != t.dtype())
+    throw Error(fmt::format("scatter(): Expected self.dtype to be equal to src.dtype"));
+  // Elements of src at index's positions (src may be larger than index).
+  std::vector<TensorIndex> box;
+  for (int64_t k = 0; k < index.dim(); ++k)
+    box.emplace_back(Slice(0, index.size(k)));
+  Tensor s = src.index(box).contiguous();
+  return scatter_positions(t, dim_positions(t, d, index), s);
+}
+
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value) {
+  return scatter(t, dim, index, full(index.sizes(), value, t.options()));
+}
+
+Tensor flip(const Tensor& t, const std::vector<int64_t>& dims) {
+  std::vector<bool> seen(static_cast<size_t>(t.dim()), false);
+  ir::NodePtr n = detail::node_of(t);
+  size_t unique = 0;
+  for (int64_t dim : dims) {
+    int64_t d = ir::wrap_dim(dim, t.dim());
+    if (seen[d]) continue;
+    seen[d] = true;
+    ++unique;
+    n = fe::slice(n, d, t.size(d) - 1, -1, -1);
+  }
+  if (unique != dims.size())
+    throw Error(fmt::format("dims has duplicates, original flip dims size={}, but unique flip "
+                            "dims size={}",
+                            dims.size(), unique));
+  return detail::wrap(ir::make_node(ir::Op::Cast, n->dtype, n->shape, {n}));
+}
+
+Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
+  if (dims.empty()) {
+    if (shifts.size() != 1)
+      throw Error(
+          fmt::format("shifts and dimensions must align. shifts: {}, dims:0", shifts.size()));
+    return roll(t.flatten(), shifts, {0}).view(t.sizes());
+  }
+  if (shifts.size() != dims.size())
+    throw Error(fmt::format("shifts and dimensions must align. shifts: {}, dims:{}", shifts.size(),
+                            dims.size()));
+  Tensor out = t.clone();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = ir::wrap_dim(dims[i], t.dim());
+    int64_t n = t.size(d);
+    int64_t s = n ? ((shifts[i] % n) + n) % n : 0;
+    if (s) out = cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
+  }
+  return out;
+}
+
+Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats) {
+  if (static_cast<int64_t>(repeats.size()) < t.dim())
+    throw Error("Number of dimensions of repeat dims can not be smaller than number of dimensions "
+                "of tensor");
+  size_t lead = repeats.size() - static_cast<size_t>(t.dim());
+  Shape padded(lead, 1), inter, expanded, result;
+  padded.insert(padded.end(), t.sizes().begin(), t.sizes().end());
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    if (repeats[i] < 0)
+      throw Error(fmt::format("Trying to create tensor with negative dimension {}: [{}]",
+                              repeats[i] * padded[i], fmt::join(repeats, ", ")));
+    inter.insert(inter.end(), {1, padded[i]});
+    expanded.insert(expanded.end(), {repeats[i], padded[i]});
+    result.push_back(repeats[i] * padded[i]);
+  }
+  return t.reshape(inter).expand(expanded).clone().view(result);
+}
+
+Tensor diag(const Tensor& t, int64_t k) {
+  if (t.dim() == 1) {
+    int64_t n = t.size(0) + (k < 0 ? -k : k);
+    Tensor out = zeros({n, n}, t.options());
+    out.diagonal(k).copy_(t);
+    return out;
+  }
+  if (t.dim() == 2) return t.diagonal(k).clone();
+  throw Error(fmt::format("diag(): Supports 1D or 2D tensors. Got {}D", t.dim()));
+}
+
+Tensor diagonal(const Tensor& t, int64_t offset, int64_t dim1, int64_t dim2) {
+  return t.diagonal(offset, dim1, dim2);
+}
+
+Tensor trace(const Tensor& t) {
+  if (t.dim() != 2)
+    throw Error(fmt::format("trace: expected a matrix, but got tensor with dim {}", t.dim()));
+  return t.diagonal().sum();
+}
+
+namespace {
+// Keeps the elements with col - row >= k (upper) or <= k (lower) of the last two dims.
+Tensor triangle(const Tensor& t, int64_t k, bool upper, const char* name) {
+  if (t.dim() < 2)
+    throw Error(fmt::format("{}: input tensor must have at least 2 dimensions", name));
+  TensorOptions o = TensorOptions().dtype(kInt64).device(t.device());
+  Tensor row = arange(t.size(-2), o).unsqueeze(1), col = arange(t.size(-1), o);
+  Tensor diff = col - row;
+  Tensor keep = upper ? diff >= k : diff <= k;
+  return where(keep, t, zeros_like(t));
+}
+} // namespace
+
+Tensor triu(const Tensor& t, int64_t k) { return triangle(t, k, true, "triu"); }
+Tensor tril(const Tensor& t, int64_t k) { return triangle(t, k, false, "tril"); }
+
+Tensor unique(const Tensor& t) {
+  TensorOptions o = TensorOptions().dtype(t.dtype()).device(t.device());
+  if (t.is_floating_point()) {
+    std::vector<double> v = t.to_vector<double>();
+    std::sort(v.begin(), v.end(),
+              [](double a, double b) { return a < b || (!std::isnan(a) && std::isnan(b)); });
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return tensor(v, {static_cast<int64_t>(v.size())}, TensorOptions().dtype(kFloat64))
+        .to(t.dtype())
+        .to(t.device());
+  }
+  HostValues h(t);
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v[i] = h.as_int(i);
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return tensor(v, {static_cast<int64_t>(v.size())}, TensorOptions().dtype(kInt64))
+      .to(o.dtype_or(kInt64))
+      .to(t.device());
+}
+
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  return t.narrow(dim, start, length);
+}
+Tensor select(const Tensor& t, int64_t dim, int64_t index) { return t.select(dim, index); }
+
+} // namespace tj
