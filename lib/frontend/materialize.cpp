@@ -78,16 +78,13 @@ void collect_writes(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& 
   if (n->op == ir::Op::Assign) out.push_back(n);
 }
 
-// Performs one write: the base is computed (into fresh memory if it was not
-// memory yet), copied first when the write may not touch that memory, then
-// the value is stored through the view. The Assign is then realized as the
-// base's memory at its new version.
+// Performs one write: the base is copied into fresh memory when the write may
+// not touch its memory (or computed there, when it is not memory yet: the
+// node is not marked realized, as other equal nodes would then see the
+// write), then the value is stored through the view. The Assign is then
+// realized as that memory at its new version.
 void perform_write(const ir::NodePtr& a) {
   ir::NodePtr base = ir::resolve(a->src[0]);
-  if (base->op != ir::Op::Buffer) {
-    realize_now({base});
-    base = ir::resolve(base);
-  }
   const ir::NodePtr& value = a->src[1];
   const size_t nd = static_cast<size_t>(value->ndim());
   std::vector<int64_t> strides(a->args.begin(), a->args.begin() + static_cast<ptrdiff_t>(nd));
@@ -97,12 +94,13 @@ void perform_write(const ir::NodePtr& a) {
   std::shared_ptr<rt::Storage> storage = base->storage;
   ir::View base_view = base->view;
   std::optional<ir::View> dest;
-  if (in_place) dest = ir::compose_strided(base->shape, base->view, value->shape, strides, offset);
+  if (in_place && base->op == ir::Op::Buffer)
+    dest = ir::compose_strided(base->shape, base->view, value->shape, strides, offset);
   if (!dest) {
     storage = rt::Storage::allocate(static_cast<size_t>(base->numel()) * itemsize(base->dtype),
                                     base->device);
     base_view = ir::View{ir::contiguous_strides(base->shape), 0};
-    run({{nullptr, base, storage, base_view}});
+    run({{nullptr, passes::simplify({base})[0], storage, base_view}});
     dest = ir::View{strides, offset};
   }
   run({{nullptr, passes::simplify({value})[0], storage, *dest}});

@@ -531,7 +531,9 @@ Tensor Tensor::mT() const {
   return transpose(-2, -1);
 }
 Tensor& Tensor::t_() {
-  *this = t();
+  Tensor v = t();
+  impl_->sizes = v.sizes();
+  impl_->strides = v.stride();
   return *this;
 }
 Tensor& Tensor::transpose_(int64_t d0, int64_t d1) {

@@ -1,0 +1,395 @@
+// Storage, views and strides, in-place writes through aliases, indexing,
+// joining and the NumPy bridge: the examples of seeds 001-003 and PyTorch's rules.
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <cstring>
+
+using namespace tj;
+using namespace tj::indexing;
+
+namespace {
+std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+} // namespace
+
+TEST_CASE("views answer stride, storage_offset and is_contiguous as PyTorch", "[views]") {
+  Tensor z = zeros({1, 2, 3});
+  CHECK(z.stride() == std::vector<int64_t>{6, 3, 1});
+  Tensor t = z.transpose(0, 2);
+  CHECK(t.sizes() == Shape{3, 2, 1});
+  CHECK(t.stride() == std::vector<int64_t>{1, 3, 6});
+  CHECK_FALSE(t.is_contiguous());
+  CHECK(t.contiguous().is_contiguous());
+  CHECK(t.contiguous().stride() == std::vector<int64_t>{2, 1, 1});
+
+  Tensor a = arange(24).view({2, 3, 4});
+  CHECK(a.select(1, 2).stride() == std::vector<int64_t>{12, 1});
+  CHECK(a.select(1, 2).storage_offset() == 8);
+  CHECK(a.narrow(2, 1, 2).storage_offset() == 1);
+  CHECK(a.narrow(2, 1, 2).sizes() == Shape{2, 3, 2});
+  CHECK(a.index({Slice(), Slice(None, None, 2), -1}).stride() == std::vector<int64_t>{12, 8});
+  CHECK(a.index({Slice(), Slice(None, None, 2), -1}).storage_offset() == 3);
+  CHECK(a.permute({2, 0, 1}).stride() == std::vector<int64_t>{1, 12, 4});
+  CHECK(a.unsqueeze(1).stride() == std::vector<int64_t>{12, 12, 4, 1});
+  CHECK(a.unsqueeze(3).stride() == std::vector<int64_t>{12, 4, 1, 1});
+  CHECK(a.expand({5, 2, 3, 4}).stride() == std::vector<int64_t>{0, 12, 4, 1});
+  CHECK(a[0].diagonal().stride() == std::vector<int64_t>{5});
+  CHECK(values(a[0].diagonal()) == std::vector<double>{0, 5, 10});
+  CHECK(values(a[0].diagonal(1)) == std::vector<double>{1, 6, 11});
+  CHECK(values(a[0].diagonal(-1)) == std::vector<double>{4, 9});
+  CHECK(a.T().sizes() == Shape{4, 3, 2});
+  CHECK(a.mT().sizes() == Shape{2, 4, 3});
+  CHECK(a.flatten(1).sizes() == Shape{2, 12});
+  Tensor m = arange(6).view({2, 3});
+  Tensor alias = m;
+  m.t_();
+  CHECK(alias.sizes() == Shape{3, 2});
+  CHECK(m.stride() == std::vector<int64_t>{1, 3});
+}
+
+TEST_CASE("a view costs no kernel and copies nothing", "[views]") {
+  Tensor x = rand({64, 48}).eval();
+  const char* p = static_cast<const char*>(x.data_ptr());
+  reset_stats();
+  Tensor v = x.t().narrow(0, 4, 8).index({Slice(1, None, 3)}).unsqueeze(0).squeeze(0);
+  CHECK(stats().kernels_launched == 0);
+  CHECK(stats().bytes_allocated == 0);
+  CHECK(v.is_realized());
+  CHECK(static_cast<const char*>(v.data_ptr()) == p + v.storage_offset() * 4);
+}
+
+TEST_CASE("elementwise ops over a transposed, sliced input are one kernel", "[views][fusion]") {
+  Tensor x = rand({256, 128}).eval();
+  std::vector<double> xv = values(x);
+  reset_stats();
+  Tensor a = x.t().index({Slice(2, 100, 2), Slice(None, None, 3)}); // (49, 86)
+  // Views of a computed value index it: no copy in between.
+  Tensor y = ((a * 2 + 1).exp().t().unsqueeze(0) - a.t()).narrow(1, 5, 40).squeeze(0);
+  y.eval();
+  CHECK(stats().kernels_launched == 1);
+  std::vector<double> got = values(y);
+  REQUIRE(got.size() == 40 * 49);
+  for (int64_t i = 0; i < 40; ++i)
+    for (int64_t j = 0; j < 49; ++j) {
+      // y[i][j] = f(a[j][i + 5]) with a[j][k] = x[3k][2 + 2j]
+      double v = xv[static_cast<size_t>(3 * (i + 5) * 128 + 2 + 2 * j)];
+      CHECK(got[i * 49 + j] == Approx(std::exp(v * 2 + 1) - v).epsilon(1e-6));
+    }
+  // Flattening a transposed value copies it, as in PyTorch; the result is the same.
+  Tensor flat = (a * 2 + 1).exp().t().reshape({-1}) - a.t().flatten();
+  std::vector<double> fv = values(flat);
+  for (int64_t i = 0; i < 40; ++i)
+    for (int64_t j = 0; j < 49; ++j)
+      CHECK(fv[(i + 5) * 49 + j] == got[i * 49 + j]);
+}
+
+TEST_CASE("view and reshape of seed 001 share memory; clone does not", "[views][seed001]") {
+  Tensor x = randn({5, 3});
+  std::vector<double> x0 = values(x);
+  Tensor y = x.view({15});
+  y.index_put_({0}, 100);
+  CHECK(x[0][0].item<double>() == 100);
+  Tensor z = x.view({-1, 5});
+  CHECK(z.sizes() == Shape{3, 5});
+  Tensor q = x.reshape({15});
+  q[0] = 250;
+  CHECK(x[0][0].item<double>() == 250);
+  CHECK(z[0][0].item<double>() == 250);
+  Tensor x_cp = x.clone().view({15});
+  x -= 1;
+  CHECK(x[0][0].item<double>() == 249);
+  CHECK(x_cp[0].item<double>() == 250);
+  for (int64_t i = 1; i < 15; ++i) {
+    CHECK(x_cp[i].item<float>() == static_cast<float>(x0[i]));
+    CHECK(y[i].item<float>() == static_cast<float>(x0[i]) - 1.0f);
+  }
+  CHECK_THROWS_WITH(x.t().view({15}),
+                    "view size is not compatible with input tensor's size and stride (at least "
+                    "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                    "instead.");
+  Tensor r = x.t().reshape({15}); // a copy: the transpose cannot be viewed flat
+  r[0] = 7;
+  CHECK(x[0][0].item<double>() == 249);
+}
+
+TEST_CASE("indexing and assignment of seed 001", "[views][seed001]") {
+  Tensor t = ones({4, 4});
+  CHECK(t[0].str() == "tensor([1., 1., 1., 1.])");
+  CHECK(t.index({Slice(), 0}).str() == "tensor([1., 1., 1., 1.])");
+  t.index_put_({"...", -1}, 100);
+  CHECK(t.str() == "tensor([[  1.,   1.,   1., 100.],\n"
+                   "        [  1.,   1.,   1., 100.],\n"
+                   "        [  1.,   1.,   1., 100.],\n"
+                   "        [  1.,   1.,   1., 100.]])");
+  t.index_put_({Slice(), 1}, 10);
+  CHECK(t.str() == "tensor([[  1.,  10.,   1., 100.],\n"
+                   "        [  1.,  10.,   1., 100.],\n"
+                   "        [  1.,  10.,   1., 100.],\n"
+                   "        [  1.,  10.,   1., 100.]])");
+  Tensor t1 = cat({t, t, t}, 1);
+  CHECK(t1.str() ==
+        "tensor([[  1.,  10.,   1., 100.,   1.,  10.,   1., 100.,   1.,  10.,   1., 100.],\n"
+        "        [  1.,  10.,   1., 100.,   1.,  10.,   1., 100.,   1.,  10.,   1., 100.],\n"
+        "        [  1.,  10.,   1., 100.,   1.,  10.,   1., 100.,   1.,  10.,   1., 100.],\n"
+        "        [  1.,  10.,   1., 100.,   1.,  10.,   1., 100.,   1.,  10.,   1., 100.]])");
+  Tensor t0 = cat({t, t, t}, 0);
+  CHECK(t0.sizes() == Shape{12, 4});
+  CHECK(values(t0.index({Slice(8, 12)})) == values(t));
+
+  Tensor a = arange(0, 12).reshape({3, 4});
+  CHECK(cat({a, a}).sizes() == Shape{6, 4});
+  CHECK(stack({a, a}).sizes() == Shape{2, 3, 4});
+  CHECK(cat({a, a}).str() == "tensor([[ 0,  1,  2,  3],\n"
+                             "        [ 4,  5,  6,  7],\n"
+                             "        [ 8,  9, 10, 11],\n"
+                             "        [ 0,  1,  2,  3],\n"
+                             "        [ 4,  5,  6,  7],\n"
+                             "        [ 8,  9, 10, 11]])");
+  CHECK(stack({a, a}).str() == "tensor([[[ 0,  1,  2,  3],\n"
+                               "         [ 4,  5,  6,  7],\n"
+                               "         [ 8,  9, 10, 11]],\n"
+                               "\n"
+                               "        [[ 0,  1,  2,  3],\n"
+                               "         [ 4,  5,  6,  7],\n"
+                               "         [ 8,  9, 10, 11]]])");
+  CHECK(stack({a, a}, 2).sizes() == Shape{3, 4, 2});
+  CHECK(values(stack({a, a}, -1).select(2, 1)) == values(a));
+}
+
+TEST_CASE("writes through any alias are seen by every alias", "[views][inplace]") {
+  Tensor a = zeros({3, 4});
+  Tensor b = a;
+  a[0][1] = 561;
+  CHECK(b[0][1].item<double>() == 561);
+
+  Tensor x = arange(12).view({3, 4}).to(kFloat32);
+  Tensor snapshot = x * 1; // computed later, from the values before the writes
+  x.narrow(1, 1, 2).fill_(0);
+  CHECK(values(x) == std::vector<double>{0, 0, 0, 3, 4, 0, 0, 7, 8, 0, 0, 11});
+  x.index_put_({Slice(), 1}, 5);
+  x.t()[3].add_(100); // column 3
+  CHECK(values(x) == std::vector<double>{0, 5, 0, 103, 4, 5, 0, 107, 8, 5, 0, 111});
+  CHECK(values(snapshot) == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+
+  Tensor d = zeros({3, 3});
+  d.diagonal().copy_(tensor({1.0, 2.0, 3.0}));
+  CHECK(values(d) == std::vector<double>{1, 0, 0, 0, 2, 0, 0, 0, 3});
+  Tensor row = d[1];
+  d += 1;
+  CHECK(values(row) == std::vector<double>{1, 3, 1});
+  Tensor m = ones({2, 3});
+  m.index_put_({m > 0}, 0);
+  CHECK(values(m) == std::vector<double>(6, 0.0));
+  Tensor n = arange(6).view({2, 3});
+  n.index_put_({n > 2}, -1);
+  CHECK(values(n) == std::vector<double>{0, 1, 2, -1, -1, -1});
+}
+
+TEST_CASE("values read before a write keep the old version", "[views][inplace]") {
+  Tensor x = arange(6).to(kFloat64).eval();
+  Tensor lazy = x.t() + 1; // pending, reads the buffer
+  Tensor lazy_view = x.narrow(0, 2, 3) * 10;
+  Tensor computed = (x * 2).eval();
+  x[2] = 50; // the old memory is still read: the write goes to a copy
+  x.mul_(2);
+  CHECK(values(lazy) == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK(values(lazy_view) == std::vector<double>{20, 30, 40});
+  CHECK(values(computed) == std::vector<double>{0, 2, 4, 6, 8, 10});
+  CHECK(values(x) == std::vector<double>{0, 2, 100, 6, 8, 10});
+
+  // Nothing else reads it: the write goes into the memory itself.
+  Tensor y = zeros({1000}).eval();
+  NumpyArray before = y.numpy();
+  y[3] = 1;
+  CHECK(y.numpy().data == before.data);
+  CHECK(y[3].item<double>() == 1);
+  Tensor u = zeros({1000}).eval();
+  reset_stats();
+  u[10] = 3;
+  u.eval();
+  CHECK(stats().bytes_allocated == 0);
+  CHECK(u[10].item<double>() == 3);
+
+  // A value reading other elements of what it overwrites sees the old ones.
+  Tensor s = arange(5).to(kFloat32);
+  s.eval();
+  s.narrow(0, 1, 4).copy_(s.narrow(0, 0, 4));
+  CHECK(values(s) == std::vector<double>{0, 0, 1, 2, 3});
+  Tensor w = arange(4).to(kFloat32).view({2, 2}).contiguous();
+  w.eval();
+  w.copy_(w.t());
+  CHECK(values(w) == std::vector<double>{0, 2, 1, 3});
+}
+
+TEST_CASE("in-place results keep the tensor's dtype and shape, with PyTorch's errors",
+          "[views][inplace][errors]") {
+  Tensor i = arange(4);
+  CHECK_THROWS_WITH(i.add_(1.5), "result type Float can't be cast to the desired output type Long");
+  CHECK_THROWS_WITH(ones({3}).add_(ones({2, 3})),
+                    "output with shape [3] doesn't match the broadcast shape [2, 3]");
+  CHECK_THROWS_WITH(ones({1, 3}).expand({2, 3}).add_(1),
+                    "unsupported operation: more than one element of the written-to tensor refers "
+                    "to a single memory location. Please clone() the tensor before performing the "
+                    "operation.");
+  CHECK(values(i) == std::vector<double>{0, 1, 2, 3}); // failed ops changed nothing
+  i.fill_(2.7);                                        // fill_ and copy_ cast anything
+  CHECK(values(i) == std::vector<double>{2, 2, 2, 2});
+  i.copy_(tensor({1.9, -1.9, 0.5, 3.0}));
+  CHECK(values(i) == std::vector<double>{1, -1, 0, 3});
+  Tensor f = zeros({2, 3});
+  f.copy_(tensor({1, 2, 3})); // broadcast
+  CHECK(values(f) == std::vector<double>{1, 2, 3, 1, 2, 3});
+  Tensor out = empty({3});
+  add_out(out, ones({3}), ones({3}));
+  CHECK(values(out) == std::vector<double>{2, 2, 2});
+}
+
+TEST_CASE("view, index and join errors use PyTorch's wording", "[views][errors]") {
+  Tensor a = zeros({3, 4});
+  CHECK_THROWS_WITH(a.expand({3, 5}), "The expanded size of the tensor (5) must match the "
+                                      "existing size (4) at non-singleton dimension 1.  Target "
+                                      "sizes: [3, 5].  Tensor sizes: [3, 4]");
+  CHECK_THROWS_WITH(a.narrow(1, 5, 1),
+                    "start out of range (expected to be in range of [-4, 4], but got 5)");
+  CHECK_THROWS_WITH(a.narrow(1, 2, 3), "start (2) + length (3) exceeds dimension size (4).");
+  CHECK_THROWS_WITH(a.select(0, 3),
+                    "select(): index 3 out of range for tensor of size [3, 4] at dimension 0");
+  CHECK_THROWS_WITH(a[5],
+                    "select(): index 5 out of range for tensor of size [3, 4] at dimension 0");
+  CHECK_THROWS_WITH(a.index({0, 4}), "index 4 is out of bounds for dimension 1 with size 4");
+  CHECK_THROWS_WITH(a.index({0, 0, 0}), "too many indices for tensor of dimension 2");
+  CHECK_THROWS_WITH(a.index({"...", 0, "..."}), "an index can only have a single ellipsis ('...')");
+  CHECK_THROWS_WITH(a.index({Slice(None, None, -1)}), "step must be greater than zero");
+  CHECK_THROWS_WITH(a.index({ones({4}, kBool)}),
+                    "The shape of the mask [4] at index 0 does not match the shape of the indexed "
+                    "tensor [3, 4] at index 0");
+  CHECK_THROWS_WITH(a.index({ones({2})}),
+                    "tensors used as indices must be long, int, byte or bool tensors");
+  CHECK_THROWS_WITH(a.diagonal(0, 1, 1), "diagonal dimensions cannot be identical 1, 1");
+  CHECK_THROWS_WITH(a.permute({0, 0}), "permute(): duplicate dims are not allowed.");
+  CHECK_THROWS_WITH(cat({a, zeros({3, 5})}), "Sizes of tensors must match except in dimension 0. "
+                                             "Expected size 4 but got size 5 for tensor number 1 "
+                                             "in the list.");
+  CHECK_THROWS_WITH(cat({a, zeros({3})}),
+                    "Tensors must have same number of dimensions: got 2 and 1");
+  CHECK_THROWS_WITH(cat({}), "torch.cat(): expected a non-empty list of Tensors");
+  CHECK_THROWS_WITH(stack({a, zeros({4, 3})}),
+                    "stack expects each tensor to be equal size, but got [3, 4] at entry 0 and "
+                    "[4, 3] at entry 1");
+  CHECK_THROWS_WITH(zeros({2, 2, 2}).t(),
+                    "t() expects a tensor with <= 2 dimensions, but self is 3D");
+  CHECK_THROWS_WITH(from_blob(nullptr, {3}), "from_blob: the data pointer is null");
+  CHECK_THROWS_AS(a.squeeze(2), Error);
+  CHECK_THROWS_AS(a.transpose(0, 2), Error);
+}
+
+TEST_CASE("advanced indexing with integer and bool tensors", "[views][indexing]") {
+  Tensor a = arange(12).view({3, 4});
+  Tensor idx = tensor({2, 0});
+  CHECK(values(a.index({idx})) == std::vector<double>{8, 9, 10, 11, 0, 1, 2, 3});
+  CHECK(a.index({idx}).sizes() == Shape{2, 4});
+  CHECK(values(a.index({Slice(), idx})) == std::vector<double>{2, 0, 6, 4, 10, 8});
+  CHECK(values(a.index({tensor({0, 2}), tensor({1, 3})})) == std::vector<double>{1, 11});
+  // Separated advanced indices put the broadcast dims first.
+  Tensor b = arange(24).view({2, 3, 4});
+  CHECK(b.index({tensor({1, 0}), Slice(), tensor({0, 3})}).sizes() == Shape{2, 3});
+  CHECK(values(b.index({tensor({1, 0}), Slice(), tensor({0, 3})})) ==
+        std::vector<double>{12, 16, 20, 3, 7, 11});
+  CHECK(b.index({Slice(), tensor({{0, 1}, {2, 2}})}).sizes() == Shape{2, 2, 2, 4});
+  CHECK(values(a.index({a > 5})) == std::vector<double>{6, 7, 8, 9, 10, 11});
+  CHECK(values(a.index({tensor({true, false, true})})) ==
+        std::vector<double>{0, 1, 2, 3, 8, 9, 10, 11});
+  CHECK(a.index({None, Slice(), None}).sizes() == Shape{1, 3, 1, 4});
+  CHECK(a.index({true}).sizes() == Shape{1, 3, 4});
+  CHECK(a.index({false}).sizes() == Shape{0, 3, 4});
+  CHECK_THROWS_WITH(a.index({tensor({3})}), "index 3 is out of bounds for dimension 0 with size 3");
+
+  Tensor c = zeros({3, 4});
+  c.index_put_({tensor({0, 2}), tensor({1, 3})}, tensor({5.0f, 6.0f}));
+  CHECK(values(c) == std::vector<double>{0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6});
+  c.index_put_({Slice(), tensor({0})}, 9.0);
+  CHECK(values(c.select(1, 0)) == std::vector<double>{9, 9, 9});
+  CHECK_THROWS_WITH(c.index_put_({tensor({0})}, tensor({1, 2, 3, 4})),
+                    "Index put requires the source and destination dtypes match, got Float for "
+                    "the destination and Long for the source.");
+}
+
+TEST_CASE("joining and selection ops", "[views][indexing]") {
+  Tensor a = arange(12).view({3, 4});
+  auto parts = split(a, 2, 1);
+  REQUIRE(parts.size() == 2);
+  CHECK(values(parts[1]) == std::vector<double>{2, 3, 6, 7, 10, 11});
+  parts[1].zero_(); // a view: writes reach `a`
+  CHECK(a[0][3].item<int64_t>() == 0);
+  auto ch = chunk(arange(5), 2);
+  REQUIRE(ch.size() == 2);
+  CHECK(ch[1].sizes() == Shape{2});
+  CHECK(split(arange(5), std::vector<int64_t>{1, 4})[1].sizes() == Shape{4});
+  Tensor x = arange(1, 10).to(kFloat32).view({3, 3});
+  CHECK(trace(x).item<double>() == 15);
+  CHECK(trace(x).str() == "tensor(15.)");
+  CHECK(values(diag(x)) == std::vector<double>{1, 5, 9});
+  CHECK(values(diag(x, 1)) == std::vector<double>{2, 6});
+  CHECK(diag(tensor({1.0f, 2.0f}), 1).sizes() == Shape{3, 3});
+  CHECK(values(diag(tensor({1.0f, 2.0f}), 1)) == std::vector<double>{0, 1, 0, 0, 0, 2, 0, 0, 0});
+  CHECK(values(diag(tensor({1.0f, 2.0f}), -1)) == std::vector<double>{0, 0, 0, 1, 0, 0, 0, 2, 0});
+  CHECK(values(triu(x)) == std::vector<double>{1, 2, 3, 0, 5, 6, 0, 0, 9});
+  CHECK(values(tril(x, -1)) == std::vector<double>{0, 0, 0, 4, 0, 0, 7, 8, 0});
+  CHECK(values(flip(x, {0})) == std::vector<double>{7, 8, 9, 4, 5, 6, 1, 2, 3});
+  CHECK(values(flip(x, {0, 1})) == std::vector<double>{9, 8, 7, 6, 5, 4, 3, 2, 1});
+  CHECK(values(roll(arange(5), {2})) == std::vector<double>{3, 4, 0, 1, 2});
+  CHECK(values(roll(x, {1}, {1})) == std::vector<double>{3, 1, 2, 6, 4, 5, 9, 7, 8});
+  CHECK(values(repeat(tensor({1, 2}), {2, 2})) == std::vector<double>{1, 2, 1, 2, 1, 2, 1, 2});
+  CHECK(repeat(tensor({1, 2}), {2, 2}).sizes() == Shape{2, 4});
+  CHECK(values(index_select(x, 1, tensor({2, 0}))) == std::vector<double>{3, 1, 6, 4, 9, 7});
+  CHECK(values(masked_select(x, x > 6)) == std::vector<double>{7, 8, 9});
+  CHECK(values(gather(x, 1, tensor({{0, 0}, {1, 0}, {2, 2}}))) ==
+        std::vector<double>{1, 1, 5, 4, 9, 9});
+  CHECK(values(scatter(zeros({2, 3}), 0, tensor({{1, 0, 1}}), 7.0)) ==
+        std::vector<double>{0, 7, 0, 7, 0, 7});
+  CHECK(values(nonzero(tensor({0, 3, 0, 4}))) == std::vector<double>{1, 3});
+  CHECK(values(unique(tensor({3, 1, 3, 2, 1}))) == std::vector<double>{1, 2, 3});
+  CHECK(unique(tensor({3, 1, 3})).dtype() == kInt64);
+  CHECK(values(where(x > 4, x, zeros_like(x))) == std::vector<double>{0, 0, 0, 0, 5, 6, 7, 8, 9});
+}
+
+TEST_CASE("numpy() and from_blob share memory both ways (seeds 001, 002)", "[views][numpy]") {
+  Tensor t = ones({5});
+  NumpyArray n = t.numpy();
+  CHECK(n.dtype == "<f4");
+  CHECK(n.shape == std::vector<int64_t>{5});
+  CHECK(n.strides == std::vector<int64_t>{4});
+  t.add_(1); // visible through the array before add_ returns
+  const float* f = static_cast<const float*>(n.data);
+  for (int i = 0; i < 5; ++i)
+    CHECK(f[i] == 2.0f);
+  CHECK(t.str() == "tensor([2., 2., 2., 2., 2.])");
+  t[1] = 7;
+  CHECK(f[1] == 7.0f);
+  static_cast<float*>(n.data)[0] = -3; // and the other way
+  CHECK(t[0].item<float>() == -3.0f);
+
+  double host[5] = {1, 1, 1, 1, 1};
+  Tensor b = from_blob(host, {5}, kFloat64);
+  CHECK(b.str() == "tensor([1., 1., 1., 1., 1.], dtype=torch.float64)");
+  for (double& v : host)
+    v += 1;
+  CHECK(b.str() == "tensor([2., 2., 2., 2., 2.], dtype=torch.float64)");
+  b.index_put_({2}, 0);
+  CHECK(host[2] == 0);
+  Tensor lazy = b * 1; // pending: keeps the values before the next write
+  b.mul_(10);
+  CHECK(host[0] == 20);
+  CHECK(values(lazy) == std::vector<double>{2, 2, 0, 2, 2});
+  Tensor tv = t.view({5, 1}).t();
+  NumpyArray nv = tv.numpy();
+  CHECK(nv.shape == std::vector<int64_t>{1, 5});
+  CHECK(nv.data == n.data);
+
+  // Strided user memory: the storage is the block, the tensor views it.
+  int32_t block[6] = {0, 1, 2, 3, 4, 5};
+  Tensor s = from_blob(block, {2, 3}, {1, 2}, kInt32);
+  CHECK(values(s) == std::vector<double>{0, 2, 4, 1, 3, 5});
+  s[1][2] = 50;
+  CHECK(block[5] == 50);
+}
