@@ -393,3 +393,19 @@ TEST_CASE("numpy() and from_blob share memory both ways (seeds 001, 002)", "[vie
   s[1][2] = 50;
   CHECK(block[5] == 50);
 }
+
+TEST_CASE("repeated in-place writes into a slice accumulate in the same memory", "[views][inplace]") {
+  Tensor target = zeros({64, 64}).eval();
+  const void* p = target.numpy().data;
+  for (int i = 0; i < 5; ++i) {
+    target.narrow(1, 0, 32).add_(1);
+    target.eval();
+  }
+  CHECK(target.numpy().data == p);
+  CHECK(target[3][31].item<double>() == 5);
+  CHECK(target[3][32].item<double>() == 0);
+  Tensor lazy = zeros({64, 64}).eval();
+  for (int i = 0; i < 5; ++i)
+    lazy.narrow(1, 0, 32).add_(1);
+  CHECK(lazy.sum().item<double>() == 5 * 64 * 32);
+}

@@ -183,6 +183,25 @@ int main(int argc, char** argv) {
   fused_unfused("layer_norm", 2 * in_bytes,
                 [&] { return tj::nn::functional::layer_norm(m, {cols}, w, b); });
   {
+    // Strided access: an elementwise op over a transposed matrix (strided reads,
+    // contiguous writes), and an in-place add_ into a column slice of a matrix
+    // (read and written in place through the view).
+    const int64_t s = 4096;
+    tj::Tensor big = tj::rand({s, s}, on);
+    run(big);
+    const double mat_bytes = 2.0 * double(s) * double(s) * sizeof(float);
+    fused_unfused("transposed", mat_bytes, [&] { return big.t() * 2 + 1; });
+    tj::Tensor target = tj::zeros({2 * s, s}, on); // its half: as large as the copy's buffers
+    run(target);
+    double t = time_median(reps, [&] {
+      target.narrow(1, 0, s / 2).add_(1);
+      run(target);
+    });
+    const double moved = mat_bytes; // half the columns, read and written
+    rows.push_back(
+        {"slice add_", "in place", t * 1e3, moved / t / 1e9, moved / t / 1e9 / copy_gbps});
+  }
+  {
     tj::Tensor a = tj::rand({1024, 1024}, on), c = tj::rand({1024, 1024}, on);
     tj::eval({a, c});
     double s = time_median(3, [&] { run(tj::matmul(a, c)); });
