@@ -166,3 +166,11 @@ TEST_CASE("sum of 16M float32 ones is exact", "[reduce]") {
   CHECK(ones_in_memory.is_realized());
   CHECK(ones_in_memory.sum().item<double>() == 16777216.0);
 }
+
+TEST_CASE("a loop of partial in-place writes runs in bounded memory", "[graph][views]") {
+  Tensor x = zeros({16});
+  for (int i = 0; i < 50000; ++i)
+    x[i % 16] += 1;
+  CHECK(ir::live_node_count() < 50000);
+  CHECK(x.to_vector<float>() == std::vector<float>(16, 3125.0f));
+}

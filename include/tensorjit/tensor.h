@@ -304,5 +304,14 @@ Tensor& operator*=(Tensor& a, const Tensor& b);
 Tensor& operator*=(Tensor& a, const Scalar& b);
 Tensor& operator/=(Tensor& a, const Tensor& b);
 Tensor& operator/=(Tensor& a, const Scalar& b);
+// On a temporary view they write through it: t[0] += 1.
+Tensor operator+=(Tensor&& a, const Tensor& b);
+Tensor operator+=(Tensor&& a, const Scalar& b);
+Tensor operator-=(Tensor&& a, const Tensor& b);
+Tensor operator-=(Tensor&& a, const Scalar& b);
+Tensor operator*=(Tensor&& a, const Tensor& b);
+Tensor operator*=(Tensor&& a, const Scalar& b);
+Tensor operator/=(Tensor&& a, const Tensor& b);
+Tensor operator/=(Tensor&& a, const Scalar& b);
 
 } // namespace tj

@@ -108,8 +108,9 @@ void write(const Tensor& self, ir::NodePtr value, bool exclusive) {
   args.push_back(exclusive ? 1 : 0);
   cell.node = ir::make_node(Op::Assign, base->dtype, base->shape, {base, std::move(value)},
                             std::move(args));
-  // Memory handed out sees the write before the call returns.
-  if (pinned) {
+  // Memory handed out sees the write before the call returns; a loop of
+  // writes runs in bounded memory as a loop of ops does.
+  if (pinned || cell.node->depth > config().max_graph_nodes) {
     realize({cell.node});
     cell_node(cell);
   }
@@ -215,7 +216,10 @@ int64_t Tensor::storage_offset() const {
 bool Tensor::is_contiguous() const { return ir::is_contiguous(sizes(), stride()); }
 bool Tensor::is_leaf() const { return true; }
 bool Tensor::requires_grad() const { return impl() && impl()->requires_grad; }
-bool Tensor::is_realized() const { return ir::resolve(impl_->cell->node)->op == Op::Buffer; }
+bool Tensor::is_realized() const {
+  detail::check_defined(*this, "is_realized");
+  return ir::resolve(impl_->cell->node)->op == Op::Buffer;
+}
 
 Tensor& Tensor::requires_grad_(bool b) {
   if (b && !is_floating_point())
@@ -758,5 +762,13 @@ Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
 Tensor& operator*=(Tensor& a, const Scalar& b) { return a.mul_(b); }
 Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
 Tensor& operator/=(Tensor& a, const Scalar& b) { return a.div_(b); }
+Tensor operator+=(Tensor&& a, const Tensor& b) { return a.add_(b); }
+Tensor operator+=(Tensor&& a, const Scalar& b) { return a.add_(b); }
+Tensor operator-=(Tensor&& a, const Tensor& b) { return a.sub_(b); }
+Tensor operator-=(Tensor&& a, const Scalar& b) { return a.sub_(b); }
+Tensor operator*=(Tensor&& a, const Tensor& b) { return a.mul_(b); }
+Tensor operator*=(Tensor&& a, const Scalar& b) { return a.mul_(b); }
+Tensor operator/=(Tensor&& a, const Tensor& b) { return a.div_(b); }
+Tensor operator/=(Tensor&& a, const Scalar& b) { return a.div_(b); }
 
 } // namespace tj
