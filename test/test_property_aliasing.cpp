@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "ir/shape.h"
 #include "tensorjit/tensorjit.h"
 
 namespace {
@@ -117,18 +118,8 @@ private:
     storage_.push_back(v);
     trace("alias{} = base{} [{}] {}", aliases_.size(), storage_.size() - 1, fmt::join(sizes, ","),
           t.is_realized() ? "memory" : "lazy");
-    ModelView m{storage_.size() - 1, sizes, contiguous(sizes), 0};
+    ModelView m{storage_.size() - 1, sizes, ir::contiguous_strides(sizes), 0};
     aliases_.push_back({t, m});
-  }
-
-  static std::vector<int64_t> contiguous(const Shape& s) {
-    std::vector<int64_t> st(s.size());
-    int64_t acc = 1;
-    for (size_t i = s.size(); i-- > 0;) {
-      st[i] = acc;
-      acc *= std::max<int64_t>(s[i], 1);
-    }
-    return st;
   }
 
   void add_view() {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
 #include "tensorjit/error.h"
 
@@ -108,27 +109,42 @@ NodePtr permute(const NodePtr& x, const std::vector<int64_t>& perm) {
   return ir::make_node(Op::Permute, x->dtype, shape, {x}, perm);
 }
 
-NodePtr expand(const NodePtr& x, const Shape& shape) {
-  if (x->shape == shape) return x;
-  if (shape.size() < x->shape.size())
-    throw Error(fmt::format("expand(torch.FloatTensor{{[{}]}}, size=[{}]): the number of sizes "
-                            "provided ({}) must be greater or equal to the number of dimensions in "
-                            "the tensor ({})",
-                            fmt::join(x->shape, ", "), fmt::join(shape, ", "), shape.size(),
-                            x->shape.size()));
-  size_t lead = shape.size() - x->shape.size();
-  Shape target(shape);
-  for (size_t i = 0; i < x->shape.size(); ++i) {
-    int64_t have = x->shape[i], want = shape[lead + i];
-    if (want == -1)
-      target[lead + i] = have;
-    else if (have != want && have != 1)
+Shape expanded_shape(const Shape& have, const Shape& want, DType t) {
+  if (want.size() < have.size())
+    throw Error(fmt::format("expand({}{{[{}]}}, size=[{}]): the number of sizes provided ({}) "
+                            "must be greater or equal to the number of dimensions in the tensor "
+                            "({})",
+                            legacy_type_name(t), fmt::join(have, ", "), fmt::join(want, ", "),
+                            want.size(), have.size()));
+  size_t lead = want.size() - have.size();
+  Shape target(want);
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (i < lead) {
+      if (want[i] < 0)
+        throw Error(fmt::format("The expanded size of the tensor ({}) isn't allowed in a leading, "
+                                "non-existing dimension {}",
+                                want[i], i));
+      continue;
+    }
+    int64_t h = have[i - lead];
+    if (want[i] == -1)
+      target[i] = h;
+    else if (h != want[i] && h != 1)
       throw Error(fmt::format("The expanded size of the tensor ({}) must match the existing size "
                               "({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor "
                               "sizes: [{}]",
-                              want, have, lead + i, fmt::join(shape, ", "),
-                              fmt::join(x->shape, ", ")));
+                              want[i], h, i, fmt::join(want, ", "), fmt::join(have, ", ")));
+    else if (want[i] < 0)
+      throw Error(fmt::format("Trying to create tensor with negative dimension {}: {}", want[i],
+                              ir::shape_str(want)));
   }
+  return target;
+}
+
+NodePtr expand(const NodePtr& x, const Shape& shape) {
+  if (x->shape == shape) return x;
+  Shape target = expanded_shape(x->shape, shape, x->dtype);
+  size_t lead = target.size() - x->shape.size();
   if (x->shape == target) return x;
   if (x->op == Op::Const) return constant(x->value, x->dtype, target, x->device);
   if (ir::has_view(x->op)) {

@@ -27,6 +27,9 @@ NodePtr where(NodePtr cond, NodePtr a, NodePtr b);
 
 NodePtr reshape(const NodePtr& x, const Shape& shape);
 NodePtr permute(const NodePtr& x, const std::vector<int64_t>& perm);
+// The sizes expand(`want`) gives a tensor of sizes `have` (-1 keeps a size),
+// with PyTorch's errors.
+Shape expanded_shape(const Shape& have, const Shape& want, DType t);
 // Broadcasts to `shape` (leading dims may be added); PyTorch's expand errors.
 NodePtr expand(const NodePtr& x, const Shape& shape);
 // The strided view (sizes, strides, offset) of x seen as contiguous storage:

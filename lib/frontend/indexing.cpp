@@ -14,6 +14,7 @@
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
+#include "ir/scalar_semantics.h"
 #include "tensorjit/functions.h"
 
 namespace tj {
@@ -43,29 +44,8 @@ struct HostValues {
            buf->view.offset * static_cast<int64_t>(item);
   }
   const char* at(int64_t i) const { return data + i * static_cast<int64_t>(item); }
-  int64_t as_int(int64_t i) const {
-    switch (buf->dtype) {
-    case kInt32: {
-      int32_t v;
-      std::memcpy(&v, at(i), 4);
-      return v;
-    }
-    case kInt64: {
-      int64_t v;
-      std::memcpy(&v, at(i), 8);
-      return v;
-    }
-    case kInt16: {
-      int16_t v;
-      std::memcpy(&v, at(i), 2);
-      return v;
-    }
-    case kInt8:
-      return static_cast<int8_t>(*at(i));
-    default: // bool, uint8
-      return static_cast<uint8_t>(*at(i));
-    }
-  }
+  int64_t as_int(int64_t i) const { return ir::load_int(at(i), buf->dtype); }
+  double as_double(int64_t i) const { return ir::load_float(at(i), buf->dtype); }
 };
 
 // A new CPU tensor of `shape` whose bytes `fill` writes, moved to `device`.
@@ -116,7 +96,7 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
   if (consumed > self.dim())
     throw Error(fmt::format("too many indices for tensor of dimension {}", self.dim()));
 
-  Parsed p{detail::make_view(self, self.sizes(), self.stride(), self.storage_offset()), {}};
+  Parsed p{detail::alias(self), {}};
   Tensor& cur = p.view;
   int64_t d = 0, source_dim = 0;
   for (const auto& ix : indices) {
@@ -420,10 +400,8 @@ Tensor nonzero(const Tensor& t) {
   HostValues v(t);
   std::vector<int64_t> hits;
   const bool is_float = t.is_floating_point();
-  std::vector<double> f;
-  if (is_float) f = t.to_vector<double>();
   for (int64_t i = 0; i < t.numel(); ++i)
-    if (is_float ? f[i] != 0.0 : v.as_int(i) != 0) hits.push_back(i);
+    if (is_float ? v.as_double(i) != 0.0 : v.as_int(i) != 0) hits.push_back(i);
   int64_t nd = t.dim(), n = static_cast<int64_t>(hits.size());
   std::vector<int64_t> cs = ir::contiguous_strides(t.sizes());
   return from_host(kInt64, {n, nd}, t.device(), [&](char* dst) {

@@ -45,6 +45,8 @@ Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, 
   return Tensor(std::move(impl));
 }
 
+Tensor alias(const Tensor& t) { return make_view(t, t.sizes(), t.stride(), t.storage_offset()); }
+
 void check_defined(const Tensor& t, const char* what) {
   if (!t.defined()) throw Error(fmt::format("{}: the tensor is undefined", what));
 }
@@ -395,7 +397,7 @@ Tensor Tensor::clone() const {
   return wrap(ir::make_node(Op::Cast, n->dtype, n->shape, {n}));
 }
 Tensor Tensor::detach() const {
-  Tensor out = detail::make_view(*this, sizes(), stride(), storage_offset());
+  Tensor out = detail::alias(*this);
   out.impl()->requires_grad = false;
   return out;
 }
@@ -466,8 +468,7 @@ Tensor Tensor::squeeze() const {
 }
 Tensor Tensor::squeeze(int64_t d) const {
   d = ir::wrap_dim(d, std::max<int64_t>(dim(), 1));
-  if (dim() == 0 || sizes()[d] != 1)
-    return detail::make_view(*this, sizes(), stride(), storage_offset());
+  if (dim() == 0 || sizes()[d] != 1) return detail::alias(*this);
   Shape s = sizes();
   std::vector<int64_t> st = stride();
   s.erase(s.begin() + d);
@@ -516,9 +517,14 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   }
   return detail::make_view(*this, s, st, storage_offset());
 }
+namespace {
+void check_t(int64_t dim) {
+  if (dim > 2)
+    throw Error(fmt::format("t() expects a tensor with <= 2 dimensions, but self is {}D", dim));
+}
+} // namespace
 Tensor Tensor::t() const {
-  if (dim() > 2)
-    throw Error(fmt::format("t() expects a tensor with <= 2 dimensions, but self is {}D", dim()));
+  check_t(dim());
   return transpose(0, dim() < 2 ? 0 : 1);
 }
 Tensor Tensor::T() const {
@@ -534,11 +540,10 @@ Tensor Tensor::mT() const {
                             dim()));
   return transpose(-2, -1);
 }
+// The in-place view ops change this tensor's own view of its storage.
 Tensor& Tensor::t_() {
-  Tensor v = t();
-  impl_->sizes = v.sizes();
-  impl_->strides = v.stride();
-  return *this;
+  check_t(dim());
+  return transpose_(0, dim() < 2 ? 0 : 1);
 }
 Tensor& Tensor::transpose_(int64_t d0, int64_t d1) {
   Tensor v = transpose(d0, d1);
@@ -547,42 +552,11 @@ Tensor& Tensor::transpose_(int64_t d0, int64_t d1) {
   return *this;
 }
 Tensor Tensor::expand(IntArrayRef shape) const {
-  const Shape& have = sizes();
-  if (shape.size() < have.size())
-    throw Error(fmt::format("expand({}{{[{}]}}, size=[{}]): the number of sizes provided ({}) "
-                            "must be greater or equal to the number of dimensions in the tensor "
-                            "({})",
-                            fe::legacy_type_name(dtype()), fmt::join(have, ", "),
-                            fmt::join(shape, ", "), shape.size(), have.size()));
-  size_t lead = shape.size() - have.size();
-  Shape s(shape.size());
-  std::vector<int64_t> st(shape.size(), 0);
-  for (size_t i = 0; i < shape.size(); ++i) {
-    int64_t want = shape[i];
-    if (i < lead) {
-      if (want < 0)
-        throw Error(fmt::format("The expanded size of the tensor ({}) isn't allowed in a leading, "
-                                "non-existing dimension {}",
-                                want, i));
-      s[i] = want;
-      continue;
-    }
-    int64_t h = have[i - lead];
-    if (want == -1 || want == h) {
-      s[i] = h;
-      st[i] = stride()[i - lead];
-    } else if (h == 1) {
-      if (want < 0)
-        throw Error(fmt::format("Trying to create tensor with negative dimension {}: {}", want,
-                                ir::shape_str(shape)));
-      s[i] = want;
-    } else {
-      throw Error(fmt::format("The expanded size of the tensor ({}) must match the existing size "
-                              "({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor "
-                              "sizes: [{}]",
-                              want, h, i, fmt::join(shape, ", "), fmt::join(have, ", ")));
-    }
-  }
+  Shape s = fe::expanded_shape(sizes(), shape, dtype());
+  size_t lead = s.size() - sizes().size();
+  std::vector<int64_t> st(s.size(), 0); // new and broadcast dims read one element
+  for (size_t i = lead; i < s.size(); ++i)
+    if (s[i] == sizes()[i - lead]) st[i] = stride()[i - lead];
   return detail::make_view(*this, s, st, storage_offset());
 }
 Tensor Tensor::expand_as(const Tensor& o) const { return expand(o.sizes()); }

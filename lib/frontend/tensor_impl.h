@@ -35,6 +35,8 @@ struct TensorImpl {
 Tensor wrap(ir::NodePtr node);
 // A view of `base`'s storage.
 Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, int64_t offset);
+// A new handle on the same view of the same storage.
+Tensor alias(const Tensor& t);
 // The value the tensor reads now: its cell's node seen through its view.
 ir::NodePtr node_of(const Tensor& t);
 // The tensor's values in contiguous host memory (a Buffer node over it).

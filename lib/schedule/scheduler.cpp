@@ -511,6 +511,13 @@ private:
   std::map<std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t>, int32_t> cse_;
 };
 
+// The first node below `n` that is not a Reshape: the value a reshape views.
+NodePtr below_reshapes(NodePtr n) {
+  while (n->op == Op::Reshape)
+    n = ir::resolve(n->src[0]);
+  return n;
+}
+
 std::string kernel_name(const std::vector<NodePtr>& roots) {
   std::string s = "k";
   for (const auto& r : roots) {
@@ -540,9 +547,7 @@ public:
         write_target(t);
         continue;
       }
-      NodePtr n = ir::resolve(t.compute);
-      while (n->op == Op::Reshape)
-        n = ir::resolve(n->src[0]);
+      NodePtr n = below_reshapes(ir::resolve(t.compute));
       groups[n->shape].push_back({t.mark, n});
     }
     // Outputs per kernel are bounded: LLVM's code generation time grows
@@ -579,11 +584,7 @@ private:
         if (c->numel() > 0) launches_.push_back(std::move(l));
         return;
       } catch (const NeedsRealize& need) {
-        NodePtr dep = ir::resolve(need.node);
-        NodePtr inner = dep;
-        while (inner->op == Op::Reshape)
-          inner = ir::resolve(inner->src[0]);
-        realize_group({{dep, inner}});
+        realize_dependency(need);
       }
     }
   }
@@ -628,14 +629,15 @@ private:
         if (ir::numel(shape) > 0) launches_.push_back(std::move(l));
         return;
       } catch (const NeedsRealize& need) {
-        // Compute the node that cannot be indexed affinely, then try again.
-        NodePtr dep = ir::resolve(need.node);
-        NodePtr inner = dep;
-        while (inner->op == Op::Reshape)
-          inner = ir::resolve(inner->src[0]);
-        realize_group({{dep, inner}});
+        realize_dependency(need);
       }
     }
+  }
+
+  // Computes the node that cannot be indexed affinely, so that a retry reads its memory.
+  void realize_dependency(const NeedsRealize& need) {
+    NodePtr dep = ir::resolve(need.node);
+    realize_group({{dep, below_reshapes(dep)}});
   }
 
   bool fusion_;
