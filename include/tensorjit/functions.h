@@ -77,6 +77,13 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptio
 Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter,
                  TensorOptions opts = {});
 
+// --- .npy files (NumPy's format) ---
+// Writes the tensor's values as np.save does (C order, the host's byte order).
+void save_npy(const Tensor& tensor, const std::string& path);
+// Reads a .npy file of format version 1.0, 2.0 or 3.0, either byte order; a
+// Fortran-order file gives a tensor with Fortran strides.
+Tensor load_npy(const std::string& path);
+
 // --- elementwise ---
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
