@@ -1,7 +1,10 @@
 // Tensor members: metadata, materialization, reading values, conversions and views.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <optional>
 #include <ostream>
 
 #include "frontend/graph_builders.h"
@@ -390,11 +393,40 @@ Tensor Tensor::to(Device d) const {
 Tensor Tensor::to(Device d, DType t) const { return to(d).to(t); }
 Tensor Tensor::cpu() const { return to(kCPU); }
 Tensor Tensor::cuda() const { return to(Device(kCUDA)); }
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
-Tensor Tensor::clone() const {
-  // A Cast to its own dtype is a copy: materializing it writes fresh memory.
-  NodePtr n = node_of(*this);
+namespace {
+// A copy in fresh, contiguous memory: a Cast to its own dtype.
+Tensor copy_of(const Tensor& t) {
+  NodePtr n = node_of(t);
   return wrap(ir::make_node(Op::Cast, n->dtype, n->shape, {n}));
+}
+
+// The dims from the largest stride to the smallest when the view covers a
+// block of memory exactly once (non-overlapping and dense); none otherwise.
+std::optional<std::vector<int64_t>> dense_order(const Tensor& t) {
+  std::vector<int64_t> order(t.dim());
+  std::iota(order.begin(), order.end(), 0);
+  const auto& st = t.stride();
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return st[a] > st[b]; });
+  int64_t expect = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    int64_t size = t.size(*it);
+    if (size == 1) continue; // its stride never moves
+    if (st[*it] != expect) return std::nullopt;
+    expect *= size;
+  }
+  return order;
+}
+} // namespace
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy_of(*this); }
+Tensor Tensor::clone() const {
+  // PyTorch's preserve_format: a dense layout keeps its strides. Read in
+  // memory order, the copy holds the elements where the original holds them.
+  if (numel() > 0 && !is_contiguous())
+    if (auto order = dense_order(*this))
+      return detail::make_view(copy_of(permute(*order)), sizes(), stride(), 0);
+  return copy_of(*this);
 }
 Tensor Tensor::detach() const {
   Tensor out = detail::alias(*this);
@@ -440,7 +472,7 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
   Shape s = infer_size(shape, numel());
   if (auto st = ir::view_strides(sizes(), stride(), s))
     return detail::make_view(*this, s, *st, storage_offset());
-  return clone().view(s);
+  return copy_of(*this).view(s);
 }
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
   if (dim() == 0) return reshape({1});
