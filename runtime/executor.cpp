@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 
 #include "kernel_cache.h"
 #include "launch.h"
@@ -17,6 +18,125 @@ namespace {
 // Elements below which a launch runs on the calling thread only.
 constexpr int64_t kGrain = 32768;
 
+// Side of the square tiles a transposing launch is walked in (elements).
+constexpr int64_t kTile = 32;
+constexpr int64_t kCacheLine = 64;
+
+// An input read across memory along the rows (each element on its own cache
+// line) but along memory down the columns: a transpose. Read row by row, it
+// wastes most of every line it touches.
+bool transposed_input(const Launch& l, size_t s) {
+  const size_t nd = l.domain.size();
+  if (!l.slots[s].storage || l.kernel.slots[s].role != kir::Slot::Role::Input) return false;
+  const int64_t item = static_cast<int64_t>(itemsize(l.kernel.slots[s].dtype));
+  const int64_t across = std::abs(l.slots[s].strides[nd - 1]) * item;
+  const int64_t down = std::abs(l.slots[s].strides[nd - 2]) * item;
+  return across >= kCacheLine && down > 0 && down < kCacheLine;
+}
+
+bool transposes(const Launch& l) {
+  const size_t nd = l.domain.size();
+  if (l.r > 1 || nd < 2 || l.domain[nd - 1] < kTile || l.domain[nd - 2] < kTile) return false;
+  for (size_t s = 0; s < l.slots.size(); ++s)
+    if (transposed_input(l, s)) return true;
+  return false;
+}
+
+// Copies a rows x cols block, element (r, c) at src[r * down + c * across],
+// into dst row-major with rows kTile long. Walking r innermost reads along
+// memory. Each column is a separate short run of memory that no hardware
+// prefetcher predicts, so the next tile's column (c + kTile: the walk moves
+// across) is prefetched while this one is copied.
+template <typename T>
+void pack(const char* src, int64_t down, int64_t across, int64_t rows, int64_t cols, char* dst) {
+  const T* in = reinterpret_cast<const T*>(src);
+  T* out = reinterpret_cast<T*>(dst);
+  for (int64_t c = 0; c < cols; ++c) {
+    // Integer arithmetic: past the last tile the address lies outside the
+    // buffer, which a prefetch may touch but a pointer may not point to.
+    const auto next = reinterpret_cast<uintptr_t>(in + c * across) +
+                      static_cast<uintptr_t>(kTile * across * int64_t(sizeof(T)));
+    __builtin_prefetch(reinterpret_cast<const void*>(next));
+    __builtin_prefetch(reinterpret_cast<const void*>(
+        next + static_cast<uintptr_t>((rows - 1) * down * int64_t(sizeof(T)))));
+    for (int64_t r = 0; r < rows; ++r)
+      out[r * kTile + c] = in[r * down + c * across];
+  }
+}
+
+// Walks a transposing launch in kTile x kTile tiles. Each transposed input's
+// tile is first packed into a small row-major buffer (reading it along
+// memory), and the kernel reads the buffer: its stride is a run-time value,
+// so the same compiled kernel serves, now over contiguous memory.
+void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& ptrs0,
+               const std::vector<int64_t>& inner0, const int64_t* rstride,
+               std::atomic<int32_t>& err) {
+  const size_t nd = l.domain.size(), ns = l.slots.size();
+  const int64_t rows = l.domain[nd - 2], cols = l.domain[nd - 1];
+  const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  int64_t outer = 1;
+  for (size_t d = 0; d + 2 < nd; ++d)
+    outer *= l.domain[d];
+  std::vector<char> packed(ns);
+  for (size_t s = 0; s < ns; ++s)
+    packed[s] = transposed_input(l, s);
+  auto body = [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> base(ns), tile(ns), inner = inner0;
+    std::vector<void*> ptrs = ptrs0;
+    std::vector<std::vector<uint64_t>> buffers(ns);
+    for (size_t s = 0; s < ns; ++s)
+      if (packed[s]) {
+        buffers[s].resize(kTile * kTile);
+        ptrs[s] = buffers[s].data();
+        inner[s] = 1;
+      }
+    int32_t local_err = 0;
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t col_tile = t % col_tiles, row_tile = t / col_tiles % row_tiles;
+      int64_t rem = t / col_tiles / row_tiles;
+      const int64_t r0 = row_tile * kTile, c0 = col_tile * kTile;
+      const int64_t nr = std::min(kTile, rows - r0), nc = std::min(kTile, cols - c0);
+      for (size_t s = 0; s < ns; ++s)
+        tile[s] =
+            l.slots[s].base + r0 * l.slots[s].strides[nd - 2] + c0 * l.slots[s].strides[nd - 1];
+      for (size_t d = nd - 2; d-- > 0;) {
+        for (size_t s = 0; s < ns; ++s)
+          tile[s] += rem % l.domain[d] * l.slots[s].strides[d];
+        rem /= l.domain[d];
+      }
+      for (size_t s = 0; s < ns; ++s) {
+        if (!packed[s]) continue;
+        const size_t item = itemsize(l.kernel.slots[s].dtype);
+        const char* src = static_cast<const char*>(ptrs0[s]) + tile[s] * int64_t(item);
+        char* dst = reinterpret_cast<char*>(buffers[s].data());
+        const int64_t down = l.slots[s].strides[nd - 2], across = l.slots[s].strides[nd - 1];
+        switch (item) {
+        case 1:
+          pack<uint8_t>(src, down, across, nr, nc, dst);
+          break;
+        case 2:
+          pack<uint16_t>(src, down, across, nr, nc, dst);
+          break;
+        case 4:
+          pack<uint32_t>(src, down, across, nr, nc, dst);
+          break;
+        default:
+          pack<uint64_t>(src, down, across, nr, nc, dst);
+          break;
+        }
+      }
+      for (int64_t r = 0; r < nr; ++r) {
+        for (size_t s = 0; s < ns; ++s)
+          base[s] = packed[s] ? r * kTile : tile[s] + r * l.slots[s].strides[nd - 2];
+        fn(nc, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, 1, rstride);
+      }
+    }
+    if (local_err) err = 1;
+  };
+  parallel_for(outer * row_tiles * col_tiles, std::max<int64_t>(1, kGrain / (kTile * kTile)), 1,
+               body);
+}
+
 void run_launch(const Launch& l, llvmjit::KernelFn fn) {
   const size_t nd = l.domain.size(), ns = l.slots.size();
   int64_t total = 1;
@@ -30,6 +150,11 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
     rstride[s] = l.slots[s].rstride;
   }
   std::atomic<int32_t> err{0};
+  if (transposes(l)) {
+    run_tiled(l, fn, ptrs, inner, rstride.data(), err);
+    if (err) throw Error("ZeroDivisionError");
+    return;
+  }
   // Work per output element is r: reductions split over fewer elements.
   int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(l.r, 1));
   parallel_for(total, grain, l.r > 1 ? 1 : 64, [&](int64_t begin, int64_t end) {

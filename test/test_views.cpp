@@ -83,6 +83,63 @@ TEST_CASE("elementwise ops over a transposed, sliced input are one kernel", "[vi
       CHECK(fv[(i + 5) * 49 + j] == got[i * 49 + j]);
 }
 
+TEST_CASE("transposed reads walked in tiles give every element once", "[views][executor]") {
+  // Large enough that the CPU executor walks tiles and packs the transposed
+  // input; odd sizes leave partial tiles on both edges.
+  for (DType t : {kInt8, kFloat16, kFloat32, kFloat64}) {
+    INFO(dtype_name(t));
+    Tensor x = arange(45 * 70).view({45, 70}).remainder(101).to(t).eval();
+    Tensor row = arange(45).to(t);
+    Tensor y = (x.t() * 2 + row).eval(); // (70, 45): reads x across, row broadcast
+    std::vector<double> xv = values(x), yv = values(y);
+    for (int64_t i = 0; i < 70; ++i)
+      for (int64_t j = 0; j < 45; ++j) {
+        double expect = xv[j * 70 + i] * 2 + j;
+        if (t == kInt8) expect = static_cast<double>(static_cast<int8_t>(expect));
+        REQUIRE(yv[i * 45 + j] == expect);
+      }
+  }
+  // Outer dims, a stepped transposed slice, and an in-place write through a
+  // transposed view of the tensor it reads.
+  Tensor a = arange(3 * 40 * 90, TensorOptions().dtype(kFloat32)).view({3, 40, 90}).eval();
+  Tensor p = a.permute({0, 2, 1}).index({Slice(), Slice(None, None, 2)}); // (3, 45, 40)
+  Tensor q = (p + 0.5).eval();
+  std::vector<double> av = values(a), qv = values(q);
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < 45; ++i)
+      for (int64_t j = 0; j < 40; ++j)
+        REQUIRE(qv[(b * 45 + i) * 40 + j] == av[(b * 40 + j) * 90 + 2 * i] + 0.5);
+  Tensor m = arange(80 * 80, TensorOptions().dtype(kFloat32)).view({80, 80}).eval();
+  Tensor before = m.clone();
+  m.t().mul_(2);
+  CHECK(values(m) == values(before * 2));
+}
+
+TEST_CASE("clone keeps a dense layout's strides and copies the rest contiguous", "[views]") {
+  Tensor a = arange(24).view({2, 3, 4});
+  Tensor p = a.permute({2, 0, 1});
+  Tensor c = p.clone();
+  CHECK(c.stride() == p.stride());
+  CHECK(c.storage_offset() == 0);
+  CHECK(values(c) == values(p));
+  c[1][1][2] = -1; // a copy: the original keeps its values
+  CHECK(a[1][2][1].item<int64_t>() == 21);
+  CHECK(c[1][1][2].item<int64_t>() == -1);
+  CHECK(a.transpose(0, 2).clone().stride() == a.transpose(0, 2).stride());
+  // A size-1 dim keeps whatever stride it had.
+  Tensor u = a[0].t().unsqueeze(1);
+  CHECK(u.clone().stride() == u.stride());
+  // Not dense (a step, a broadcast, a slice): contiguous, as PyTorch.
+  CHECK(a.index({Slice(), Slice(), Slice(None, None, 2)}).clone().stride() ==
+        std::vector<int64_t>{6, 2, 1});
+  CHECK(a[0].expand({2, 3, 4}).clone().stride() == std::vector<int64_t>{12, 4, 1});
+  CHECK(a.narrow(2, 1, 2).transpose(0, 2).clone().stride() == std::vector<int64_t>{6, 2, 1});
+  CHECK(values(a.narrow(2, 1, 2).clone()) == values(a.narrow(2, 1, 2)));
+  // contiguous() and reshape copies are always row-major.
+  CHECK(p.contiguous().stride() == std::vector<int64_t>{6, 3, 1});
+  CHECK(p.reshape({24}).sizes() == Shape{24});
+}
+
 TEST_CASE("view and reshape of seed 001 share memory; clone does not", "[views][seed001]") {
   Tensor x = randn({5, 3});
   std::vector<double> x0 = values(x);
@@ -394,7 +451,8 @@ TEST_CASE("numpy() and from_blob share memory both ways (seeds 001, 002)", "[vie
   CHECK(block[5] == 50);
 }
 
-TEST_CASE("repeated in-place writes into a slice accumulate in the same memory", "[views][inplace]") {
+TEST_CASE("repeated in-place writes into a slice accumulate in the same memory",
+          "[views][inplace]") {
   Tensor target = zeros({64, 64}).eval();
   const void* p = target.numpy().data;
   for (int i = 0; i < 5; ++i) {
