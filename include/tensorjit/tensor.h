@@ -27,6 +27,25 @@ namespace indexing {
 class TensorIndex; // tensorjit/indexing.h
 }
 
+class Tensor;
+
+// The one-dimensional memory under a tensor and all its views, element by
+// element: t.storage() of seed 003. Reads and writes go through the storage's
+// current value, so a write is seen by every view of it.
+class TypedStorage {
+public:
+  explicit TypedStorage(std::shared_ptr<detail::TensorImpl> flat) : flat_(std::move(flat)) {}
+  int64_t size() const;
+  DType dtype() const;
+  // Element i as a 0-d view: read it with item(), write it with `= value`.
+  Tensor operator[](int64_t i) const;
+  // PyTorch's print form: one element per line, then "[torch.FloatStorage of size 10]".
+  std::string str() const;
+
+private:
+  std::shared_ptr<detail::TensorImpl> flat_; // the whole storage as a 1-d view
+};
+
 // A NumPy-style description of materialized memory; shares memory with the tensor.
 struct NumpyArray {
   void* data = nullptr;
@@ -83,6 +102,8 @@ public:
   void* data_ptr() const;
   NumpyArray numpy() const;
   std::string str() const;
+  // The storage this tensor views (shared by all its views).
+  TypedStorage storage() const;
 
   // --- conversion ---
   Tensor to(DType t) const;
@@ -265,6 +286,7 @@ private:
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+std::ostream& operator<<(std::ostream& os, const TypedStorage& s);
 
 // Operators build graph nodes like the named functions.
 Tensor operator+(const Tensor& a, const Tensor& b);

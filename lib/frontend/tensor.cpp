@@ -369,6 +369,50 @@ std::string Tensor::str() const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
+// --- the storage under a tensor ---
+TypedStorage Tensor::storage() const {
+  detail::check_defined(*this, "storage");
+  const ir::Node& whole = *impl_->cell->node;
+  auto flat = std::make_shared<detail::TensorImpl>();
+  flat->cell = impl_->cell;
+  flat->sizes = {whole.numel()};
+  flat->strides = {1};
+  return TypedStorage(std::move(flat));
+}
+
+int64_t TypedStorage::size() const { return flat_->sizes[0]; }
+DType TypedStorage::dtype() const { return Tensor(flat_).dtype(); }
+Tensor TypedStorage::operator[](int64_t i) const {
+  if (i < -size() || i >= size())
+    throw Error(fmt::format("index {} out of range for storage of size {}", i, size()));
+  return Tensor(flat_).select(0, i);
+}
+
+std::string TypedStorage::str() const {
+  // Python prints each element as a Python number: floats in their shortest
+  // round-trip form, always with a point or an exponent.
+  static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
+                                "Long", "Half", "BFloat16", "Float", "Double"};
+  static_assert(std::size(names) == kNumDTypes);
+  Tensor flat(flat_);
+  std::string out;
+  if (is_floating_point(dtype())) {
+    for (double v : flat.to_vector<double>()) {
+      std::string e = fmt::format("{}", v);
+      if (e.find_first_not_of("-0123456789") == std::string::npos) e += ".0";
+      out += " " + e + "\n";
+    }
+  } else {
+    for (int64_t v : flat.to_vector<int64_t>())
+      out +=
+          " " + (dtype() == kBool ? std::string(v ? "True" : "False") : std::to_string(v)) + "\n";
+  }
+  return out +
+         fmt::format("[torch.{}Storage of size {}]", names[static_cast<int>(dtype())], size());
+}
+
+std::ostream& operator<<(std::ostream& os, const TypedStorage& s) { return os << s.str(); }
+
 // --- conversion ---
 Tensor Tensor::to(DType t) const {
   if (t == dtype()) return *this;
@@ -406,8 +450,7 @@ std::optional<std::vector<int64_t>> dense_order(const Tensor& t) {
   std::vector<int64_t> order(t.dim());
   std::iota(order.begin(), order.end(), 0);
   const auto& st = t.stride();
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return st[a] > st[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return st[a] > st[b]; });
   int64_t expect = 1;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     int64_t size = t.size(*it);
