@@ -301,6 +301,127 @@ TEST_CASE("in-place results keep the tensor's dtype and shape, with PyTorch's er
   CHECK(values(out) == std::vector<double>{2, 2, 2});
 }
 
+TEST_CASE("every elementwise op has an in-place form that writes through views",
+          "[views][inplace]") {
+  Tensor base = (arange(12, TensorOptions().dtype(kFloat64)).view({3, 4}) + 1) / 13;
+  struct Unary {
+    const char* name;
+    Tensor (Tensor::*op)() const;
+    Tensor& (Tensor::*inplace)();
+  };
+  for (Unary u : {Unary{"neg", &Tensor::neg, &Tensor::neg_},
+                  Unary{"abs", &Tensor::abs, &Tensor::abs_},
+                  Unary{"sign", &Tensor::sign, &Tensor::sign_},
+                  Unary{"ceil", &Tensor::ceil, &Tensor::ceil_},
+                  Unary{"floor", &Tensor::floor, &Tensor::floor_},
+                  Unary{"round", &Tensor::round, &Tensor::round_},
+                  Unary{"trunc", &Tensor::trunc, &Tensor::trunc_},
+                  Unary{"sqrt", &Tensor::sqrt, &Tensor::sqrt_},
+                  Unary{"rsqrt", &Tensor::rsqrt, &Tensor::rsqrt_},
+                  Unary{"exp", &Tensor::exp, &Tensor::exp_},
+                  Unary{"exp2", &Tensor::exp2, &Tensor::exp2_},
+                  Unary{"expm1", &Tensor::expm1, &Tensor::expm1_},
+                  Unary{"log", &Tensor::log, &Tensor::log_},
+                  Unary{"log2", &Tensor::log2, &Tensor::log2_},
+                  Unary{"log10", &Tensor::log10, &Tensor::log10_},
+                  Unary{"log1p", &Tensor::log1p, &Tensor::log1p_},
+                  Unary{"sin", &Tensor::sin, &Tensor::sin_},
+                  Unary{"cos", &Tensor::cos, &Tensor::cos_},
+                  Unary{"tan", &Tensor::tan, &Tensor::tan_},
+                  Unary{"asin", &Tensor::asin, &Tensor::asin_},
+                  Unary{"acos", &Tensor::acos, &Tensor::acos_},
+                  Unary{"atan", &Tensor::atan, &Tensor::atan_},
+                  Unary{"sinh", &Tensor::sinh, &Tensor::sinh_},
+                  Unary{"cosh", &Tensor::cosh, &Tensor::cosh_},
+                  Unary{"tanh", &Tensor::tanh, &Tensor::tanh_},
+                  Unary{"sigmoid", &Tensor::sigmoid, &Tensor::sigmoid_},
+                  Unary{"relu", &Tensor::relu, &Tensor::relu_},
+                  Unary{"erf", &Tensor::erf, &Tensor::erf_},
+                  Unary{"reciprocal", &Tensor::reciprocal, &Tensor::reciprocal_},
+                  Unary{"square", &Tensor::square, &Tensor::square_}}) {
+    INFO(u.name);
+    Tensor x = base.clone();
+    Tensor col = x.narrow(1, 1, 2); // written through a view; the rest stays
+    Tensor expect = x.clone();
+    expect.narrow(1, 1, 2).copy_((col.*u.op)());
+    Tensor& r = (col.*u.inplace)();
+    CHECK(&r == &col);
+    CHECK(values(x) == values(expect));
+  }
+  Tensor i = arange(6).view({2, 3});
+  CHECK_THROWS_WITH(i.sqrt_(), "result type Float can't be cast to the desired output type Long");
+  Tensor f = arange(6, TensorOptions().dtype(kFloat32));
+  f.gt_(2);
+  CHECK(values(f) == std::vector<double>{0, 0, 0, 1, 1, 1});
+  Tensor g = arange(6, TensorOptions().dtype(kFloat32)) - 2;
+  g.pow_(2).clamp_(1, 3);
+  CHECK(values(g) == std::vector<double>{3, 1, 1, 1, 3, 3});
+  Tensor m = arange(7) - 3;
+  m.remainder_(tensor({2})).mul_(-1);
+  CHECK(values(m) == std::vector<double>{-1, 0, -1, 0, -1, 0, -1});
+  Tensor n = arange(7) - 3;
+  n.floor_divide_(2);
+  CHECK(values(n) == std::vector<double>{-2, -1, -1, 0, 0, 1, 1});
+  Tensor b = tensor({true, false, true});
+  b.logical_xor_(tensor({true, true, false})).logical_not_();
+  CHECK(b.to_vector<bool>() == std::vector<bool>{true, false, false});
+  Tensor k = tensor({12, 10});
+  k.bitwise_and_(tensor({10, 6})).bitwise_not_();
+  CHECK(values(k) == std::vector<double>{-9, -3});
+
+  // Integer division by a zero known now throws now and writes nothing.
+  Tensor d = tensor({5, 7, 9}).eval();
+  Tensor before = d * 1;
+  CHECK_THROWS_WITH(d.floor_divide_(0), "ZeroDivisionError");
+  CHECK_THROWS_WITH(d.remainder_(0), "ZeroDivisionError");
+  CHECK_THROWS_WITH(d.fmod(0), "ZeroDivisionError");
+  CHECK(values(d) == std::vector<double>{5, 7, 9});
+  CHECK(values(before) == std::vector<double>{5, 7, 9});
+  // By a zero computed later: the materialization that computes it throws.
+  Tensor lazy = d.floor_divide(tensor({1, 0, 2}));
+  CHECK_THROWS_WITH(lazy.eval(), "ZeroDivisionError");
+  CHECK(values(d) == std::vector<double>{5, 7, 9});
+}
+
+TEST_CASE("out variants cast, resize and check as PyTorch", "[views][inplace]") {
+  Tensor a = arange(6, TensorOptions().dtype(kFloat32)).view({2, 3}), b = ones({2, 3});
+  Tensor out = zeros({2, 3});
+  Tensor alias = out.view({6});
+  add_out(out, a, b);
+  CHECK(values(alias) == std::vector<double>{1, 2, 3, 4, 5, 6}); // written in place
+  sub_out(out, a, b, 2);
+  CHECK(values(out) == std::vector<double>{-2, -1, 0, 1, 2, 3});
+  Tensor d64 = zeros({2, 3}, kFloat64);
+  mul_out(d64, a, a);
+  CHECK(d64.dtype() == kFloat64);
+  CHECK(values(d64) == std::vector<double>{0, 1, 4, 9, 16, 25});
+  Tensor i = zeros({2, 3}, kInt64);
+  CHECK_THROWS_WITH(div_out(i, a, b),
+                    "result type Float can't be cast to the desired output type Long");
+  CHECK(values(i) == std::vector<double>(6, 0)); // a failed op writes nothing
+  // Another shape: out is resized to the result's; its old views keep the old storage.
+  Tensor small = zeros({2});
+  Tensor old_view = small.view({2});
+  matmul_out(small, a, a.t());
+  CHECK(small.sizes() == Shape{2, 2});
+  CHECK(values(small) == std::vector<double>{5, 14, 14, 50});
+  CHECK(values(old_view) == std::vector<double>{0, 0});
+  Tensor z = empty({3}, kInt32);
+  zeros_out(z, {2, 2});
+  CHECK(z.sizes() == Shape{2, 2});
+  CHECK(z.dtype() == kInt32);
+  ones_out(z, {2, 2});
+  CHECK(values(z) == std::vector<double>{1, 1, 1, 1});
+  full_out(z, {4}, 7);
+  CHECK(values(z) == std::vector<double>{7, 7, 7, 7});
+  arange_out(z, 1, 9, 2);
+  CHECK(values(z) == std::vector<double>{1, 3, 5, 7});
+  arange_out(z, 3);
+  CHECK(values(z) == std::vector<double>{0, 1, 2});
+  Tensor undefined;
+  CHECK_THROWS_WITH(add_out(undefined, a, b), "out: the tensor is undefined");
+}
+
 TEST_CASE("view, index and join errors use PyTorch's wording", "[views][errors]") {
   Tensor a = zeros({3, 4});
   CHECK_THROWS_WITH(a.expand({3, 5}), "The expanded size of the tensor (5) must match the "

@@ -201,8 +201,19 @@ Tensor gelu(const Tensor& t);
 
 // In-place free forms, as torch.sin_(t).
 Tensor& sin_(Tensor& a);
-Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b);
+// The `out` forms write the result into `out`: it must be castable to out's
+// dtype (PyTorch's rule), and an out of another shape is resized to the
+// result's (every handle on `out` sees the new shape; other views keep the old storage).
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
 Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor& zeros_out(Tensor& out, IntArrayRef size);
+Tensor& ones_out(Tensor& out, IntArrayRef size);
+Tensor& full_out(Tensor& out, IntArrayRef size, const Scalar& value);
+Tensor& arange_out(Tensor& out, const Scalar& end);
+Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step = 1);
 
 // --- materialization ---
 // Materializes several tensors in one schedule, so shared work is done once.

@@ -280,6 +280,71 @@ public:
   Tensor& fill_(const Scalar& v);
   Tensor& fill_(const Tensor& v); // a 0-d tensor
   Tensor& copy_(const Tensor& src);
+  // The in-place form of every elementwise op: the result is cast to this
+  // tensor's dtype when PyTorch allows it (not float into int), and broadcast
+  // to its shape when it can be.
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& sign_();
+  Tensor& ceil_();
+  Tensor& floor_();
+  Tensor& round_();
+  Tensor& trunc_();
+  Tensor& sqrt_();
+  Tensor& rsqrt_();
+  Tensor& exp_();
+  Tensor& exp2_();
+  Tensor& expm1_();
+  Tensor& log_();
+  Tensor& log2_();
+  Tensor& log10_();
+  Tensor& log1p_();
+  Tensor& sin_();
+  Tensor& cos_();
+  Tensor& tan_();
+  Tensor& asin_();
+  Tensor& acos_();
+  Tensor& atan_();
+  Tensor& sinh_();
+  Tensor& cosh_();
+  Tensor& tanh_();
+  Tensor& sigmoid_();
+  Tensor& relu_();
+  Tensor& erf_();
+  Tensor& reciprocal_();
+  Tensor& square_();
+  Tensor& logical_not_();
+  Tensor& bitwise_not_();
+  Tensor& pow_(const Tensor& e);
+  Tensor& pow_(const Scalar& e);
+  Tensor& floor_divide_(const Tensor& o);
+  Tensor& floor_divide_(const Scalar& o);
+  Tensor& remainder_(const Tensor& o);
+  Tensor& remainder_(const Scalar& o);
+  Tensor& fmod_(const Tensor& o);
+  Tensor& fmod_(const Scalar& o);
+  Tensor& atan2_(const Tensor& o);
+  Tensor& eq_(const Tensor& o);
+  Tensor& eq_(const Scalar& o);
+  Tensor& ne_(const Tensor& o);
+  Tensor& ne_(const Scalar& o);
+  Tensor& lt_(const Tensor& o);
+  Tensor& lt_(const Scalar& o);
+  Tensor& le_(const Tensor& o);
+  Tensor& le_(const Scalar& o);
+  Tensor& gt_(const Tensor& o);
+  Tensor& gt_(const Scalar& o);
+  Tensor& ge_(const Tensor& o);
+  Tensor& ge_(const Scalar& o);
+  Tensor& logical_and_(const Tensor& o);
+  Tensor& logical_or_(const Tensor& o);
+  Tensor& logical_xor_(const Tensor& o);
+  Tensor& bitwise_and_(const Tensor& o);
+  Tensor& bitwise_or_(const Tensor& o);
+  Tensor& bitwise_xor_(const Tensor& o);
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& clamp_min_(const Scalar& min) { return clamp_(min, std::nullopt); }
+  Tensor& clamp_max_(const Scalar& max) { return clamp_(std::nullopt, max); }
 
 private:
   std::shared_ptr<detail::TensorImpl> impl_;

@@ -113,15 +113,26 @@ NodePtr floor_div_nodes(NodePtr x, NodePtr y, DType t) {
   return fe::where(fe::binary(Op::CmpEq, y, zero), plain, res);
 }
 
+// Integer division by a zero known now fails now, as in PyTorch, before any
+// write; by a zero computed later, when the graph is materialized.
+// An empty result divides nothing and does not throw, as in PyTorch.
+void check_divisor(DType t, const Operand& a, const Operand& b) {
+  if (is_integral(t, true) && b.node->op == Op::Const && b.node->value.to_int() == 0 &&
+      ir::numel(ir::broadcast_shapes(a.node->shape, b.node->shape)) > 0)
+    throw Error("ZeroDivisionError");
+}
+
 Tensor floor_divide_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "div_floor_cpu");
+  check_divisor(t, a, b);
   return wrap(floor_div_nodes(fe::cast(a.node, t), fe::cast(b.node, t), t));
 }
 
 Tensor remainder_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "remainder_cpu");
+  check_divisor(t, a, b);
   NodePtr x = fe::cast(a.node, t), y = fe::cast(b.node, t);
   NodePtr r = fe::binary(Op::Mod, x, y);
   NodePtr zero = fe::constant(0, t);
@@ -134,6 +145,7 @@ Tensor remainder_impl(const Operand& a, const Operand& b) {
 Tensor fmod_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "fmod_cpu");
+  check_divisor(t, a, b);
   return wrap(bin(Op::Mod, a, b, t));
 }
 

@@ -797,11 +797,121 @@ Tensor& Tensor::copy_(const Tensor& src) {
 Tensor& Tensor::operator=(const Scalar& v) && { return fill_(v); }
 Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
 
-Tensor& sin_(Tensor& a) {
-  return mutate(a, [&] { return sin(a); });
+// In-place forms: each is its op's result written back through mutate().
+#define TJ_INPLACE_UNARY(name)                                                                     \
+  Tensor& Tensor::name##_() {                                                                      \
+    return mutate(*this, [&] { return name(); });                                                  \
+  }
+TJ_INPLACE_UNARY(neg)
+TJ_INPLACE_UNARY(abs)
+TJ_INPLACE_UNARY(sign)
+TJ_INPLACE_UNARY(ceil)
+TJ_INPLACE_UNARY(floor)
+TJ_INPLACE_UNARY(round)
+TJ_INPLACE_UNARY(trunc)
+TJ_INPLACE_UNARY(sqrt)
+TJ_INPLACE_UNARY(rsqrt)
+TJ_INPLACE_UNARY(exp)
+TJ_INPLACE_UNARY(exp2)
+TJ_INPLACE_UNARY(expm1)
+TJ_INPLACE_UNARY(log)
+TJ_INPLACE_UNARY(log2)
+TJ_INPLACE_UNARY(log10)
+TJ_INPLACE_UNARY(log1p)
+TJ_INPLACE_UNARY(sin)
+TJ_INPLACE_UNARY(cos)
+TJ_INPLACE_UNARY(tan)
+TJ_INPLACE_UNARY(asin)
+TJ_INPLACE_UNARY(acos)
+TJ_INPLACE_UNARY(atan)
+TJ_INPLACE_UNARY(sinh)
+TJ_INPLACE_UNARY(cosh)
+TJ_INPLACE_UNARY(tanh)
+TJ_INPLACE_UNARY(sigmoid)
+TJ_INPLACE_UNARY(relu)
+TJ_INPLACE_UNARY(erf)
+TJ_INPLACE_UNARY(reciprocal)
+TJ_INPLACE_UNARY(square)
+TJ_INPLACE_UNARY(logical_not)
+TJ_INPLACE_UNARY(bitwise_not)
+#undef TJ_INPLACE_UNARY
+
+#define TJ_INPLACE_BINARY(name, Other)                                                             \
+  Tensor& Tensor::name##_(const Other& o) {                                                        \
+    return mutate(*this, [&] { return name(o); });                                                 \
+  }
+#define TJ_INPLACE_BINARY_BOTH(name)                                                               \
+  TJ_INPLACE_BINARY(name, Tensor)                                                                  \
+  TJ_INPLACE_BINARY(name, Scalar)
+TJ_INPLACE_BINARY_BOTH(pow)
+TJ_INPLACE_BINARY_BOTH(floor_divide)
+TJ_INPLACE_BINARY_BOTH(remainder)
+TJ_INPLACE_BINARY_BOTH(fmod)
+TJ_INPLACE_BINARY_BOTH(eq)
+TJ_INPLACE_BINARY_BOTH(ne)
+TJ_INPLACE_BINARY_BOTH(lt)
+TJ_INPLACE_BINARY_BOTH(le)
+TJ_INPLACE_BINARY_BOTH(gt)
+TJ_INPLACE_BINARY_BOTH(ge)
+TJ_INPLACE_BINARY(atan2, Tensor)
+TJ_INPLACE_BINARY(logical_and, Tensor)
+TJ_INPLACE_BINARY(logical_or, Tensor)
+TJ_INPLACE_BINARY(logical_xor, Tensor)
+TJ_INPLACE_BINARY(bitwise_and, Tensor)
+TJ_INPLACE_BINARY(bitwise_or, Tensor)
+TJ_INPLACE_BINARY(bitwise_xor, Tensor)
+#undef TJ_INPLACE_BINARY_BOTH
+#undef TJ_INPLACE_BINARY
+
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  return mutate(*this, [&] { return clamp(min, max); });
 }
-Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b) { return out.copy_(add(a, b)); }
-Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) { return out.copy_(mul(a, b)); }
+
+Tensor& sin_(Tensor& a) { return a.sin_(); }
+
+namespace {
+// Writes `result` into `out` by PyTorch's rules for out= arguments.
+Tensor& write_out(Tensor& out, const Tensor& result) {
+  detail::check_defined(out, "out");
+  if (out.sizes() == result.sizes()) return mutate(out, [&] { return result; });
+  if (!can_cast(result.dtype(), out.dtype()))
+    throw Error(fmt::format("result type {} can't be cast to the desired output type {}",
+                            fe::cpp_type_name(result.dtype()), fe::cpp_type_name(out.dtype())));
+  if (result.device() != out.device()) fe::throw_device_mismatch(result.device(), out.device());
+  // resize_: the tensor (every handle on it) moves to fresh storage of the
+  // result's shape; other views of its old storage keep it.
+  Tensor fresh = result.to(out.dtype()).clone();
+  const bool grad = out.impl()->requires_grad;
+  *out.impl() = *fresh.impl();
+  out.impl()->requires_grad = grad;
+  return out;
+}
+} // namespace
+
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return write_out(out, add(a, b, alpha));
+}
+Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return write_out(out, sub(a, b, alpha));
+}
+Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) { return write_out(out, mul(a, b)); }
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b) { return write_out(out, div(a, b)); }
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
+  return write_out(out, matmul(a, b));
+}
+Tensor& zeros_out(Tensor& out, IntArrayRef size) {
+  return write_out(out, zeros(size, out.options()));
+}
+Tensor& ones_out(Tensor& out, IntArrayRef size) {
+  return write_out(out, ones(size, out.options()));
+}
+Tensor& full_out(Tensor& out, IntArrayRef size, const Scalar& value) {
+  return write_out(out, full(size, value, out.options()));
+}
+Tensor& arange_out(Tensor& out, const Scalar& end) { return arange_out(out, 0, end, 1); }
+Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step) {
+  return write_out(out, arange(start, end, step, out.options()));
+}
 
 Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
 Tensor& operator+=(Tensor& a, const Scalar& b) { return a.add_(b); }
