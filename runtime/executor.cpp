@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 
 #include "kernel_cache.h"
 #include "launch.h"
@@ -36,7 +37,7 @@ bool transposed_input(const Launch& l, size_t s) {
 
 bool transposes(const Launch& l) {
   const size_t nd = l.domain.size();
-  if (l.r > 1 || nd < 2 || l.domain[nd - 1] < kTile || l.domain[nd - 2] < kTile) return false;
+  if (l.r != 1 || nd < 2 || l.domain[nd - 1] < kTile || l.domain[nd - 2] < kTile) return false;
   for (size_t s = 0; s < l.slots.size(); ++s)
     if (transposed_input(l, s)) return true;
   return false;
@@ -47,20 +48,22 @@ bool transposes(const Launch& l) {
 // memory. Each column is a separate short run of memory that no hardware
 // prefetcher predicts, so the next tile's column (c + kTile: the walk moves
 // across) is prefetched while this one is copied.
+// Elements move as bytes (a memcpy of one element compiles to one load):
+// user memory may be unaligned, and its elements are not T's.
 template <typename T>
 void pack(const char* src, int64_t down, int64_t across, int64_t rows, int64_t cols, char* dst) {
-  const T* in = reinterpret_cast<const T*>(src);
-  T* out = reinterpret_cast<T*>(dst);
+  constexpr int64_t size = sizeof(T);
   for (int64_t c = 0; c < cols; ++c) {
+    const char* column = src + c * across * size;
     // Integer arithmetic: past the last tile the address lies outside the
     // buffer, which a prefetch may touch but a pointer may not point to.
-    const auto next = reinterpret_cast<uintptr_t>(in + c * across) +
-                      static_cast<uintptr_t>(kTile * across * int64_t(sizeof(T)));
+    const auto next =
+        reinterpret_cast<uintptr_t>(column) + static_cast<uintptr_t>(kTile * across * size);
     __builtin_prefetch(reinterpret_cast<const void*>(next));
-    __builtin_prefetch(reinterpret_cast<const void*>(
-        next + static_cast<uintptr_t>((rows - 1) * down * int64_t(sizeof(T)))));
+    __builtin_prefetch(
+        reinterpret_cast<const void*>(next + static_cast<uintptr_t>((rows - 1) * down * size)));
     for (int64_t r = 0; r < rows; ++r)
-      out[r * kTile + c] = in[r * down + c * across];
+      std::memcpy(dst + (r * kTile + c) * size, column + r * down * size, size);
   }
 }
 

@@ -42,6 +42,7 @@ TEST_CASE("seed 003: the storage under a view, indexed and written", "[seed003][
         " 0.1\n 1e+16\n -2.5\n[torch.DoubleStorage of size 3]");
   CHECK(tensor({0.1}).storage().str() == " 0.10000000149011612\n[torch.FloatStorage of size 1]");
   CHECK_THROWS_WITH(storage[10], "index 10 out of range for storage of size 10");
+  CHECK(tensor(std::vector<float>{}).storage().str() == " \n[torch.FloatStorage of size 0]");
 }
 
 TEST_CASE("seed 003: transposes flip the strides", "[seed003][views]") {

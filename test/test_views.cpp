@@ -133,11 +133,17 @@ TEST_CASE("clone keeps a dense layout's strides and copies the rest contiguous",
   CHECK(a.index({Slice(), Slice(), Slice(None, None, 2)}).clone().stride() ==
         std::vector<int64_t>{6, 2, 1});
   CHECK(a[0].expand({2, 3, 4}).clone().stride() == std::vector<int64_t>{12, 4, 1});
-  CHECK(a.narrow(2, 1, 2).transpose(0, 2).clone().stride() == std::vector<int64_t>{6, 2, 1});
+  // Not dense but not broadcast: dense strides in the same order, as PyTorch.
+  CHECK(a.narrow(2, 1, 2).transpose(0, 2).clone().stride() == std::vector<int64_t>{1, 2, 6});
+  CHECK(values(a.narrow(2, 1, 2).transpose(0, 2).clone()) ==
+        values(a.narrow(2, 1, 2).transpose(0, 2)));
+  CHECK(
+      repeat(a.transpose(0, 2), {1, 1, 1}).is_contiguous()); // repeat's result is always row-major
   CHECK(values(a.narrow(2, 1, 2).clone()) == values(a.narrow(2, 1, 2)));
   // contiguous() and reshape copies are always row-major.
   CHECK(p.contiguous().stride() == std::vector<int64_t>{6, 3, 1});
-  CHECK(p.reshape({24}).sizes() == Shape{24});
+  CHECK(values(p.reshape({24})) == values(p));
+  CHECK(p.reshape({2, 12}).stride() == std::vector<int64_t>{12, 1});
 }
 
 TEST_CASE("view and reshape of seed 001 share memory; clone does not", "[views][seed001]") {

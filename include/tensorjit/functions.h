@@ -78,7 +78,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> delet
                  TensorOptions opts = {});
 
 // --- .npy files (NumPy's format) ---
-// Writes the tensor's values as np.save does (C order, the host's byte order).
+// Writes the tensor's values as np.save does (C order, little-endian).
 void save_npy(const Tensor& tensor, const std::string& path);
 // Reads a .npy file of format version 1.0, 2.0 or 3.0, either byte order; a
 // Fortran-order file gives a tensor with Fortran strides.

@@ -540,7 +540,7 @@ Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats) {
     expanded.insert(expanded.end(), {repeats[i], padded[i]});
     result.push_back(repeats[i] * padded[i]);
   }
-  return t.reshape(inter).expand(expanded).clone().view(result);
+  return t.reshape(inter).expand(expanded).contiguous().view(result);
 }
 
 Tensor diag(const Tensor& t, int64_t k) {

@@ -3,9 +3,9 @@
 //
 // load_npy reads versions 1.0, 2.0 and 3.0, either byte order, C or Fortran
 // order (a Fortran file loads as a tensor with Fortran strides, as
-// torch.from_numpy(np.load(f)) does). save_npy writes what np.save writes,
-// byte for byte: version 1.0 (2.0 once the header outgrows 64 KiB), the host
-// byte order, C order.
+// torch.from_numpy(np.load(f)) does). save_npy writes what np.save writes
+// on a little-endian host, byte for byte: version 1.0 (2.0 once the header
+// outgrows 64 KiB), little-endian, C order.
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -297,7 +297,10 @@ Tensor load_npy(const std::string& path) {
   for (size_t k = 0; k < h.shape.size(); ++k) {
     size_t d = h.fortran_order ? k : h.shape.size() - 1 - k;
     strides[d] = step;
-    step *= std::max<int64_t>(h.shape[d], 1);
+    // An empty array's other dims may still be huge: (0, 2**62, 4).
+    if (__builtin_mul_overflow(step, std::max<int64_t>(h.shape[d], 1), &step))
+      throw Error(
+          fmt::format("load_npy: the shape {} of '{}' is too large", shape_repr(h.shape), path));
   }
   return detail::make_view(detail::wrap(buf), h.shape, std::move(strides), 0);
 }

@@ -395,7 +395,7 @@ std::string TypedStorage::str() const {
                                 "Long", "Half", "BFloat16", "Float", "Double"};
   static_assert(std::size(names) == kNumDTypes);
   Tensor flat(flat_);
-  std::string out;
+  std::string out = size() == 0 ? " \n" : "";
   if (is_floating_point(dtype())) {
     for (double v : flat.to_vector<double>()) {
       std::string e = fmt::format("{}", v);
@@ -444,32 +444,47 @@ Tensor copy_of(const Tensor& t) {
   return wrap(ir::make_node(Op::Cast, n->dtype, n->shape, {n}));
 }
 
-// The dims from the largest stride to the smallest when the view covers a
-// block of memory exactly once (non-overlapping and dense); none otherwise.
-std::optional<std::vector<int64_t>> dense_order(const Tensor& t) {
+// The dims from the largest stride to the smallest (ties keep their order).
+std::vector<int64_t> stride_order(const Tensor& t) {
   std::vector<int64_t> order(t.dim());
   std::iota(order.begin(), order.end(), 0);
-  const auto& st = t.stride();
+  const auto st = t.stride();
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return st[a] > st[b]; });
+  return order;
+}
+
+// Whether the view covers a block of memory exactly once (non-overlapping
+// and dense), its dims in `order`.
+bool is_dense(const Tensor& t, const std::vector<int64_t>& order) {
   int64_t expect = 1;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     int64_t size = t.size(*it);
     if (size == 1) continue; // its stride never moves
-    if (st[*it] != expect) return std::nullopt;
+    if (t.stride(*it) != expect) return false;
     expect *= size;
   }
-  return order;
+  return true;
 }
 } // namespace
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy_of(*this); }
 Tensor Tensor::clone() const {
-  // PyTorch's preserve_format: a dense layout keeps its strides. Read in
-  // memory order, the copy holds the elements where the original holds them.
-  if (numel() > 0 && !is_contiguous())
-    if (auto order = dense_order(*this))
-      return detail::make_view(copy_of(permute(*order)), sizes(), stride(), 0);
-  return copy_of(*this);
+  // PyTorch's preserve_format: a dense layout keeps its strides (read in
+  // memory order, the copy holds each element where the original does); any
+  // other layout without broadcast dims gets dense strides in the same order.
+  if (numel() == 0 || is_contiguous()) return copy_of(*this);
+  for (int64_t d = 0; d < dim(); ++d)
+    if (stride(d) == 0 && size(d) > 1) return copy_of(*this);
+  std::vector<int64_t> order = stride_order(*this);
+  Tensor copy = copy_of(permute(order));
+  if (is_dense(*this, order)) return detail::make_view(copy, sizes(), stride(), 0);
+  std::vector<int64_t> strides(dim());
+  int64_t step = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    strides[*it] = step;
+    step *= size(*it);
+  }
+  return detail::make_view(copy, sizes(), std::move(strides), 0);
 }
 Tensor Tensor::detach() const {
   Tensor out = detail::alias(*this);
@@ -880,7 +895,7 @@ Tensor& write_out(Tensor& out, const Tensor& result) {
   if (result.device() != out.device()) fe::throw_device_mismatch(result.device(), out.device());
   // resize_: the tensor (every handle on it) moves to fresh storage of the
   // result's shape; other views of its old storage keep it.
-  Tensor fresh = result.to(out.dtype()).clone();
+  Tensor fresh = result.to(out.dtype()).contiguous();
   const bool grad = out.impl()->requires_grad;
   *out.impl() = *fresh.impl();
   out.impl()->requires_grad = grad;
