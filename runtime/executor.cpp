@@ -140,24 +140,14 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
                body);
 }
 
-void run_launch(const Launch& l, llvmjit::KernelFn fn) {
+// Walks the launch row by row, in chunks of whole and partial rows over the thread pool.
+void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& ptrs,
+              const std::vector<int64_t>& inner, const int64_t* rstride,
+              std::atomic<int32_t>& err) {
   const size_t nd = l.domain.size(), ns = l.slots.size();
   int64_t total = 1;
   for (int64_t d : l.domain)
     total *= d;
-  std::vector<void*> ptrs(ns, nullptr);
-  std::vector<int64_t> inner(ns), rstride(ns);
-  for (size_t s = 0; s < ns; ++s) {
-    if (l.slots[s].storage) ptrs[s] = l.slots[s].storage->data();
-    inner[s] = l.slots[s].strides[nd - 1];
-    rstride[s] = l.slots[s].rstride;
-  }
-  std::atomic<int32_t> err{0};
-  if (transposes(l)) {
-    run_tiled(l, fn, ptrs, inner, rstride.data(), err);
-    if (err) throw Error("ZeroDivisionError");
-    return;
-  }
   // Work per output element is r: reductions split over fewer elements.
   int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(l.r, 1));
   parallel_for(total, grain, l.r > 1 ? 1 : 64, [&](int64_t begin, int64_t end) {
@@ -176,8 +166,7 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
           b += idx[d] * l.slots[s].strides[d];
         base[s] = b;
       }
-      fn(n, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, l.r,
-         rstride.data());
+      fn(n, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, l.r, rstride);
       pos += n;
       idx[nd - 1] = 0;
       for (size_t d = nd - 1; d-- > 0;) {
@@ -187,6 +176,22 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
     }
     if (local_err) err = 1;
   });
+}
+
+void run_launch(const Launch& l, llvmjit::KernelFn fn) {
+  const size_t nd = l.domain.size(), ns = l.slots.size();
+  std::vector<void*> ptrs(ns, nullptr);
+  std::vector<int64_t> inner(ns), rstride(ns);
+  for (size_t s = 0; s < ns; ++s) {
+    if (l.slots[s].storage) ptrs[s] = l.slots[s].storage->data();
+    inner[s] = l.slots[s].strides[nd - 1];
+    rstride[s] = l.slots[s].rstride;
+  }
+  std::atomic<int32_t> err{0};
+  if (transposes(l))
+    run_tiled(l, fn, ptrs, inner, rstride.data(), err);
+  else
+    run_rows(l, fn, ptrs, inner, rstride.data(), err);
   if (err) throw Error("ZeroDivisionError");
 }
 

@@ -17,6 +17,7 @@
 #include "cuda/nvrtc_compile.h"
 #include "disk_cache.h"
 #include "kernel_cache.h"
+#include "support/temp_dir.h"
 #include "tensorjit/tensorjit.h"
 
 using namespace tj;
@@ -28,16 +29,6 @@ bool have_gpu() {
   WARN("no CUDA device here: the device part of this test did not run");
   return false;
 }
-
-// A fresh scratch directory, removed at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tj-cuda-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 // Inputs with negative, zero, fractional and large values, on `d`.
 struct Inputs {
@@ -208,7 +199,7 @@ TEST_CASE("CUDA codegen: every kernel of the op suite compiles with NVRTC and pa
   }
   std::vector<kir::Kernel> kernels = rt::cached_kernels();
   REQUIRE(kernels.size() > 50);
-  TempDir dir;
+  tj::test::TempDir dir("tj-cuda");
   int n = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -258,7 +249,7 @@ TEST_CASE("CUDA codegen: a compile error shows the log and the numbered source",
 }
 
 TEST_CASE("disk cache: entries round-trip, and damaged files are misses", "[cuda][cache]") {
-  TempDir dir;
+  tj::test::TempDir dir("tj-cuda");
   std::string saved = config().cache_dir;
   config().cache_dir = dir.path.string();
   rt::disk_cache::store("test", "key one", "content one");

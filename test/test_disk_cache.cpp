@@ -12,6 +12,8 @@
 #include <fstream>
 #include <string>
 
+#include "support/temp_dir.h"
+
 using namespace tj;
 namespace fs = std::filesystem;
 
@@ -58,8 +60,8 @@ TEST_CASE("child process of the persistent cache test", "[.disk_cache_child]") {
 }
 
 TEST_CASE("disk cache: a second process compiles nothing; damaged entries are rebuilt", "[cache]") {
-  std::string tmpl = (fs::temp_directory_path() / "tj-cache-XXXXXX").string();
-  fs::path dir = mkdtemp(tmpl.data());
+  tj::test::TempDir scratch("tj-cache");
+  const fs::path& dir = scratch.path;
   CHECK(run_child(dir, "compile") == 0);
   REQUIRE(fs::exists(dir / "cpu"));
   int entries = 0;
@@ -83,5 +85,4 @@ TEST_CASE("disk cache: a second process compiles nothing; damaged entries are re
   }
   CHECK(run_child(dir, "compile") == 0); // nothing damaged is loaded; everything is rebuilt
   CHECK(run_child(dir, "hit") == 0);     // and stored again
-  fs::remove_all(dir);
 }

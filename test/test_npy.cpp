@@ -5,13 +5,13 @@
 #include <tensorjit/tensorjit.h>
 
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <unistd.h>
+
+#include "support/temp_dir.h"
 
 using namespace tj;
-namespace fs = std::filesystem;
+using tj::test::TempDir;
 
 namespace {
 
@@ -29,22 +29,6 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
-
-// A scratch directory of the test's own, removed when it ends.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    static int counter = 0;
-    dir = fs::temp_directory_path() /
-          ("tj-npy-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(dir);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string path(const std::string& name) const { return (dir / name).string(); }
-};
 
 std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
 
@@ -126,16 +110,16 @@ TEST_CASE("load_npy reads Fortran order as Fortran strides, and versions 2.0 and
 }
 
 TEST_CASE("save_npy writes the bytes np.save writes", "[npy]") {
-  TempDir tmp;
+  TempDir tmp("tj-npy");
   for (const char* name : {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
                            "float64", "int64_extremes", "float32_special", "scalar", "empty"}) {
     INFO(name);
-    std::string out = tmp.path(std::string(name) + ".npy");
+    std::string out = tmp.file(std::string(name) + ".npy");
     save_npy(load_npy(fixture(name)), out);
     CHECK(read_bytes(out) == read_bytes(fixture(name)));
   }
   // A Fortran-order input is written in C order, as np.save(np.ascontiguousarray(a)).
-  std::string out = tmp.path("fortran.npy");
+  std::string out = tmp.file("fortran.npy");
   save_npy(load_npy(fixture("fortran_3d")), out);
   Tensor back = load_npy(out);
   CHECK(back.is_contiguous());
@@ -143,29 +127,29 @@ TEST_CASE("save_npy writes the bytes np.save writes", "[npy]") {
 }
 
 TEST_CASE("save_npy of lazy values, views, and bfloat16 round-trips", "[npy]") {
-  TempDir tmp;
+  TempDir tmp("tj-npy");
   Tensor lazy = arange(12, TensorOptions().dtype(kFloat32)).reshape({3, 4}) * 0.5 + 1;
-  save_npy(lazy, tmp.path("lazy.npy"));
-  CHECK(values(load_npy(tmp.path("lazy.npy"))) == values(lazy));
+  save_npy(lazy, tmp.file("lazy.npy"));
+  CHECK(values(load_npy(tmp.file("lazy.npy"))) == values(lazy));
 
   Tensor view = arange(12).reshape({3, 4}).t().narrow(1, 1, 2);
-  save_npy(view, tmp.path("view.npy"));
-  Tensor v = load_npy(tmp.path("view.npy"));
+  save_npy(view, tmp.file("view.npy"));
+  Tensor v = load_npy(tmp.file("view.npy"));
   CHECK(v.sizes() == Shape{4, 2});
   CHECK(values(v) == std::vector<double>{4, 8, 5, 9, 6, 10, 7, 11});
 
   Tensor bf = tensor({1.5, -2.0, 3.25}).to(kBFloat16);
-  save_npy(bf, tmp.path("bf16.npy"));
-  CHECK(read_bytes(tmp.path("bf16.npy")).find("'descr': '<V2'") != std::string::npos);
-  Tensor bb = load_npy(tmp.path("bf16.npy"));
+  save_npy(bf, tmp.file("bf16.npy"));
+  CHECK(read_bytes(tmp.file("bf16.npy")).find("'descr': '<V2'") != std::string::npos);
+  Tensor bb = load_npy(tmp.file("bf16.npy"));
   CHECK(bb.dtype() == kBFloat16);
   CHECK(values(bb) == std::vector<double>{1.5, -2.0, 3.25});
 
   // The file is a copy: writing the tensor afterwards changes nothing on disk.
   Tensor w = zeros({3});
-  save_npy(w, tmp.path("w.npy"));
+  save_npy(w, tmp.file("w.npy"));
   w.fill_(7);
-  CHECK(values(load_npy(tmp.path("w.npy"))) == std::vector<double>{0, 0, 0});
+  CHECK(values(load_npy(tmp.file("w.npy"))) == std::vector<double>{0, 0, 0});
   // And the loaded tensor owns its memory: it is writable through views.
   Tensor l = load_npy(fixture("float32"));
   l[0][0] = 100;
@@ -174,15 +158,15 @@ TEST_CASE("save_npy of lazy values, views, and bfloat16 round-trips", "[npy]") {
 }
 
 TEST_CASE("load_npy rejects corrupt, truncated and unsupported files clearly", "[npy][errors]") {
-  TempDir tmp;
+  TempDir tmp("tj-npy");
   const std::string good = read_bytes(fixture("float32"));
   auto load_bytes = [&](const std::string& bytes) {
-    std::string p = tmp.path("bad.npy");
+    std::string p = tmp.file("bad.npy");
     write_bytes(p, bytes);
     return load_npy(p);
   };
   using Catch::Matchers::Contains;
-  CHECK_THROWS_WITH(load_npy(tmp.path("missing.npy")), Contains("cannot open"));
+  CHECK_THROWS_WITH(load_npy(tmp.file("missing.npy")), Contains("cannot open"));
   CHECK_THROWS_WITH(load_bytes(""), Contains("is not a .npy file"));
   CHECK_THROWS_WITH(load_bytes("PK\x03\x04 this is a zip file"), Contains("is not a .npy file"));
   CHECK_THROWS_WITH(load_bytes(good.substr(0, 7)), Contains("is truncated"));
@@ -230,16 +214,16 @@ TEST_CASE("load_npy rejects corrupt, truncated and unsupported files clearly", "
                              "types are: float64, float32, float16, int64, int32, int16, int8, "
                              "uint8, and bool."));
   CHECK_THROWS_WITH(load_npy(fixture("unicode")), Contains("of type numpy.str_"));
-  CHECK_THROWS_WITH(save_npy(ones({2}), tmp.path("no/such/dir/x.npy")), Contains("cannot open"));
-  CHECK_THROWS_WITH(save_npy(Tensor(), tmp.path("x.npy")), Contains("undefined"));
+  CHECK_THROWS_WITH(save_npy(ones({2}), tmp.file("no/such/dir/x.npy")), Contains("cannot open"));
+  CHECK_THROWS_WITH(save_npy(Tensor(), tmp.file("x.npy")), Contains("undefined"));
 }
 
 TEST_CASE("a bool .npy with bytes other than 0 and 1 reads them as true", "[npy]") {
-  TempDir tmp;
+  TempDir tmp("tj-npy");
   std::string bytes = read_bytes(fixture("bool"));
   bytes[bytes.size() - 1] = 7;
-  write_bytes(tmp.path("b.npy"), bytes);
-  Tensor b = load_npy(tmp.path("b.npy"));
+  write_bytes(tmp.file("b.npy"), bytes);
+  Tensor b = load_npy(tmp.file("b.npy"));
   CHECK(b.to_vector<bool>() == std::vector<bool>{true, false, true, false, false, true});
   CHECK(b.sum().item<int64_t>() == 3);
 }

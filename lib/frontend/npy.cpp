@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -133,11 +134,8 @@ private:
 
 // --- dtypes ---
 
-// NumPy's descr for `t` ("<f4"). bfloat16 has no NumPy type: it is written
-// as raw 16-bit words ("<V2"), which load_npy reads back as bfloat16.
-std::string descr_of(DType t) { return numpy_str(t); }
-
 // The dtype of a descr, and whether its bytes need swapping on this host.
+// bfloat16, which NumPy lacks, is saved as raw 16-bit words ("<V2") and read back as such.
 DType dtype_of(const std::string& descr, bool& swap, const std::string& path) {
   static const std::pair<const char*, DType> codes[] = {
       {"b1", kBool},  {"u1", kUInt8},   {"i1", kInt8},    {"i2", kInt16},   {"i4", kInt32},
@@ -186,7 +184,7 @@ std::string shape_repr(const Shape& s) {
 
 std::string header_bytes(DType t, const Shape& shape) {
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-                                 descr_of(t), shape_repr(shape));
+                                 numpy_str(t), shape_repr(shape));
   if (!shape.empty()) dict.append(kGrowthDigits - std::to_string(shape[0]).size(), ' ');
   // Pads with spaces and a newline so that the data start aligned.
   auto frame = [&](size_t len_bytes) {
@@ -237,17 +235,12 @@ Tensor load_npy(const std::string& path) {
     return Error(fmt::format("load_npy: '{}' is truncated: it ends inside the {}", path, what));
   };
 
-  char prefix[kMagicLen + 2];
-  if (!f.read(prefix, sizeof prefix)) {
-    if (file_size >= 0 && static_cast<size_t>(file_size) >= kMagicLen &&
-        std::memcmp(prefix, kMagic, kMagicLen) == 0)
-      throw truncated("format version");
-    throw Error(
-        fmt::format("load_npy: '{}' is not a .npy file (no \\x93NUMPY magic string)", path));
-  }
+  char prefix[kMagicLen + 2] = {};
+  const bool whole = static_cast<bool>(f.read(prefix, sizeof prefix));
   if (std::memcmp(prefix, kMagic, kMagicLen) != 0)
     throw Error(
         fmt::format("load_npy: '{}' is not a .npy file (no \\x93NUMPY magic string)", path));
+  if (!whole) throw truncated("format version");
   const int major = static_cast<unsigned char>(prefix[kMagicLen]);
   const int minor = static_cast<unsigned char>(prefix[kMagicLen + 1]);
   if (major < 1 || major > 3 || minor != 0)
@@ -270,10 +263,14 @@ Tensor load_npy(const std::string& path) {
   bool swap = false;
   const DType t = dtype_of(h.descr, swap, path);
   const size_t item = itemsize(t);
-  int64_t numel = 1, nbytes = 0;
+  // The strides span every dim, an empty one counted as 1: (0, 2**62, 4)
+  // holds nothing, yet its strides must still fit.
+  int64_t numel = 1, nbytes = 0, span = 1;
   bool overflow = false;
-  for (int64_t d : h.shape)
+  for (int64_t d : h.shape) {
     overflow |= __builtin_mul_overflow(numel, d, &numel);
+    overflow |= __builtin_mul_overflow(span, std::max<int64_t>(d, 1), &span);
+  }
   overflow |= __builtin_mul_overflow(numel, static_cast<int64_t>(item), &nbytes);
   if (overflow)
     throw Error(
@@ -292,17 +289,10 @@ Tensor load_npy(const std::string& path) {
     for (int64_t i = 0; i < numel; ++i)
       p[i] = p[i] != 0;
   }
-  std::vector<int64_t> strides(h.shape.size());
-  int64_t step = 1;
-  for (size_t k = 0; k < h.shape.size(); ++k) {
-    size_t d = h.fortran_order ? k : h.shape.size() - 1 - k;
-    strides[d] = step;
-    // An empty array's other dims may still be huge: (0, 2**62, 4).
-    if (__builtin_mul_overflow(step, std::max<int64_t>(h.shape[d], 1), &step))
-      throw Error(
-          fmt::format("load_npy: the shape {} of '{}' is too large", shape_repr(h.shape), path));
-  }
-  return detail::make_view(detail::wrap(buf), h.shape, std::move(strides), 0);
+  std::vector<int64_t> order(h.shape.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (h.fortran_order) std::reverse(order.begin(), order.end());
+  return detail::make_view(detail::wrap(buf), h.shape, ir::dense_strides(h.shape, order), 0);
 }
 
 } // namespace tj

@@ -391,9 +391,6 @@ Tensor TypedStorage::operator[](int64_t i) const {
 std::string TypedStorage::str() const {
   // Python prints each element as a Python number: floats in their shortest
   // round-trip form, always with a point or an exponent.
-  static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
-                                "Long", "Half", "BFloat16", "Float", "Double"};
-  static_assert(std::size(names) == kNumDTypes);
   Tensor flat(flat_);
   std::string out = size() == 0 ? " \n" : "";
   if (is_floating_point(dtype())) {
@@ -407,8 +404,7 @@ std::string TypedStorage::str() const {
       out +=
           " " + (dtype() == kBool ? std::string(v ? "True" : "False") : std::to_string(v)) + "\n";
   }
-  return out +
-         fmt::format("[torch.{}Storage of size {}]", names[static_cast<int>(dtype())], size());
+  return out + fmt::format("[torch.{}Storage of size {}]", fe::cpp_type_name(dtype()), size());
 }
 
 std::ostream& operator<<(std::ostream& os, const TypedStorage& s) { return os << s.str(); }
@@ -478,13 +474,7 @@ Tensor Tensor::clone() const {
   std::vector<int64_t> order = stride_order(*this);
   Tensor copy = copy_of(permute(order));
   if (is_dense(*this, order)) return detail::make_view(copy, sizes(), stride(), 0);
-  std::vector<int64_t> strides(dim());
-  int64_t step = 1;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    strides[*it] = step;
-    step *= size(*it);
-  }
-  return detail::make_view(copy, sizes(), std::move(strides), 0);
+  return detail::make_view(copy, sizes(), ir::dense_strides(sizes(), order), 0);
 }
 Tensor Tensor::detach() const {
   Tensor out = detail::alias(*this);

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <numeric>
+
 #include "tensorjit/error.h"
 
 namespace tj::ir {
@@ -16,11 +18,17 @@ int64_t numel(const Shape& s) {
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& s) {
+  std::vector<int64_t> order(s.size());
+  std::iota(order.begin(), order.end(), 0);
+  return dense_strides(s, order);
+}
+
+std::vector<int64_t> dense_strides(const Shape& s, const std::vector<int64_t>& order) {
   std::vector<int64_t> st(s.size());
   int64_t acc = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= std::max<int64_t>(s[i], 1);
+  for (auto d = order.rbegin(); d != order.rend(); ++d) {
+    st[*d] = acc;
+    acc *= std::max<int64_t>(s[*d], 1);
   }
   return st;
 }

@@ -11,6 +11,9 @@ using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape& s);
 std::vector<int64_t> contiguous_strides(const Shape& s);
+// Dense strides that lay the dims out in `order`, outermost first (a
+// permutation of the dims); contiguous_strides is the identity order.
+std::vector<int64_t> dense_strides(const Shape& s, const std::vector<int64_t>& order);
 // PyTorch's broadcast of two shapes, with its error message.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 // A dim in [-ndim, ndim) made non-negative, with PyTorch's IndexError text.
