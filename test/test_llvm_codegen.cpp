@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/seed.h"
 #include "llvm/llvm_codegen.h"
 
 namespace {
@@ -165,11 +166,10 @@ template <class Pred, class Describe> size_t count_bad(size_t n, Pred&& ok, Desc
 
 // ---- inputs ------------------------------------------------------------------------------------
 
-// Seeded from TJ_TEST_SEED when set (to replay a failure), else at random; the seed is printed.
+// Seeded by tj::test::test_seed; the seed is printed.
 std::mt19937_64& rng() {
   static std::mt19937_64 r = [] {
-    const char* env = std::getenv("TJ_TEST_SEED");
-    uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    uint64_t seed = tj::test::test_seed(20240611);
     WARN("test_llvm_codegen random seed (TJ_TEST_SEED): " << seed);
     return std::mt19937_64(seed);
   }();

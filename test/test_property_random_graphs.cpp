@@ -32,6 +32,7 @@
 #include "frontend/graph_builders.h"
 #include "frontend/tensor_impl.h"
 #include "interp/interpreter.h"
+#include "support/seed.h"
 #include "support/tolerance.h"
 #include "tensorjit/tensorjit.h"
 
@@ -50,10 +51,7 @@ constexpr int kMaxDepth = 8;
 constexpr DType kDTypes[] = {tj::kBool,  tj::kUInt8,   tj::kInt8,     tj::kInt16,   tj::kInt32,
                              tj::kInt64, tj::kFloat16, tj::kBFloat16, tj::kFloat32, tj::kFloat64};
 
-uint64_t test_seed() {
-  const char* env = std::getenv("TJ_TEST_SEED");
-  return env && *env ? std::strtoull(env, nullptr, 0) : 20240611;
-}
+uint64_t test_seed() { return tj::test::test_seed(20240611); }
 
 bool is_float(DType t) { return tj::is_floating_point(t); }
 std::string dname(DType t) { return tj::dtype_name(t).substr(6); }
