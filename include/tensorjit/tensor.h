@@ -26,6 +26,9 @@ struct TensorImpl;
 namespace indexing {
 class TensorIndex; // tensorjit/indexing.h
 }
+namespace autograd {
+class Node; // tensorjit/autograd.h
+}
 
 class Tensor;
 
@@ -115,7 +118,24 @@ public:
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor detach() const;
+  Tensor& detach_();
   Tensor& requires_grad_(bool b = true);
+
+  // --- autograd (tensorjit/autograd.h) ---
+  // The backward node that made this tensor; null for leaves and for tensors
+  // that do not require grad.
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  // The gradient accumulated by backward() into a leaf (or a tensor that
+  // retains its grad); undefined until then. Writes to it (zero_()) change it.
+  Tensor grad() const;
+  // Sets the accumulated gradient (undefined clears it).
+  void set_grad(const Tensor& g) const;
+  // autograd::backward({*this}, {gradient}, retain_graph, create_graph).
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
+  // Keeps the gradient of a non-leaf in grad() during backward.
+  void retain_grad() const;
+  bool retains_grad() const;
 
   // --- views and shape ---
   Tensor view(IntArrayRef shape) const;

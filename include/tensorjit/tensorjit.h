@@ -1,5 +1,6 @@
 // The umbrella header of tensorjit's public C++ API.
 #pragma once
+#include "tensorjit/autograd.h"
 #include "tensorjit/config.h"
 #include "tensorjit/device.h"
 #include "tensorjit/dtype.h"

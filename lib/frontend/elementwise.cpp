@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/derivatives.h"
+#include "autograd/formulas.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
@@ -18,8 +20,12 @@ using fe::NodePtr;
 using fe::Operand;
 using fe::operand;
 using ir::Op;
+namespace ag = autograd;
 
 namespace {
+
+using Grads = std::vector<Tensor>;
+using Saved = std::vector<Tensor>;
 
 NodePtr bin(Op op, const Operand& a, const Operand& b, DType t) {
   return fe::binary(op, fe::cast(a.node, t), fe::cast(b.node, t));
@@ -48,6 +54,23 @@ void reject_bool(DType t, const char* kernel) {
 
 // --- arithmetic over operands (tensor or scalar on either side) ---
 
+// a + alpha * b: the gradients are g and alpha * g, summed back over broadcasting.
+void record_add_sub(const char* name, const Operand& a, const Operand& b, const Tensor& out,
+                    const Scalar& alpha) {
+  ag::record(name, {a.tensor, b.tensor}, {out}, {},
+             [alpha, sa = a.node->shape, sb = b.node->shape](const Grads& g, const Saved&) {
+               Tensor gb = alpha.to_double() == 1.0 ? g[0] : g[0] * alpha;
+               return Grads{ag::sum_to(g[0], sa), ag::sum_to(gb, sb)};
+             });
+}
+
+// A binary primitive's result, recorded with the primitive's gradient.
+Tensor recorded(Op op, const Operand& a, const Operand& b, Tensor out, const char* name = nullptr) {
+  if (ag::any_requires_grad({a.tensor, b.tensor}))
+    ag::record_binary(op, a.as_tensor(), b.as_tensor(), out, name);
+  return out;
+}
+
 Tensor add_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
   DType t = fe::result_type({a, b});
   check_alpha(t, alpha);
@@ -55,7 +78,9 @@ Tensor add_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
     return wrap(alpha.to_bool() ? bin(Op::Or, a, b, t) : fe::cast(a.node, t));
   NodePtr y = fe::cast(b.node, t);
   if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, fe::constant(alpha, t));
-  return wrap(fe::binary(Op::Add, fe::cast(a.node, t), y));
+  Tensor out = wrap(fe::binary(Op::Add, fe::cast(a.node, t), y));
+  record_add_sub("AddBackward0", a, b, out, alpha);
+  return out;
 }
 
 Tensor sub_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
@@ -69,17 +94,19 @@ Tensor sub_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
   check_alpha(t, alpha);
   NodePtr y = fe::cast(b.node, t);
   if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, fe::constant(alpha, t));
-  return wrap(fe::binary(Op::Sub, fe::cast(a.node, t), y));
+  Tensor out = wrap(fe::binary(Op::Sub, fe::cast(a.node, t), y));
+  record_add_sub(a.wrapped ? "RsubBackward1" : "SubBackward0", a, b, out, -alpha.to_double());
+  return out;
 }
 
 Tensor mul_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
-  return wrap(bin(t == kBool ? Op::And : Op::Mul, a, b, t));
+  return recorded(Op::Mul, a, b, wrap(bin(t == kBool ? Op::And : Op::Mul, a, b, t)));
 }
 
 Tensor div_impl(const Operand& a, const Operand& b) {
   DType t = float_type(fe::result_type({a, b}));
-  return wrap(bin(Op::Div, a, b, t));
+  return recorded(Op::Div, a, b, wrap(bin(Op::Div, a, b, t)));
 }
 
 // Python's floor division.
@@ -139,14 +166,20 @@ Tensor remainder_impl(const Operand& a, const Operand& b) {
   NodePtr fix = fe::binary(
       Op::And, fe::binary(Op::CmpNe, r, zero),
       fe::binary(Op::Xor, fe::binary(Op::CmpLt, r, zero), fe::binary(Op::CmpLt, y, zero)));
-  return wrap(fe::where(fix, fe::binary(Op::Add, r, y), r));
+  Tensor out = wrap(fe::where(fix, fe::binary(Op::Add, r, y), r));
+  // a - floor(a / b) * b
+  ag::record("RemainderBackward0", {a.tensor, b.tensor}, {out}, {a.as_tensor(), b.as_tensor()},
+             [sa = a.node->shape, sb = b.node->shape](const Grads& g, const Saved& s) {
+               return Grads{ag::sum_to(g[0], sa), ag::sum_to(-g[0] * (s[0] / s[1]).floor(), sb)};
+             });
+  return out;
 }
 
 Tensor fmod_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "fmod_cpu");
   check_divisor(t, a, b);
-  return wrap(bin(Op::Mod, a, b, t));
+  return recorded(Op::Mod, a, b, wrap(bin(Op::Mod, a, b, t)));
 }
 
 Tensor pow_impl(const Operand& a, const Operand& b) {
@@ -158,14 +191,28 @@ Tensor pow_impl(const Operand& a, const Operand& b) {
     // Common exponents become cheaper primitives (PyTorch does the same).
     double e = b.node->value.to_double();
     NodePtr x = fe::cast(a.node, t);
-    if (e == 1.0) return wrap(x);
-    if (e == 2.0) return wrap(fe::binary(Op::Mul, x, x));
-    if (is_floating_point(t)) {
-      if (e == 0.5) return wrap(fe::unary(Op::Sqrt, x));
-      if (e == -1.0) return wrap(fe::unary(Op::Recip, x));
-    }
+    Tensor out;
+    if (e == 1.0)
+      out = wrap(x);
+    else if (e == 2.0)
+      out = wrap(fe::binary(Op::Mul, x, x));
+    else if (is_floating_point(t) && e == 0.5)
+      out = wrap(fe::unary(Op::Sqrt, x));
+    else if (is_floating_point(t) && e == -1.0)
+      out = wrap(fe::unary(Op::Recip, x));
+    else
+      out = wrap(bin(Op::Pow, a, b, t));
+    // e * x^(e - 1); zero for e == 0.
+    ag::record("PowBackward0", {a.tensor}, {out}, {a.tensor}, [e](const Grads& g, const Saved& s) {
+      if (e == 0.0) return Grads{zeros_like(g[0])};
+      if (e == 1.0) return Grads{g[0]};
+      if (e == 2.0) return Grads{g[0] * s[0] * 2};
+      return Grads{g[0] * e * s[0].pow(e - 1)};
+    });
+    return out;
   }
-  return wrap(bin(Op::Pow, a, b, t));
+  return recorded(Op::Pow, a, b, wrap(bin(Op::Pow, a, b, t)),
+                  a.wrapped ? "PowBackward2" : "PowBackward1");
 }
 
 Tensor compare(Op op, const Operand& a, const Operand& b, bool swap) {
@@ -183,10 +230,16 @@ NodePtr truthy(const NodePtr& x) {
   return x->dtype == kBool ? x : fe::binary(Op::CmpNe, x, fe::constant(0, x->dtype));
 }
 
+// A unary primitive's result, recorded with the primitive's gradient.
+Tensor recorded(Op op, const Tensor& a, Tensor out) {
+  ag::record_unary(op, a, out);
+  return out;
+}
+
 // Unary float functions promote integers to the default float dtype.
 Tensor float_unary(Op op, const Tensor& a) {
   NodePtr x = node_of(a);
-  return wrap(fe::unary(op, fe::cast(x, float_type(x->dtype))));
+  return recorded(op, a, wrap(fe::unary(op, fe::cast(x, float_type(x->dtype)))));
 }
 
 } // namespace
@@ -212,15 +265,16 @@ Tensor remainder(const Tensor& a, const Tensor& b) {
 Tensor fmod(const Tensor& a, const Tensor& b) { return fmod_impl(operand(a), operand(b)); }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   DType t = fe::result_type({operand(a), operand(b)});
-  return wrap(bin(Op::Max, operand(a), operand(b), t));
+  return recorded(Op::Max, operand(a), operand(b), wrap(bin(Op::Max, operand(a), operand(b), t)));
 }
 Tensor minimum(const Tensor& a, const Tensor& b) {
   DType t = fe::result_type({operand(a), operand(b)});
-  return wrap(bin(Op::Min, operand(a), operand(b), t));
+  return recorded(Op::Min, operand(a), operand(b), wrap(bin(Op::Min, operand(a), operand(b), t)));
 }
 Tensor atan2(const Tensor& a, const Tensor& b) {
   DType t = float_type(fe::result_type({operand(a), operand(b)}));
-  return wrap(bin(Op::Atan2, operand(a), operand(b), t));
+  return recorded(Op::Atan2, operand(a), operand(b),
+                  wrap(bin(Op::Atan2, operand(a), operand(b), t)));
 }
 Tensor eq(const Tensor& a, const Tensor& b) {
   return compare(Op::CmpEq, operand(a), operand(b), false);
@@ -274,7 +328,14 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
         "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
         fe::cpp_type_name(c->dtype)));
   DType t = fe::result_type({operand(a), operand(b)});
-  return wrap(fe::where(c, fe::cast(node_of(a), t), fe::cast(node_of(b), t)));
+  Tensor out = wrap(fe::where(c, fe::cast(node_of(a), t), fe::cast(node_of(b), t)));
+  ag::record("WhereBackward0", {a, b}, {out}, {cond},
+             [sa = a.sizes(), sb = b.sizes()](const Grads& g, const Saved& s) {
+               Tensor zero = zeros_like(g[0]);
+               return Grads{ag::sum_to(where(s[0], g[0], zero), sa),
+                            ag::sum_to(where(s[0], zero, g[0]), sb)};
+             });
+  return out;
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
   DType t = fe::result_type({operand(a), operand(b)});
@@ -295,7 +356,18 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
   NodePtr r = fe::cast(x.node, t);
   if (lo) r = fe::binary(Op::Max, r, fe::constant(*lo, t));
   if (hi) r = fe::binary(Op::Min, r, fe::constant(*hi, t));
-  return wrap(r);
+  Tensor out = wrap(r);
+  // The gradient passes where the input is within the bounds.
+  ag::record(lo && hi ? "ClampBackward1"
+             : lo     ? "ClampMinBackward0"
+                      : "ClampMaxBackward0",
+             {a}, {out}, {a}, [lo, hi](const Grads& g, const Saved& s) {
+               Tensor pass = ones_like(s[0], dtype(kBool));
+               if (lo) pass = logical_and(pass, s[0] >= *lo);
+               if (hi) pass = logical_and(pass, s[0] <= *hi);
+               return Grads{where(pass, g[0], zeros_like(g[0]))};
+             });
+  return out;
 }
 
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
@@ -343,11 +415,11 @@ Tensor neg(const Tensor& a) {
   if (a.dtype() == kBool)
     throw Error("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                 "to invert a mask, use the `~` or `logical_not()` operator instead.");
-  return wrap(fe::unary(Op::Neg, node_of(a)));
+  return recorded(Op::Neg, a, wrap(fe::unary(Op::Neg, node_of(a))));
 }
 Tensor abs(const Tensor& a) {
   if (a.dtype() == kBool) throw Error("\"abs_cpu\" not implemented for 'Bool'");
-  return wrap(fe::unary(Op::Abs, node_of(a)));
+  return recorded(Op::Abs, a, wrap(fe::unary(Op::Abs, node_of(a))));
 }
 Tensor sign(const Tensor& a) {
   NodePtr x = node_of(a);
@@ -357,12 +429,16 @@ Tensor sign(const Tensor& a) {
   // PyTorch's (0 < x) - (x < 0): sign(nan) is 0, sign(-0.0) is +0.
   NodePtr s = fe::binary(Op::Sub, fe::cast(fe::binary(Op::CmpLt, zero, x), t),
                          fe::cast(fe::binary(Op::CmpLt, x, zero), t));
-  return wrap(s);
+  Tensor out = wrap(s);
+  ag::record("SignBackward0", {a}, {out}, {},
+             [](const Grads& g, const Saved&) { return Grads{zeros_like(g[0])}; });
+  return out;
 }
 #define TJ_ROUNDING(name, op)                                                                      \
   Tensor name(const Tensor& a) {                                                                   \
     reject_bool(a.dtype(), #name "_vml_cpu");                                                      \
-    return is_floating_point(a.dtype()) ? wrap(fe::unary(op, node_of(a))) : a.clone();             \
+    return is_floating_point(a.dtype()) ? recorded(op, a, wrap(fe::unary(op, node_of(a))))         \
+                                        : a.clone();                                               \
   }
 TJ_ROUNDING(ceil, Op::Ceil)
 TJ_ROUNDING(floor, Op::Floor)
@@ -392,19 +468,30 @@ TJ_FLOAT_UNARY(erf, Op::Erf)
 TJ_FLOAT_UNARY(reciprocal, Op::Recip)
 #undef TJ_FLOAT_UNARY
 
-Tensor rsqrt(const Tensor& a) { return reciprocal(sqrt(a)); }
+Tensor rsqrt(const Tensor& a) {
+  Tensor out = reciprocal(sqrt(a));
+  ag::rename(out, "RsqrtBackward0");
+  return out;
+}
 Tensor square(const Tensor& a) { return pow(a, 2); } // bool squares to int64, as in PyTorch
 Tensor sigmoid(const Tensor& a) {
   NodePtr x = node_of(a);
   DType t = float_type(x->dtype);
   x = fe::cast(x, t);
-  return wrap(fe::unary(Op::Recip, fe::binary(Op::Add, fe::constant(1, t),
-                                              fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
+  Tensor out = wrap(fe::unary(Op::Recip, fe::binary(Op::Add, fe::constant(1, t),
+                                                    fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
+  ag::record("SigmoidBackward0", {a}, {out}, {out},
+             [](const Grads& g, const Saved& s) { return Grads{g[0] * s[0] * (1 - s[0])}; });
+  return out;
 }
 Tensor relu(const Tensor& a) {
   if (a.dtype() == kBool) throw Error("Boolean inputs not supported for relu");
   NodePtr x = node_of(a);
-  return wrap(fe::binary(Op::Max, x, fe::constant(0, x->dtype)));
+  Tensor out = wrap(fe::binary(Op::Max, x, fe::constant(0, x->dtype)));
+  ag::record("ReluBackward0", {a}, {out}, {out}, [](const Grads& g, const Saved& s) {
+    return Grads{where(s[0] > 0, g[0], zeros_like(g[0]))};
+  });
+  return out;
 }
 Tensor gelu(const Tensor& a) {
   // PyTorch's default (approximate='none'): x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
@@ -414,8 +501,16 @@ Tensor gelu(const Tensor& a) {
         fmt::format("\"GeluKernelImpl\" not implemented for '{}'", fe::cpp_type_name(x->dtype)));
   DType t = x->dtype;
   NodePtr e = fe::unary(Op::Erf, fe::binary(Op::Mul, x, fe::constant(M_SQRT1_2, t)));
-  return wrap(fe::binary(Op::Mul, fe::binary(Op::Mul, x, fe::constant(0.5, t)),
-                         fe::binary(Op::Add, fe::constant(1, t), e)));
+  Tensor out = wrap(fe::binary(Op::Mul, fe::binary(Op::Mul, x, fe::constant(0.5, t)),
+                               fe::binary(Op::Add, fe::constant(1, t), e)));
+  // Phi(x) + x phi(x), with Phi the normal CDF and phi its density.
+  ag::record("GeluBackward0", {a}, {out}, {a}, [](const Grads& g, const Saved& s) {
+    const Tensor& v = s[0];
+    Tensor cdf = 0.5 * (1 + (v * M_SQRT1_2).erf());
+    Tensor pdf = (v * v * -0.5).exp() * (0.5 * M_2_SQRTPI * M_SQRT1_2);
+    return Grads{g[0] * (cdf + v * pdf)};
+  });
+  return out;
 }
 Tensor isnan(const Tensor& a) {
   NodePtr x = node_of(a);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "autograd/node.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
@@ -223,12 +224,42 @@ Selection select_positions(const Tensor& view, const std::vector<Advanced>& adv)
   return sel;
 }
 
-Tensor gather_positions(const Tensor& view, const Selection& sel) {
-  HostValues src(view);
-  return from_host(view.dtype(), sel.shape, view.device(), [&](char* dst) {
-    for (size_t i = 0; i < sel.positions.size(); ++i)
-      std::memcpy(dst + i * src.item, src.at(sel.positions[i]), src.item);
+using Positions = std::shared_ptr<const std::vector<int64_t>>;
+Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& positions);
+
+// The elements of x (row-major) at `positions`, as a tensor of `shape`.
+Tensor take_positions(const Tensor& x, const Shape& shape, const Positions& positions) {
+  HostValues src(x);
+  Tensor out = from_host(x.dtype(), shape, x.device(), [&](char* dst) {
+    for (size_t i = 0; i < positions->size(); ++i)
+      std::memcpy(dst + i * src.item, src.at((*positions)[i]), src.item);
   });
+  autograd::record(
+      "IndexBackward0", {x}, {out}, {},
+      [in = x.sizes(), positions](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+        return std::vector<Tensor>{add_at_positions(g[0], in, positions)};
+      });
+  return out;
+}
+
+// Zeros of `shape` with g's elements added at `positions` (repeats add up):
+// take_positions' adjoint.
+Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& positions) {
+  HostValues src(g);
+  std::vector<double> acc(static_cast<size_t>(ir::numel(shape)), 0.0);
+  for (size_t i = 0; i < positions->size(); ++i)
+    acc[(*positions)[i]] += src.as_double(static_cast<int64_t>(i));
+  Tensor out = tensor(acc, shape, TensorOptions().dtype(kFloat64)).to(g.dtype()).to(g.device());
+  autograd::record(
+      "IndexPutBackward0", {g}, {out}, {},
+      [vs = g.sizes(), positions](const std::vector<Tensor>& gr, const std::vector<Tensor>&) {
+        return std::vector<Tensor>{take_positions(gr[0], vs, positions)};
+      });
+  return out;
+}
+
+Tensor gather_positions(const Tensor& view, const Selection& sel) {
+  return take_positions(view, sel.shape, std::make_shared<std::vector<int64_t>>(sel.positions));
 }
 
 // `value` written at `positions` of a copy of `view` (later writes win).
@@ -329,11 +360,27 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     shape[d] += t.size(d);
   }
   Tensor out = empty(shape, TensorOptions().dtype(dtype).device(device));
-  int64_t at = 0;
-  for (const auto& t : parts) {
-    if (t.size(d) > 0) out.narrow(d, at, t.size(d)).copy_(t);
-    at += t.size(d);
+  std::vector<int64_t> lengths;
+  {
+    NoGradGuard no_grad; // one node for the whole join
+    int64_t at = 0;
+    for (const auto& t : parts) {
+      if (t.size(d) > 0) out.narrow(d, at, t.size(d)).copy_(t);
+      lengths.push_back(t.size(d));
+      at += t.size(d);
+    }
   }
+  // Each part's gradient is its slice of the result's.
+  autograd::record("CatBackward0", parts, {out}, {},
+                   [d, lengths](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+                     std::vector<Tensor> out;
+                     int64_t at = 0;
+                     for (int64_t n : lengths) {
+                       out.push_back(g[0].narrow(d, at, n));
+                       at += n;
+                     }
+                     return out;
+                   });
   return out;
 }
 
@@ -348,7 +395,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   std::vector<Tensor> parts;
   for (const auto& t : tensors)
     parts.push_back(t.unsqueeze(d));
-  return cat(parts, d);
+  Tensor out = cat(parts, d);
+  autograd::rename(out, "StackBackward0");
+  return out;
 }
 
 std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
@@ -467,7 +516,9 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
   check_gather_shapes("gather", t, d, index);
   Selection sel{index.sizes(), dim_positions(t, d, index)};
-  return gather_positions(t, sel);
+  Tensor out = gather_positions(t, sel);
+  autograd::rename(out, "GatherBackward0");
+  return out;
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -480,7 +531,23 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
   for (int64_t k = 0; k < index.dim(); ++k)
     box.emplace_back(Slice(0, index.size(k)));
   Tensor s = src.index(box).contiguous();
-  return scatter_positions(t, dim_positions(t, d, index), s);
+  auto positions = std::make_shared<std::vector<int64_t>>(dim_positions(t, d, index));
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = scatter_positions(t, *positions, s);
+  }
+  // The written positions take src's gradient; the rest keep t's.
+  autograd::record(
+      "ScatterBackward0", {t, s}, {out}, {},
+      [positions, ss = s.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+        Positions p = positions;
+        Tensor mask =
+            add_at_positions(ones(ss, TensorOptions().dtype(kFloat64)), g[0].sizes(), p) != 0;
+        return std::vector<Tensor>{where(mask, zeros_like(g[0]), g[0]),
+                                   take_positions(g[0], ss, p)};
+      });
+  return out;
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value) {
@@ -502,7 +569,12 @@ Tensor flip(const Tensor& t, const std::vector<int64_t>& dims) {
     throw Error(fmt::format("dims has duplicates, original flip dims size={}, but unique flip "
                             "dims size={}",
                             dims.size(), unique));
-  return detail::wrap(ir::make_node(ir::Op::Cast, n->dtype, n->shape, {n}));
+  Tensor out = detail::wrap(ir::make_node(ir::Op::Cast, n->dtype, n->shape, {n}));
+  autograd::record("FlipBackward0", {t}, {out}, {},
+                   [dims](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+                     return std::vector<Tensor>{flip(g[0], dims)};
+                   });
+  return out;
 }
 
 Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
@@ -522,6 +594,7 @@ Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vect
     int64_t s = n ? ((shifts[i] % n) + n) % n : 0;
     if (s) out = cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
   }
+  autograd::rename(out, "RollBackward0");
   return out;
 }
 
@@ -540,14 +613,23 @@ Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats) {
     expanded.insert(expanded.end(), {repeats[i], padded[i]});
     result.push_back(repeats[i] * padded[i]);
   }
-  return t.reshape(inter).expand(expanded).contiguous().view(result);
+  Tensor out = t.reshape(inter).expand(expanded).contiguous().view(result);
+  autograd::rename(out, "RepeatBackward0");
+  return out;
 }
 
 Tensor diag(const Tensor& t, int64_t k) {
   if (t.dim() == 1) {
     int64_t n = t.size(0) + (k < 0 ? -k : k);
     Tensor out = zeros({n, n}, t.options());
-    out.diagonal(k).copy_(t);
+    {
+      NoGradGuard no_grad;
+      out.diagonal(k).copy_(t);
+    }
+    autograd::record("DiagEmbedBackward0", {t}, {out}, {},
+                     [k](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+                       return std::vector<Tensor>{g[0].diagonal(k)};
+                     });
     return out;
   }
   if (t.dim() == 2) return t.diagonal(k).clone();
@@ -561,7 +643,9 @@ Tensor diagonal(const Tensor& t, int64_t offset, int64_t dim1, int64_t dim2) {
 Tensor trace(const Tensor& t) {
   if (t.dim() != 2)
     throw Error(fmt::format("trace: expected a matrix, but got tensor with dim {}", t.dim()));
-  return t.diagonal().sum();
+  Tensor out = t.diagonal().sum();
+  autograd::rename(out, "TraceBackward0");
+  return out;
 }
 
 namespace {
@@ -577,8 +661,16 @@ Tensor triangle(const Tensor& t, int64_t k, bool upper, const char* name) {
 }
 } // namespace
 
-Tensor triu(const Tensor& t, int64_t k) { return triangle(t, k, true, "triu"); }
-Tensor tril(const Tensor& t, int64_t k) { return triangle(t, k, false, "tril"); }
+Tensor triu(const Tensor& t, int64_t k) {
+  Tensor out = triangle(t, k, true, "triu");
+  autograd::rename(out, "TriuBackward0");
+  return out;
+}
+Tensor tril(const Tensor& t, int64_t k) {
+  Tensor out = triangle(t, k, false, "tril");
+  autograd::rename(out, "TrilBackward0");
+  return out;
+}
 
 Tensor unique(const Tensor& t) {
   TensorOptions o = TensorOptions().dtype(t.dtype()).device(t.device());

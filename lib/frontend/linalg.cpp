@@ -4,6 +4,7 @@
 // the product is built (until a generated GEMM beats it).
 #include <fmt/format.h>
 
+#include "autograd/formulas.h"
 #include "cuda_blas.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
@@ -99,6 +100,23 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
 
 std::string dims2(const ir::Shape& s) { return fmt::format("{}x{}", s[0], s[1]); }
 
+// Records out = a @ b, computed as the broadcast batched product of a seen
+// with shape la and b with shape lb (1-D operands lifted to matrices), with
+// result shape lo: the gradients are g @ b^T and a^T @ g, summed over the
+// batch dims an operand was broadcast along.
+Tensor recorded_product(const char* name, const Tensor& a, const Tensor& b, Tensor out,
+                        ir::Shape la, ir::Shape lb, ir::Shape lo) {
+  autograd::record(name, {a, b}, {out}, {a, b},
+                   [la, lb, lo](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+                     Tensor gl = g[0].reshape(lo);
+                     Tensor al = s[0].reshape(la), bl = s[1].reshape(lb);
+                     return std::vector<Tensor>{
+                         autograd::sum_to(matmul(gl, bl.mT()), la).reshape(s[0].sizes()),
+                         autograd::sum_to(matmul(al.mT(), gl), lb).reshape(s[1].sizes())};
+                   });
+  return out;
+}
+
 } // namespace
 
 Tensor dot(const Tensor& a, const Tensor& b) {
@@ -112,8 +130,11 @@ Tensor dot(const Tensor& a, const Tensor& b) {
         "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of "
         "elements, but got {} and {} elements respectively",
         x->shape[0], y->shape[0], x->shape[0], y->shape[0]));
-  return wrap(
-      fe::reshape(batched(fe::reshape(x, {1, x->shape[0]}), fe::reshape(y, {y->shape[0], 1})), {}));
+  const int64_t k = x->shape[0];
+  return recorded_product(
+      "DotBackward0", a, b,
+      wrap(fe::reshape(batched(fe::reshape(x, {1, k}), fe::reshape(y, {k, 1})), {})), {1, k},
+      {k, 1}, {1, 1});
 }
 
 Tensor mv(const Tensor& a, const Tensor& v) {
@@ -125,7 +146,10 @@ Tensor mv(const Tensor& a, const Tensor& v) {
   if (x->shape[1] != y->shape[0])
     throw Error(fmt::format("size mismatch, got input ({}), mat ({}), vec ({})", x->shape[0],
                             dims2(x->shape), y->shape[0]));
-  return wrap(fe::reshape(batched(x, fe::reshape(y, {y->shape[0], 1})), {x->shape[0]}));
+  return recorded_product(
+      "MvBackward0", a, v,
+      wrap(fe::reshape(batched(x, fe::reshape(y, {y->shape[0], 1})), {x->shape[0]})), x->shape,
+      {y->shape[0], 1}, {x->shape[0], 1});
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -136,7 +160,8 @@ Tensor mm(const Tensor& a, const Tensor& b) {
     throw Error(fmt::format("mat1 and mat2 shapes cannot be multiplied ({} and {})",
                             dims2(x->shape), dims2(y->shape)));
   check_same_dtype(x, y);
-  return wrap(batched(x, y));
+  return recorded_product("MmBackward0", a, b, wrap(batched(x, y)), x->shape, y->shape,
+                          {x->shape[0], y->shape[1]});
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
@@ -148,7 +173,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
                             "{}] but got: [{}, {}].",
                             x->shape[0], x->shape[2], y->shape[0], y->shape[1]));
   check_same_dtype(x, y);
-  return wrap(batched(x, y));
+  return recorded_product("BmmBackward0", a, b, wrap(batched(x, y)), x->shape, y->shape,
+                          {x->shape[0], x->shape[1], y->shape[2]});
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -164,7 +190,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (x->shape[0] != y->shape[0])
       throw Error(fmt::format("mat1 and mat2 shapes cannot be multiplied (1x{} and {})",
                               x->shape[0], dims2(y->shape)));
-    return wrap(fe::reshape(batched(fe::reshape(x, {1, x->shape[0]}), y), {y->shape[1]}));
+    return recorded_product(
+        "SqueezeBackward4", a, b,
+        wrap(fe::reshape(batched(fe::reshape(x, {1, x->shape[0]}), y), {y->shape[1]})),
+        {1, x->shape[0]}, y->shape, {1, y->shape[1]});
   }
   if (da == 2 && db == 2) return mm(a, b);
   check_same_dtype(x, y);
@@ -191,7 +220,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   ir::Shape out = batch;
   if (da != 1) out.push_back(n);
   if (db != 1) out.push_back(m);
-  return wrap(fe::reshape(r, out));
+  ir::Shape lo = batch;
+  lo.insert(lo.end(), {n, m});
+  return recorded_product("UnsafeViewBackward0", a, b, wrap(fe::reshape(r, out)), xa->shape,
+                          yb->shape, lo);
 }
 
 Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayRef dims_b) {
@@ -224,8 +256,8 @@ Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayR
     kk *= x->shape[d];
   for (int64_t d : fb)
     n *= y->shape[d], out.push_back(y->shape[d]);
-  Tensor am = wrap(fe::permute(x, pa)).reshape({m, kk});
-  Tensor bm = wrap(fe::permute(y, pb)).reshape({kk, n});
+  Tensor am = a.permute(pa).reshape({m, kk});
+  Tensor bm = b.permute(pb).reshape({kk, n});
   return mm(am, bm).reshape(out);
 }
 

@@ -18,8 +18,8 @@ std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> l
 
 } // namespace
 
-Operand operand(const Tensor& t) { return {detail::node_of(t), false}; }
-Operand operand(const Scalar& s) { return {constant(s, s.dtype()), true}; }
+Operand operand(const Tensor& t) { return {detail::node_of(t), false, t}; }
+Operand operand(const Scalar& s) { return {constant(s, s.dtype()), true, Tensor()}; }
 
 DType result_type(std::initializer_list<Operand> ops) {
   std::optional<DType> dim, zero, wrapped;

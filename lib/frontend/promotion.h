@@ -4,6 +4,7 @@
 #include <string>
 
 #include "frontend/graph_builders.h"
+#include "frontend/tensor_impl.h"
 #include "tensorjit/tensor.h"
 
 namespace tj::fe {
@@ -13,6 +14,9 @@ namespace tj::fe {
 struct Operand {
   NodePtr node;
   bool wrapped;
+  Tensor tensor; // the tensor operand (undefined for a wrapped scalar)
+  // The operand as a tensor: itself, or its scalar's constant.
+  Tensor as_tensor() const { return tensor.defined() ? tensor : detail::wrap(node); }
 };
 Operand operand(const Tensor& t);
 Operand operand(const Scalar& s);

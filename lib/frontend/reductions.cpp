@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/formulas.h"
 #include "cuda_driver.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
@@ -19,8 +20,12 @@ using detail::node_of;
 using detail::wrap;
 using fe::NodePtr;
 using ir::Op;
+namespace ag = autograd;
 
 namespace {
+
+using Grads = std::vector<Tensor>;
+using Saved = std::vector<Tensor>;
 
 // Sorted, unique, non-negative axes; empty means every axis.
 std::vector<int64_t> normalize_dims(IntArrayRef dims, int64_t ndim) {
@@ -114,13 +119,37 @@ DType accumulate_type(DType t, std::optional<DType> requested) {
   return t;
 }
 
-Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim,
-                std::optional<DType> dtype) {
+Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
+                const char* grad_name) {
   NodePtr x = node_of(t);
   DType out = accumulate_type(x->dtype, dtype);
   DType acc = (out == kFloat16 || out == kBFloat16) ? kFloat32 : out;
   auto axes = normalize_dims(dims, x->ndim());
-  return finish(reduce(op, fe::cast(x, acc), axes), x->shape, axes, keepdim, out);
+  Tensor y = finish(reduce(op, fe::cast(x, acc), axes), x->shape, axes, keepdim, out);
+  if (op == Op::ReduceSum) {
+    ag::record(grad_name, {t}, {y}, {},
+               [in = x->shape, axes, keepdim](const Grads& g, const Saved&) {
+                 return Grads{ag::unreduce(g[0], in, axes, keepdim)};
+               });
+  } else {
+    // The product of the other elements: y / x without zeros; with one zero,
+    // the product of the rest at the zero and 0 elsewhere; with more, 0.
+    ag::record(grad_name, {t}, {y}, {t, y},
+               [in = x->shape, axes, keepdim](const Grads& g, const Saved& s) {
+                 const Tensor& v = s[0];
+                 Tensor is_zero = v == 0;
+                 Tensor zeros_n = ag::unreduce(is_zero.sum(axes, true), in, axes, true);
+                 Tensor rest = where(is_zero, 1.0, v);
+                 for (int64_t a : axes)
+                   rest = rest.prod(a, true);
+                 rest = ag::unreduce(rest, in, axes, true);
+                 Tensor y_in = ag::unreduce(s[1], in, axes, keepdim);
+                 Tensor d = where(zeros_n == 0, y_in / v,
+                                  where(logical_and(zeros_n == 1, is_zero), rest, zeros_like(v)));
+                 return Grads{ag::unreduce(g[0], in, axes, keepdim) * d};
+               });
+  }
+  return y;
 }
 
 void check_nonempty(const NodePtr& x, const std::vector<int64_t>& axes, const char* fn) {
@@ -134,14 +163,29 @@ void check_nonempty(const NodePtr& x, const std::vector<int64_t>& axes, const ch
                     fn));
 }
 
-Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const char* fn) {
+// The gradient of a max/min/amax/amin shared evenly by the elements equal
+// to the result, as PyTorch's amax/amin and all-element max/min do.
+Grads evenly_distributed(const Tensor& g, const Tensor& x, const Tensor& y,
+                         const std::vector<int64_t>& axes, bool keepdim) {
+  Tensor hit = x == ag::unreduce(y, x.sizes(), axes, keepdim);
+  Tensor n = ag::unreduce(hit.sum(axes, true), x.sizes(), axes, true);
+  return Grads{where(hit, ag::unreduce(g, x.sizes(), axes, keepdim) / n, zeros_like(x))};
+}
+
+Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const char* fn,
+                const char* grad_name) {
   NodePtr x = node_of(t);
   auto axes = normalize_dims(dims, x->ndim());
   check_nonempty(x, axes, fn);
   // bool reduces as 0/1 bytes.
   NodePtr src = x->dtype == kBool ? fe::cast(x, kUInt8) : x;
   DType out = x->dtype;
-  return finish(reduce(op, src, axes), x->shape, axes, keepdim, out);
+  Tensor y = finish(reduce(op, src, axes), x->shape, axes, keepdim, out);
+  if (grad_name)
+    ag::record(grad_name, {t}, {y}, {t, y}, [axes, keepdim](const Grads& g, const Saved& s) {
+      return evenly_distributed(g[0], s[0], s[1], axes, keepdim);
+    });
+  return y;
 }
 
 // Index of the first maximum (or minimum) along `axes`; a NaN counts as the extremum.
@@ -170,6 +214,25 @@ Tensor arg_extremum(Op op, const Tensor& t, std::optional<int64_t> dim, bool kee
   NodePtr idx = reduce(Op::ReduceMin, cand, axes);
   if (!dim && !keepdim) return wrap(fe::reshape(idx, {}));
   return finish(idx, x->shape, axes, dim ? keepdim : false);
+}
+
+// max(dim)/min(dim): the gradient goes to the index returned.
+std::tuple<Tensor, Tensor> extremum_at(Op op, const Tensor& t, int64_t dim, bool keepdim,
+                                       const char* fn) {
+  Tensor values = extremum(op, t, {dim}, keepdim, fn, nullptr);
+  Tensor indices = arg_extremum(op, t, dim, keepdim, fn);
+  const int64_t d = t.dim() == 0 ? 0 : ir::wrap_dim(dim, t.dim());
+  ag::record(op == Op::ReduceMax ? "MaxBackward0" : "MinBackward0", {t}, {values}, {indices},
+             [in = t.sizes(), d, keepdim](const Grads& g, const Saved& s) {
+               if (in.empty()) return Grads{g[0].reshape(in)};
+               Shape pos_shape(in.size(), 1);
+               pos_shape[d] = in[d];
+               Tensor pos = arange(in[d], TensorOptions().device(g[0].device())).view(pos_shape);
+               Tensor at = ag::unreduce(s[0], in, {d}, keepdim);
+               Tensor gi = ag::unreduce(g[0], in, {d}, keepdim);
+               return Grads{where(pos == at, gi, zeros_like(gi))};
+             });
+  return {values, indices};
 }
 
 NodePtr float_input(const Tensor& t) {
@@ -209,17 +272,18 @@ void check_float(const NodePtr& x, const char* msg) {
 } // namespace
 
 Tensor sum(const Tensor& t, std::optional<DType> dtype) {
-  return sum_prod(Op::ReduceSum, t, {}, false, dtype);
+  return sum_prod(Op::ReduceSum, t, {}, false, dtype, "SumBackward0");
 }
 Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
-  return sum_prod(Op::ReduceSum, t, dims, keepdim, dtype);
+  return sum_prod(Op::ReduceSum, t, dims, keepdim, dtype, "SumBackward1");
 }
 Tensor prod(const Tensor& t, std::optional<DType> dtype) {
-  return sum_prod(Op::ReduceProd, t, {}, false, dtype);
+  return sum_prod(Op::ReduceProd, t, {}, false, dtype, "ProdBackward0");
 }
 
-Tensor mean(const Tensor& t, std::optional<DType> dtype) { return mean(t, {}, false, dtype); }
-Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+namespace {
+Tensor mean_impl(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
+                 const char* grad_name) {
   NodePtr x = node_of(t);
   if (dtype) x = fe::cast(x, *dtype);
   if (!is_floating_point(x->dtype))
@@ -228,24 +292,36 @@ Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType
         "complex dtype. Got: {}",
         fe::cpp_type_name(x->dtype)));
   auto axes = normalize_dims(dims, x->ndim());
-  return finish(mean_node(x, axes), x->shape, axes, keepdim);
+  Tensor y = finish(mean_node(x, axes), x->shape, axes, keepdim);
+  ag::record(
+      grad_name, {t}, {y}, {},
+      [in = x->shape, axes, keepdim, n = count(x->shape, axes)](const Grads& g, const Saved&) {
+        return Grads{ag::unreduce(g[0], in, axes, keepdim) / static_cast<double>(n)};
+      });
+  return y;
+}
+} // namespace
+
+Tensor mean(const Tensor& t, std::optional<DType> dtype) {
+  return mean_impl(t, {}, false, dtype, "MeanBackward0");
+}
+Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  return mean_impl(t, dims, keepdim, dtype, "MeanBackward1");
 }
 
-Tensor max(const Tensor& t) { return extremum(Op::ReduceMax, t, {}, false, "max"); }
-Tensor min(const Tensor& t) { return extremum(Op::ReduceMin, t, {}, false, "min"); }
+Tensor max(const Tensor& t) { return extremum(Op::ReduceMax, t, {}, false, "max", "MaxBackward1"); }
+Tensor min(const Tensor& t) { return extremum(Op::ReduceMin, t, {}, false, "min", "MinBackward1"); }
 std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
-  return {extremum(Op::ReduceMax, t, {dim}, keepdim, "max"),
-          arg_extremum(Op::ReduceMax, t, dim, keepdim, "max")};
+  return extremum_at(Op::ReduceMax, t, dim, keepdim, "max");
 }
 std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim) {
-  return {extremum(Op::ReduceMin, t, {dim}, keepdim, "min"),
-          arg_extremum(Op::ReduceMin, t, dim, keepdim, "min")};
+  return extremum_at(Op::ReduceMin, t, dim, keepdim, "min");
 }
 Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim) {
-  return extremum(Op::ReduceMax, t, dims, keepdim, "amax");
+  return extremum(Op::ReduceMax, t, dims, keepdim, "amax", "AmaxBackward0");
 }
 Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim) {
-  return extremum(Op::ReduceMin, t, dims, keepdim, "amin");
+  return extremum(Op::ReduceMin, t, dims, keepdim, "amin", "AminBackward0");
 }
 Tensor argmax(const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
   return arg_extremum(Op::ReduceMax, t, dim, keepdim, "argmax");
@@ -258,13 +334,33 @@ Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) 
   NodePtr x = node_of(t);
   check_float(x, "std and var only support floating point and complex dtypes.");
   auto axes = normalize_dims(dims, x->ndim());
-  return finish(var_node(x, axes, correction), x->shape, axes, keepdim);
+  Tensor y = finish(var_node(x, axes, correction), x->shape, axes, keepdim);
+  // 2 (x - mean) / (N - correction)
+  ag::record(
+      "VarBackward0", {t}, {y}, {t}, [axes, keepdim, correction](const Grads& g, const Saved& s) {
+        const Tensor& v = s[0];
+        double n = std::max<double>(0.0, static_cast<double>(count(v.sizes(), axes) - correction));
+        Tensor d = v - v.mean(axes, true);
+        return Grads{ag::unreduce(g[0], v.sizes(), axes, keepdim) * d * (2.0 / n)};
+      });
+  return y;
 }
 Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
   NodePtr x = node_of(t);
   check_float(x, "std and var only support floating point and complex dtypes.");
   auto axes = normalize_dims(dims, x->ndim());
-  return finish(fe::unary(Op::Sqrt, var_node(x, axes, correction)), x->shape, axes, keepdim);
+  Tensor y = finish(fe::unary(Op::Sqrt, var_node(x, axes, correction)), x->shape, axes, keepdim);
+  // (x - mean) / ((N - correction) std)
+  ag::record("StdBackward0", {t}, {y}, {t, y},
+             [axes, keepdim, correction](const Grads& g, const Saved& s) {
+               const Tensor& v = s[0];
+               double n =
+                   std::max<double>(0.0, static_cast<double>(count(v.sizes(), axes) - correction));
+               Tensor d = v - v.mean(axes, true);
+               Tensor sd = ag::unreduce(s[1], v.sizes(), axes, keepdim);
+               return Grads{ag::unreduce(g[0], v.sizes(), axes, keepdim) * d / (sd * n)};
+             });
+  return y;
 }
 
 Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim) {
@@ -285,7 +381,24 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim) {
     r = fe::binary(Op::Pow,
                    reduce(Op::ReduceSum, fe::binary(Op::Pow, a, fe::constant(p, dt)), axes),
                    fe::constant(1.0 / p, dt));
-  return finish(r, x->shape, axes, keepdim);
+  Tensor y = finish(r, x->shape, axes, keepdim);
+  ag::record("LinalgVectorNormBackward0", {t}, {y}, {t, y},
+             [p, axes, keepdim](const Grads& g, const Saved& s) {
+               const Tensor& v = s[0];
+               Tensor gi = ag::unreduce(g[0], v.sizes(), axes, keepdim);
+               Tensor yi = ag::unreduce(s[1], v.sizes(), axes, keepdim);
+               Tensor zero = zeros_like(v);
+               if (p == 0) return Grads{zero};
+               if (p == 1) return Grads{gi * v.sign()};
+               if (std::isinf(p)) { // shared by the elements at the extremum
+                 Tensor hit = v.abs() == yi;
+                 Tensor n = ag::unreduce(hit.sum(axes, true), v.sizes(), axes, true);
+                 return Grads{where(hit, gi * v.sign() / n, zero)};
+               }
+               if (p == 2) return Grads{where(yi == 0, zero, gi * v / yi)};
+               return Grads{where(yi == 0, zero, gi * v * v.abs().pow(p - 2) / yi.pow(p - 1))};
+             });
+  return y;
 }
 
 Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim) {
@@ -296,7 +409,14 @@ Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim) {
   NodePtr inf = fe::constant(std::numeric_limits<double>::infinity(), dt);
   m = fe::where(fe::binary(Op::CmpEq, fe::unary(Op::Abs, m), inf), fe::constant(0, dt), m);
   NodePtr s = reduce(Op::ReduceSum, fe::unary(Op::Exp, fe::binary(Op::Sub, x, m)), axes);
-  return finish(fe::binary(Op::Add, fe::unary(Op::Log, s), m), x->shape, axes, keepdim);
+  Tensor y = finish(fe::binary(Op::Add, fe::unary(Op::Log, s), m), x->shape, axes, keepdim);
+  ag::record("LogsumexpBackward0", {t}, {y}, {t, y},
+             [axes, keepdim](const Grads& g, const Saved& s) {
+               const Tensor& v = s[0];
+               return Grads{ag::unreduce(g[0], v.sizes(), axes, keepdim) *
+                            (v - ag::unreduce(s[1], v.sizes(), axes, keepdim)).exp()};
+             });
+  return y;
 }
 
 Tensor all(const Tensor& t) { return t.all(); }
@@ -322,7 +442,7 @@ Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) 
 }
 Tensor Tensor::prod(std::optional<DType> dtype) const { return tj::prod(*this, dtype); }
 Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const {
-  return sum_prod(Op::ReduceProd, *this, {dim}, keepdim, dtype);
+  return sum_prod(Op::ReduceProd, *this, {dim}, keepdim, dtype, "ProdBackward1");
 }
 Tensor Tensor::max() const { return tj::max(*this); }
 std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
@@ -366,18 +486,38 @@ namespace nn::functional {
 Tensor softmax(const Tensor& t, int64_t dim) {
   NodePtr x = float_input(t);
   std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
-  if (x->ndim() == 0) return wrap(fe::constant(1.0, x->dtype, {}, x->device));
-  NodePtr e = fe::unary(Op::Exp, fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes)));
-  return wrap(fe::binary(Op::Div, e, reduce(Op::ReduceSum, e, axes)));
+  Tensor y;
+  if (x->ndim() == 0) {
+    y = wrap(fe::constant(1.0, x->dtype, {}, x->device));
+  } else {
+    NodePtr e = fe::unary(Op::Exp, fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes)));
+    y = wrap(fe::binary(Op::Div, e, reduce(Op::ReduceSum, e, axes)));
+  }
+  // y (g - sum(g y)): the backward reads the forward's output, not its exp.
+  ag::record("SoftmaxBackward0", {t}, {y}, {y}, [axes](const Grads& g, const Saved& s) {
+    if (s[0].dim() == 0) return Grads{zeros_like(g[0])};
+    return Grads{s[0] * (g[0] - (g[0] * s[0]).sum(axes, true))};
+  });
+  return y;
 }
 
 Tensor log_softmax(const Tensor& t, int64_t dim) {
   NodePtr x = float_input(t);
-  if (x->ndim() == 0) return wrap(fe::constant(0.0, x->dtype, {}, x->device));
-  std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
-  NodePtr shifted = fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes));
-  NodePtr lse = fe::unary(Op::Log, reduce(Op::ReduceSum, fe::unary(Op::Exp, shifted), axes));
-  return wrap(fe::binary(Op::Sub, shifted, lse));
+  Tensor y;
+  std::vector<int64_t> axes;
+  if (x->ndim() == 0) {
+    y = wrap(fe::constant(0.0, x->dtype, {}, x->device));
+  } else {
+    axes = {ir::wrap_dim(dim, x->ndim())};
+    NodePtr shifted = fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes));
+    NodePtr lse = fe::unary(Op::Log, reduce(Op::ReduceSum, fe::unary(Op::Exp, shifted), axes));
+    y = wrap(fe::binary(Op::Sub, shifted, lse));
+  }
+  ag::record("LogSoftmaxBackward0", {t}, {y}, {y}, [axes](const Grads& g, const Saved& s) {
+    if (s[0].dim() == 0) return Grads{zeros_like(g[0])};
+    return Grads{g[0] - s[0].exp() * g[0].sum(axes, true)};
+  });
+  return y;
 }
 
 Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& weight,
@@ -407,7 +547,21 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
       fe::unary(Op::Recip, fe::unary(Op::Sqrt, fe::binary(Op::Add, var, fe::constant(eps, dt)))));
   if (weight.defined()) y = fe::binary(Op::Mul, y, fe::cast(node_of(weight), dt));
   if (bias.defined()) y = fe::binary(Op::Add, y, fe::cast(node_of(bias), dt));
-  return wrap(y);
+  Tensor out = wrap(y);
+  // With xhat = (x - mean) rstd and d = g * weight:
+  // dx = rstd (d - mean(d) - xhat mean(d xhat)); dweight = sum(g xhat); dbias = sum(g),
+  // the sums over the leading (batch) dims.
+  ag::record("NativeLayerNormBackward0", {t, weight, bias}, {out}, {t, weight},
+             [axes, eps](const Grads& g, const Saved& s) {
+               const Tensor& v = s[0];
+               Tensor rstd = (v.var(axes, 0, true) + eps).rsqrt();
+               Tensor xhat = (v - v.mean(axes, true)) * rstd;
+               Tensor d = s[1].defined() ? g[0] * s[1] : g[0];
+               Tensor dx = rstd * (d - d.mean(axes, true) - xhat * (d * xhat).mean(axes, true));
+               Shape wshape(v.sizes().end() - static_cast<int64_t>(axes.size()), v.sizes().end());
+               return Grads{dx, ag::sum_to(g[0] * xhat, wshape), ag::sum_to(g[0], wshape)};
+             });
+  return out;
 }
 
 Tensor relu(const Tensor& t) { return tj::relu(t); }

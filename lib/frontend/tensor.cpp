@@ -7,6 +7,8 @@
 #include <optional>
 #include <ostream>
 
+#include "autograd/formulas.h"
+#include "autograd/node.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
@@ -44,7 +46,8 @@ Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, 
   impl->sizes = std::move(sizes);
   impl->strides = std::move(strides);
   impl->offset = offset;
-  impl->requires_grad = base.impl()->requires_grad;
+  impl->is_view = true;
+  impl->base = base.impl()->is_view ? base.impl()->base : base.impl();
   return Tensor(std::move(impl));
 }
 
@@ -219,14 +222,21 @@ int64_t Tensor::storage_offset() const {
   return impl_->offset;
 }
 bool Tensor::is_contiguous() const { return ir::is_contiguous(sizes(), stride()); }
-bool Tensor::is_leaf() const { return true; }
-bool Tensor::requires_grad() const { return impl() && impl()->requires_grad; }
+bool Tensor::is_leaf() const { return !impl() || !impl()->grad_fn; }
+bool Tensor::requires_grad() const { return impl() && (impl()->requires_grad || impl()->grad_fn); }
 bool Tensor::is_realized() const {
   detail::check_defined(*this, "is_realized");
   return ir::resolve(impl_->cell->node)->op == Op::Buffer;
 }
 
 Tensor& Tensor::requires_grad_(bool b) {
+  detail::check_defined(*this, "requires_grad_");
+  if (!is_leaf()) {
+    if (b) return *this; // it already does
+    throw Error("you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().");
+  }
   if (b && !is_floating_point())
     throw Error("only Tensors of floating point dtype can require gradients");
   impl()->requires_grad = b;
@@ -364,6 +374,7 @@ std::string Tensor::str() const {
   detail::PrintSuffixes sfx;
   if (!device().is_cpu()) sfx.device = device().str();
   sfx.requires_grad = requires_grad();
+  if (impl_->grad_fn) sfx.grad_fn = impl_->grad_fn->name();
   return detail::repr(src, sfx);
 }
 
@@ -409,26 +420,47 @@ std::string TypedStorage::str() const {
 
 std::ostream& operator<<(std::ostream& os, const TypedStorage& s) { return os << s.str(); }
 
-// --- conversion ---
-Tensor Tensor::to(DType t) const {
-  if (t == dtype()) return *this;
-  return wrap(fe::cast(node_of(*this), t));
-}
-Tensor Tensor::to(Device d) const {
-  Device dst = rt::checked_device(d);
-  NodePtr n = node_of(*this);
-  if (n->device == dst) return *this;
+namespace {
+// The tensor's values on another device.
+Tensor moved(const Tensor& x, Device dst) {
+  NodePtr n = node_of(x);
   // Leaves without memory are remade on the other device: nothing moves.
   if (n->op == Op::Const || n->op == Op::Iota || n->op == Op::Philox)
     return wrap(
         ir::make_node(n->op, n->dtype, n->shape, {}, n->args, n->value, nullptr, n->view, dst));
   // Memory moves as one contiguous block.
-  ir::NodePtr b = realized_node(contiguous());
+  ir::NodePtr b = realized_node(x.contiguous());
   const size_t item = itemsize(b->dtype);
   auto storage = rt::copy_bytes(*b->storage, static_cast<size_t>(b->view.offset) * item,
                                 static_cast<size_t>(b->numel()) * item, dst);
   return wrap(ir::make_buffer(std::move(storage), b->dtype, b->shape,
                               {ir::contiguous_strides(b->shape), 0}));
+}
+} // namespace
+
+// --- conversion ---
+Tensor Tensor::to(DType t) const {
+  if (t == dtype()) return *this;
+  Tensor out = wrap(fe::cast(node_of(*this), t));
+  // The engine casts the gradient back to the input's dtype.
+  autograd::record(
+      "ToCopyBackward0", {*this}, {out}, {},
+      [](const std::vector<Tensor>& grads, const std::vector<Tensor>&) { return grads; });
+  return out;
+}
+Tensor Tensor::to(Device d) const {
+  Device dst = rt::checked_device(d);
+  if (device() == dst) return *this;
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = moved(*this, dst);
+  }
+  autograd::record("ToCopyBackward0", {*this}, {out}, {},
+                   [src = device()](const std::vector<Tensor>& grads, const std::vector<Tensor>&) {
+                     return std::vector<Tensor>{grads[0].to(src)};
+                   });
+  return out;
 }
 Tensor Tensor::to(Device d, DType t) const { return to(d).to(t); }
 Tensor Tensor::cpu() const { return to(kCPU); }
@@ -437,7 +469,11 @@ namespace {
 // A copy in fresh, contiguous memory: a Cast to its own dtype.
 Tensor copy_of(const Tensor& t) {
   NodePtr n = node_of(t);
-  return wrap(ir::make_node(Op::Cast, n->dtype, n->shape, {n}));
+  Tensor out = wrap(ir::make_node(Op::Cast, n->dtype, n->shape, {n}));
+  autograd::record(
+      "CloneBackward0", {t}, {out}, {},
+      [](const std::vector<Tensor>& grads, const std::vector<Tensor>&) { return grads; });
+  return out;
 }
 
 // The dims from the largest stride to the smallest (ties keep their order).
@@ -472,14 +508,33 @@ Tensor Tensor::clone() const {
   for (int64_t d = 0; d < dim(); ++d)
     if (stride(d) == 0 && size(d) > 1) return copy_of(*this);
   std::vector<int64_t> order = stride_order(*this);
-  Tensor copy = copy_of(permute(order));
-  if (is_dense(*this, order)) return detail::make_view(copy, sizes(), stride(), 0);
-  return detail::make_view(copy, sizes(), ir::dense_strides(sizes(), order), 0);
+  Tensor out;
+  {
+    NoGradGuard no_grad; // one node for the whole copy
+    Tensor copy = copy_of(permute(order));
+    out = detail::make_view(
+        copy, sizes(), is_dense(*this, order) ? stride() : ir::dense_strides(sizes(), order), 0);
+    out.impl()->is_view = false;
+    out.impl()->base = nullptr;
+  }
+  autograd::record(
+      "CloneBackward0", {*this}, {out}, {},
+      [](const std::vector<Tensor>& grads, const std::vector<Tensor>&) { return grads; });
+  return out;
 }
 Tensor Tensor::detach() const {
+  // Shares the storage, but not as a view: writes through it leave the
+  // original's history alone.
   Tensor out = detail::alias(*this);
-  out.impl()->requires_grad = false;
+  out.impl()->is_view = false;
+  out.impl()->base = nullptr;
   return out;
+}
+Tensor& Tensor::detach_() {
+  detail::check_defined(*this, "detach_");
+  impl_->grad_fn = nullptr;
+  impl_->requires_grad = false;
+  return *this;
 }
 
 // --- views: a new view of the same storage; no kernel, no copy ---
@@ -508,18 +563,53 @@ Shape infer_size(Shape shape, int64_t numel) {
 }
 } // namespace
 
+namespace {
+// A view of storage: sizes and strides in elements, from an offset.
+struct Geometry {
+  Shape sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+// A view op. `geometry` maps a view of storage to the op's view of it:
+// applied to x's view it gives the result; applied to the row-major layout
+// of x's shape it says where the result's elements sit in x, which is where
+// the result's gradient goes in x's gradient.
+template <typename F> Tensor view_op(const Tensor& x, const char* grad_name, F&& geometry) {
+  Geometry g = geometry(Geometry{x.sizes(), x.stride(), x.storage_offset()});
+  Tensor v = detail::make_view(x, g.sizes, g.strides, g.offset);
+  if (autograd::any_requires_grad({x})) {
+    Geometry l = geometry(Geometry{x.sizes(), ir::contiguous_strides(x.sizes()), 0});
+    autograd::record(
+        grad_name, {x}, {v}, {},
+        [in = x.sizes(), l](const std::vector<Tensor>& grads, const std::vector<Tensor>&) {
+          return std::vector<Tensor>{autograd::embed(grads[0], in, l.strides, l.offset)};
+        });
+  }
+  return v;
+}
+
+void erase_dim(Geometry& g, int64_t d) {
+  g.sizes.erase(g.sizes.begin() + d);
+  g.strides.erase(g.strides.begin() + d);
+}
+
+const char* kViewError = "view size is not compatible with input tensor's size and stride (at "
+                         "least one dimension spans across two contiguous subspaces). Use "
+                         ".reshape(...) instead.";
+} // namespace
+
 Tensor Tensor::view(IntArrayRef shape) const {
   Shape s = infer_size(shape, numel());
-  auto st = ir::view_strides(sizes(), stride(), s);
-  if (!st)
-    throw Error("view size is not compatible with input tensor's size and stride (at least one "
-                "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
-  return detail::make_view(*this, s, *st, storage_offset());
+  return view_op(*this, "ViewBackward0", [&](Geometry g) {
+    auto st = ir::view_strides(g.sizes, g.strides, s);
+    if (!st) throw Error(kViewError);
+    return Geometry{s, *st, g.offset};
+  });
 }
 Tensor Tensor::reshape(IntArrayRef shape) const {
   Shape s = infer_size(shape, numel());
-  if (auto st = ir::view_strides(sizes(), stride(), s))
-    return detail::make_view(*this, s, *st, storage_offset());
+  if (ir::view_strides(sizes(), stride(), s)) return view(s);
   return copy_of(*this).view(s);
 }
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
@@ -537,32 +627,29 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   return reshape(s);
 }
 Tensor Tensor::squeeze() const {
-  Shape s;
-  std::vector<int64_t> st;
-  for (int64_t d = 0; d < dim(); ++d)
-    if (sizes()[d] != 1) {
-      s.push_back(sizes()[d]);
-      st.push_back(stride()[d]);
-    }
-  return detail::make_view(*this, s, st, storage_offset());
+  return view_op(*this, "SqueezeBackward0", [](Geometry g) {
+    for (int64_t d = static_cast<int64_t>(g.sizes.size()); d-- > 0;)
+      if (g.sizes[d] == 1) erase_dim(g, d);
+    return g;
+  });
 }
 Tensor Tensor::squeeze(int64_t d) const {
   d = ir::wrap_dim(d, std::max<int64_t>(dim(), 1));
-  if (dim() == 0 || sizes()[d] != 1) return detail::alias(*this);
-  Shape s = sizes();
-  std::vector<int64_t> st = stride();
-  s.erase(s.begin() + d);
-  st.erase(st.begin() + d);
-  return detail::make_view(*this, s, st, storage_offset());
+  const bool drop = dim() > 0 && sizes()[d] == 1;
+  return view_op(*this, "SqueezeBackward1", [&](Geometry g) {
+    if (drop) erase_dim(g, d);
+    return g;
+  });
 }
 Tensor Tensor::unsqueeze(int64_t d) const {
   d = ir::wrap_dim(d, dim() + 1);
-  Shape s = sizes();
-  std::vector<int64_t> st = stride();
-  int64_t stride_d = d >= dim() ? 1 : s[d] * st[d];
-  s.insert(s.begin() + d, 1);
-  st.insert(st.begin() + d, stride_d);
-  return detail::make_view(*this, s, st, storage_offset());
+  return view_op(*this, "UnsqueezeBackward0", [&](Geometry g) {
+    const int64_t nd = static_cast<int64_t>(g.sizes.size());
+    int64_t stride_d = d >= nd ? 1 : g.sizes[d] * g.strides[d];
+    g.sizes.insert(g.sizes.begin() + d, 1);
+    g.strides.insert(g.strides.begin() + d, stride_d);
+    return g;
+  });
 }
 Tensor Tensor::permute(IntArrayRef dims) const {
   if (static_cast<int64_t>(dims.size()) != dim())
@@ -571,41 +658,58 @@ Tensor Tensor::permute(IntArrayRef dims) const {
                     "match the length of the desired ordering of dimensions i.e. input.dim() "
                     "= {} is not equal to len(dims) = {}",
                     dim(), dims.size()));
-  Shape s(dims.size());
-  std::vector<int64_t> st(dims.size());
+  std::vector<int64_t> perm(dims.size());
   std::vector<bool> seen(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) {
-    int64_t p = ir::wrap_dim(dims[i], dim());
-    if (seen[p]) throw Error("permute(): duplicate dims are not allowed.");
-    seen[p] = true;
-    s[i] = sizes()[p];
-    st[i] = stride()[p];
+    perm[i] = ir::wrap_dim(dims[i], dim());
+    if (seen[perm[i]]) throw Error("permute(): duplicate dims are not allowed.");
+    seen[perm[i]] = true;
   }
-  return detail::make_view(*this, s, st, storage_offset());
+  return view_op(*this, "PermuteBackward0", [&](const Geometry& g) {
+    Geometry p{Shape(perm.size()), std::vector<int64_t>(perm.size()), g.offset};
+    for (size_t i = 0; i < perm.size(); ++i) {
+      p.sizes[i] = g.sizes[perm[i]];
+      p.strides[i] = g.strides[perm[i]];
+    }
+    return p;
+  });
 }
-Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  Shape s = sizes();
-  std::vector<int64_t> st = stride();
-  if (dim() > 0) {
-    d0 = ir::wrap_dim(d0, dim());
-    d1 = ir::wrap_dim(d1, dim());
-    std::swap(s[d0], s[d1]);
-    std::swap(st[d0], st[d1]);
+namespace {
+Tensor transposed(const Tensor& x, int64_t d0, int64_t d1, const char* grad_name) {
+  if (x.dim() > 0) {
+    d0 = ir::wrap_dim(d0, x.dim());
+    d1 = ir::wrap_dim(d1, x.dim());
   } else {
     ir::wrap_dim(d0, 1);
     ir::wrap_dim(d1, 1);
+    d0 = d1 = -1;
   }
-  return detail::make_view(*this, s, st, storage_offset());
+  return view_op(x, grad_name, [&](Geometry g) {
+    if (d0 >= 0) {
+      std::swap(g.sizes[d0], g.sizes[d1]);
+      std::swap(g.strides[d0], g.strides[d1]);
+    }
+    return g;
+  });
 }
-namespace {
 void check_t(int64_t dim) {
   if (dim > 2)
     throw Error(fmt::format("t() expects a tensor with <= 2 dimensions, but self is {}D", dim));
 }
+// An in-place view op: this tensor becomes the view, history included.
+void become(Tensor& self, const Tensor& v) {
+  detail::TensorImpl& impl = *self.impl();
+  impl.sizes = v.sizes();
+  impl.strides = v.stride();
+  if (v.impl()->grad_fn) autograd::set_history(self, v.impl()->grad_fn, v.impl()->output_nr);
+}
 } // namespace
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  return transposed(*this, d0, d1, "TransposeBackward0");
+}
 Tensor Tensor::t() const {
   check_t(dim());
-  return transpose(0, dim() < 2 ? 0 : 1);
+  return transposed(*this, 0, dim() < 2 ? 0 : 1, "TBackward0");
 }
 Tensor Tensor::T() const {
   std::vector<int64_t> rev(dim());
@@ -623,12 +727,11 @@ Tensor Tensor::mT() const {
 // The in-place view ops change this tensor's own view of its storage.
 Tensor& Tensor::t_() {
   check_t(dim());
-  return transpose_(0, dim() < 2 ? 0 : 1);
+  become(*this, t());
+  return *this;
 }
 Tensor& Tensor::transpose_(int64_t d0, int64_t d1) {
-  Tensor v = transpose(d0, d1);
-  impl_->sizes = v.sizes();
-  impl_->strides = v.stride();
+  become(*this, transpose(d0, d1));
   return *this;
 }
 Tensor Tensor::expand(IntArrayRef shape) const {
@@ -637,7 +740,13 @@ Tensor Tensor::expand(IntArrayRef shape) const {
   std::vector<int64_t> st(s.size(), 0); // new and broadcast dims read one element
   for (size_t i = lead; i < s.size(); ++i)
     if (s[i] == sizes()[i - lead]) st[i] = stride()[i - lead];
-  return detail::make_view(*this, s, st, storage_offset());
+  Tensor v = detail::make_view(*this, s, st, storage_offset());
+  // Elements read many times: their gradients add up.
+  autograd::record("ExpandBackward0", {*this}, {v}, {},
+                   [in = sizes()](const std::vector<Tensor>& grads, const std::vector<Tensor>&) {
+                     return std::vector<Tensor>{autograd::sum_to(grads[0], in)};
+                   });
+  return v;
 }
 Tensor Tensor::expand_as(const Tensor& o) const { return expand(o.sizes()); }
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -652,9 +761,11 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   if (start + length > n)
     throw Error(
         fmt::format("start ({}) + length ({}) exceeds dimension size ({}).", start, length, n));
-  Shape s = sizes();
-  s[d] = length;
-  return detail::make_view(*this, s, stride(), storage_offset() + start * stride()[d]);
+  return view_op(*this, "SliceBackward0", [&](Geometry g) {
+    g.offset += start * g.strides[d];
+    g.sizes[d] = length;
+    return g;
+  });
 }
 Tensor Tensor::select(int64_t d, int64_t index) const {
   if (dim() == 0) throw Error("select() cannot be applied to a 0-dim tensor.");
@@ -664,12 +775,11 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
     throw Error(fmt::format("select(): index {} out of range for tensor of size {} at dimension {}",
                             index, ir::shape_str(sizes()), d));
   if (index < 0) index += n;
-  Shape s = sizes();
-  std::vector<int64_t> st = stride();
-  int64_t off = storage_offset() + index * st[d];
-  s.erase(s.begin() + d);
-  st.erase(st.begin() + d);
-  return detail::make_view(*this, s, st, off);
+  return view_op(*this, "SelectBackward0", [&](Geometry g) {
+    g.offset += index * g.strides[d];
+    erase_dim(g, d);
+    return g;
+  });
 }
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop,
                      int64_t step) const {
@@ -684,12 +794,12 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
     return std::clamp<int64_t>(x, 0, n);
   };
   int64_t b = clamp(start, 0), e = std::max(b, clamp(stop, n));
-  Shape s = sizes();
-  std::vector<int64_t> st = stride();
-  s[d] = (e - b + step - 1) / step;
-  int64_t off = storage_offset() + b * st[d];
-  st[d] *= step;
-  return detail::make_view(*this, s, st, off);
+  return view_op(*this, "SliceBackward0", [&](Geometry g) {
+    g.sizes[d] = (e - b + step - 1) / step;
+    g.offset += b * g.strides[d];
+    g.strides[d] *= step;
+    return g;
+  });
 }
 Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
   d1 = ir::wrap_dim(d1, dim());
@@ -698,18 +808,18 @@ Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
   int64_t len = offset >= 0 ? std::min(sizes()[d1], sizes()[d2] - offset)
                             : std::min(sizes()[d1] + offset, sizes()[d2]);
   len = std::max<int64_t>(len, 0);
-  int64_t off = storage_offset();
-  if (len > 0) off += offset >= 0 ? offset * stride()[d2] : -offset * stride()[d1];
-  Shape s;
-  std::vector<int64_t> st;
-  for (int64_t i = 0; i < dim(); ++i)
-    if (i != d1 && i != d2) {
-      s.push_back(sizes()[i]);
-      st.push_back(stride()[i]);
-    }
-  s.push_back(len);
-  st.push_back(stride()[d1] + stride()[d2]);
-  return detail::make_view(*this, s, st, off);
+  return view_op(*this, "DiagonalBackward0", [&](const Geometry& g) {
+    Geometry r{{}, {}, g.offset};
+    if (len > 0) r.offset += offset >= 0 ? offset * g.strides[d2] : -offset * g.strides[d1];
+    for (size_t i = 0; i < g.sizes.size(); ++i)
+      if (static_cast<int64_t>(i) != d1 && static_cast<int64_t>(i) != d2) {
+        r.sizes.push_back(g.sizes[i]);
+        r.strides.push_back(g.strides[i]);
+      }
+    r.sizes.push_back(len);
+    r.strides.push_back(g.strides[d1] + g.strides[d2]);
+    return r;
+  });
 }
 Tensor Tensor::operator[](int64_t index) const { return select(0, index); }
 
@@ -732,12 +842,73 @@ void check_writable(const Tensor& self) {
                   "operation.");
 }
 
+// Autograd of an in-place write of `value` into `self`: `self` (and, for a
+// view, its base) takes the history of the value written. Called with the
+// value already broadcast and cast; returns the tensor whose node is written.
+Tensor record_inplace(const Tensor& self, Tensor value) {
+  using Grads = std::vector<Tensor>;
+  using Saved = std::vector<Tensor>;
+  if (!GradMode::is_enabled() ||
+      (!self.requires_grad() && !value.requires_grad() &&
+       !(self.impl()->is_view && Tensor(self.impl()->base).requires_grad())))
+    return value;
+  value = detail::alias(value); // a handle of its own, for the history set below
+  if (!value.requires_grad())   // overwritten by a constant: no gradient reaches the old value
+    autograd::record("FillBackward0", {self}, {value}, {},
+                     [](const Grads& g, const Saved&) { return Grads{zeros_like(g[0])}; });
+  const detail::TensorImpl& impl = *self.impl();
+  if (impl.is_view) {
+    Tensor base(impl.base);
+    if (!base.impl()->covers_cell())
+      throw Error("an in-place operation through this view is not supported with autograd: its "
+                  "base tensor does not cover its storage in row-major order");
+    // CopySlices: the base's new value is its old one with the view's
+    // region replaced; the gradient splits along that region.
+    autograd::record(
+        "CopySlices", {base, value}, {base}, {},
+        [sizes = impl.sizes, strides = impl.strides, offset = impl.offset,
+         in = base.sizes()](const Grads& g, const Saved&) {
+          Tensor region = autograd::embed(ones(sizes, g[0].options()), in, strides, offset);
+          return Grads{g[0] * (1 - region), autograd::strided_read(g[0], sizes, strides, offset)};
+        });
+    autograd::record("AsStridedBackward0", {base}, {self}, {},
+                     [sizes = impl.sizes, strides = impl.strides, offset = impl.offset,
+                      in = base.sizes()](const Grads& g, const Saved&) {
+                       return Grads{autograd::embed(g[0], in, strides, offset)};
+                     });
+    return value;
+  }
+  autograd::set_history(self, value.impl()->grad_fn, value.impl()->output_nr);
+  return value;
+}
+
+// Checks, before anything is written, that autograd allows writing into `self`.
+void check_inplace_grad(const Tensor& self) {
+  if (!GradMode::is_enabled()) return;
+  const detail::TensorImpl& impl = *self.impl();
+  if (self.is_leaf() && impl.requires_grad)
+    throw Error("a leaf Variable that requires grad is being used in an in-place operation.");
+  if (impl.is_view && impl.base && impl.base->requires_grad && !impl.base->grad_fn)
+    throw Error("a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.");
+}
+
 // Writes the tensor `make_value()` returns into `self`, broadcast to its shape.
 template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast = false) {
   detail::check_defined(self, "in-place operation");
   check_writable(self);
+  check_inplace_grad(self);
   bool exclusive = detail::storage_exclusive(self);
   Tensor value = make_value();
+  if (value.requires_grad() && GradMode::is_enabled()) {
+    // Broadcast and cast as recorded ops, so the history covers them.
+    if (value.sizes() != self.sizes()) {
+      ir::Shape b = ir::broadcast_shapes(self.sizes(), value.sizes());
+      if (b == self.sizes()) value = value.expand(self.sizes());
+    }
+    if (value.device() == self.device() && (any_cast || can_cast(value.dtype(), self.dtype())))
+      value = value.to(self.dtype());
+  }
   NodePtr v = node_of(value);
   // An in-place result cannot leave its tensor's device.
   if (v->device != self.device()) fe::throw_device_mismatch(v->device, self.device());
@@ -751,6 +922,8 @@ template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast
   if (!any_cast && !can_cast(v->dtype, self.dtype()))
     throw Error(fmt::format("result type {} can't be cast to the desired output type {}",
                             fe::cpp_type_name(v->dtype), fe::cpp_type_name(self.dtype())));
+  Tensor written = record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v));
+  if (written.impl() != value.impl()) v = node_of(written);
   detail::write(self, fe::cast(v, self.dtype()), exclusive);
   return self;
 }
@@ -886,9 +1059,12 @@ Tensor& write_out(Tensor& out, const Tensor& result) {
   // resize_: the tensor (every handle on it) moves to fresh storage of the
   // result's shape; other views of its old storage keep it.
   Tensor fresh = result.to(out.dtype()).contiguous();
-  const bool grad = out.impl()->requires_grad;
-  *out.impl() = *fresh.impl();
-  out.impl()->requires_grad = grad;
+  detail::TensorImpl& impl = *out.impl();
+  impl.cell = fresh.impl()->cell;
+  impl.sizes = fresh.sizes();
+  impl.strides = fresh.stride();
+  impl.offset = fresh.storage_offset();
+  impl.is_view = false;
   return out;
 }
 } // namespace

@@ -9,6 +9,10 @@
 #include "ir/node.h"
 #include "tensorjit/tensor.h"
 
+namespace tj::autograd {
+struct FunctionNode;
+}
+
 namespace tj::detail {
 
 struct StorageCell {
@@ -23,7 +27,19 @@ struct TensorImpl {
   Shape sizes;
   std::vector<int64_t> strides;
   int64_t offset = 0;
+
+  // Autograd. A leaf requires grad when the flag is set; a tensor made by a
+  // recorded op has the node that made it (and requires grad through it).
   bool requires_grad = false;
+  std::shared_ptr<autograd::FunctionNode> grad_fn;
+  uint32_t output_nr = 0;
+  std::weak_ptr<autograd::FunctionNode> accumulator; // a leaf's AccumulateGrad, while in use
+  Tensor grad;
+  bool retains_grad = false;
+  // Made by a view op: an in-place write through it changes its base (the
+  // tensor, itself no view, whose storage it views) too.
+  bool is_view = false;
+  std::shared_ptr<TensorImpl> base;
 
   // Whether the view is all of the storage, in its order.
   bool covers_cell() const;

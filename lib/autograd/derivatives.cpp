@@ -1,0 +1,129 @@
+// The vector-Jacobian products of the elementwise primitives. Written with
+// the public ops, so a backward with create_graph records them in turn.
+#include "autograd/derivatives.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "autograd/formulas.h"
+#include "tensorjit/functions.h"
+
+namespace tj::autograd {
+
+using ir::Op;
+
+Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
+  switch (op) {
+  case Op::Neg:
+    return -g;
+  case Op::Abs:
+    return g * x.sign();
+  case Op::Floor:
+  case Op::Ceil:
+  case Op::Round:
+  case Op::Trunc:
+    return zeros_like(g);
+  case Op::Sqrt:
+    return g / (2 * y);
+  case Op::Recip:
+    return -g * y * y;
+  case Op::Exp:
+    return g * y;
+  case Op::Exp2:
+    return g * y * M_LN2;
+  case Op::Expm1:
+    return g * (y + 1);
+  case Op::Log:
+    return g / x;
+  case Op::Log2:
+    return g / (x * M_LN2);
+  case Op::Log10:
+    return g / (x * M_LN10);
+  case Op::Log1p:
+    return g / (x + 1);
+  case Op::Sin:
+    return g * x.cos();
+  case Op::Cos:
+    return -g * x.sin();
+  case Op::Tan:
+    return g * (1 + y * y);
+  case Op::Asin:
+    return g * (1 - x * x).rsqrt();
+  case Op::Acos:
+    return -g * (1 - x * x).rsqrt();
+  case Op::Atan:
+    return g / (1 + x * x);
+  case Op::Sinh:
+    return g * x.cosh();
+  case Op::Cosh:
+    return g * x.sinh();
+  case Op::Tanh:
+    return g * (1 - y * y);
+  case Op::Erf:
+    return g * (M_2_SQRTPI * (-x * x).exp());
+  default:
+    throw Error(fmt::format("the derivative for '{}' is not implemented.", ir::name(op)));
+  }
+}
+
+std::pair<Tensor, Tensor> binary_vjp(Op op, const Tensor& g, const Tensor& a, const Tensor& b,
+                                     const Tensor& y) {
+  switch (op) {
+  case Op::Add:
+    return {g, g};
+  case Op::Sub:
+    return {g, -g};
+  case Op::Mul:
+    return {g * b, g * a};
+  case Op::Div:
+    return {g / b, -g * a / (b * b)};
+  case Op::Pow: {
+    // As PyTorch: 0 where the exponent is 0 (base) or the base is 0 with a
+    // non-negative exponent (exponent).
+    Tensor da = where(b == 0, zeros_like(g), g * b * a.pow(b - 1));
+    Tensor db = where(logical_and(a == 0, b >= 0), zeros_like(g), g * y * a.log());
+    return {da, db};
+  }
+  case Op::Max:
+  case Op::Min: {
+    // Ties split the gradient evenly, as PyTorch's maximum/minimum.
+    Tensor half = where(a == b, g / 2, g);
+    Tensor a_wins = op == Op::Max ? a > b : a < b;
+    Tensor b_wins = op == Op::Max ? b > a : b < a;
+    return {where(b_wins, zeros_like(g), half), where(a_wins, zeros_like(g), half)};
+  }
+  case Op::Atan2: {
+    Tensor r = a * a + b * b;
+    return {g * b / r, -g * a / r};
+  }
+  case Op::Mod: // fmod: a - trunc(a / b) * b
+    return {g, -g * (a / b).trunc()};
+  default:
+    throw Error(fmt::format("the derivative for '{}' is not implemented.", ir::name(op)));
+  }
+}
+
+void record_unary(Op op, const Tensor& x, const Tensor& y, const char* name) {
+  record(name ? name : ir::info(op).grad_fn.data(), {x}, {y}, {x, y},
+         [op](const std::vector<Tensor>& grads, const std::vector<Tensor>& saved) {
+           return std::vector<Tensor>{unary_vjp(op, grads[0], saved[0], saved[1])};
+         });
+}
+
+void record_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& y, const char* name) {
+  // Add and Sub read no values: nothing is saved, as in PyTorch.
+  const bool reads = op != Op::Add && op != Op::Sub;
+  std::vector<Tensor> save;
+  if (reads) save = {a, b, y};
+  record(name ? name : ir::info(op).grad_fn.data(), {a, b}, {y}, save,
+         [op, sa = a.sizes(), sb = b.sizes()](const std::vector<Tensor>& grads,
+                                              const std::vector<Tensor>& saved) {
+           const Tensor& g = grads[0];
+           auto [da, db] = saved.empty() ? binary_vjp(op, g, g, g, g)
+                                         : binary_vjp(op, g, saved[0], saved[1], saved[2]);
+           return std::vector<Tensor>{sum_to(da, sa), sum_to(db, sb)};
+         });
+}
+
+} // namespace tj::autograd
