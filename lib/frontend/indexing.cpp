@@ -98,6 +98,8 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
     throw Error(fmt::format("too many indices for tensor of dimension {}", self.dim()));
 
   Parsed p{detail::alias(self), {}};
+  autograd::record("AliasBackward0", {self}, {p.view}, {},
+                   [](const std::vector<Tensor>& g, const std::vector<Tensor>&) { return g; });
   Tensor& cur = p.view;
   int64_t d = 0, source_dim = 0;
   for (const auto& ix : indices) {

@@ -852,10 +852,19 @@ Tensor record_inplace(const Tensor& self, Tensor value) {
       (!self.requires_grad() && !value.requires_grad() &&
        !(self.impl()->is_view && Tensor(self.impl()->base).requires_grad())))
     return value;
-  value = detail::alias(value); // a handle of its own, for the history set below
-  if (!value.requires_grad())   // overwritten by a constant: no gradient reaches the old value
+  // The written value needs a backward node of its own (not a leaf's, nor
+  // another tensor's handle to change): a constant gets one that passes no
+  // gradient to the old value, a leaf one that passes it the gradient.
+  if (!value.requires_grad()) {
+    value = detail::alias(value);
     autograd::record("FillBackward0", {self}, {value}, {},
                      [](const Grads& g, const Saved&) { return Grads{zeros_like(g[0])}; });
+  } else if (value.is_leaf()) {
+    Tensor leaf = value;
+    value = detail::alias(value);
+    autograd::record("CopyBackwards", {leaf}, {value}, {},
+                     [](const Grads& g, const Saved&) { return g; });
+  }
   const detail::TensorImpl& impl = *self.impl();
   if (impl.is_view) {
     Tensor base(impl.base);

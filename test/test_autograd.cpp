@@ -1,0 +1,404 @@
+// Autograd: the examples of seeds 001 and 002 with their exact printed
+// values, PyTorch's grad_fn names and errors, and the semantics around the
+// backward graph (accumulation, retain_graph, grad modes, views, in-place
+// ops, higher order).
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <cmath>
+
+using namespace tj;
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+const char* kSecondBackward =
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward.";
+} // namespace
+
+TEST_CASE("seed 001: requires_grad, grad_fn and the gradient of a mean", "[autograd][seed]") {
+  Tensor x = ones({2, 2}, requires_grad());
+  CHECK(x.str() == "tensor([[1., 1.],\n        [1., 1.]], requires_grad=True)");
+  CHECK(x.grad_fn() == nullptr);
+  CHECK_FALSE(x.grad().defined());
+  CHECK(x.is_leaf());
+  Tensor y = x + 2;
+  CHECK(y.str() == "tensor([[3., 3.],\n        [3., 3.]], grad_fn=<AddBackward0>)");
+  CHECK(y.grad_fn()->name() == "AddBackward0");
+  CHECK_FALSE(y.is_leaf());
+  Tensor z = y * y * 3;
+  Tensor out = z.mean();
+  CHECK(z.str() == "tensor([[27., 27.],\n        [27., 27.]], grad_fn=<MulBackward0>)");
+  CHECK(out.str() == "tensor(27., grad_fn=<MeanBackward0>)");
+
+  Tensor a = randn({2, 2});
+  a = (a * 3) / (a - 1);
+  CHECK_FALSE(a.requires_grad());
+  a.requires_grad_(true);
+  CHECK(a.requires_grad());
+  CHECK((a * a).sum().grad_fn()->name() == "SumBackward0");
+
+  out.backward();
+  CHECK(x.grad().str() == "tensor([[4.5000, 4.5000],\n        [4.5000, 4.5000]])");
+  // Gradients accumulate across backward calls until zeroed.
+  Tensor out2 = x.sum();
+  CHECK(out2.str() == "tensor(4., grad_fn=<SumBackward0>)");
+  out2.backward();
+  CHECK(x.grad().str() == "tensor([[5.5000, 5.5000],\n        [5.5000, 5.5000]])");
+  Tensor out3 = x.sum();
+  x.grad().zero_();
+  out3.backward();
+  CHECK(x.grad().str() == "tensor([[1., 1.],\n        [1., 1.]])");
+}
+
+TEST_CASE("seed 001: backward(gradient), retain_graph and the second-backward error",
+          "[autograd][seed]") {
+  Tensor a = tensor({1, 2, 3}, TensorOptions().dtype(kFloat32).requires_grad(true));
+  CHECK_FALSE(a.grad().defined());
+  Tensor b = a.pow(2);
+  CHECK(b.str() == "tensor([1., 4., 9.], grad_fn=<PowBackward0>)");
+  CHECK(b.requires_grad());
+  Tensor w = tensor({0.1, 0.2, 0.3});
+  b.backward(w);
+  CHECK(a.grad().str() == "tensor([0.2000, 0.8000, 1.8000])");
+  Tensor d = b.sum();
+  CHECK(d.str() == "tensor(14., grad_fn=<SumBackward0>)");
+  CHECK(error_of([&] { d.backward(); }) == kSecondBackward);
+
+  Tensor x = tensor(1.0, requires_grad());
+  Tensor d2 = 2 * x;
+  for (int i = 0; i < 11; ++i) {
+    d2.backward({}, true);
+    CHECK(x.grad().item<double>() == 2.0 * (i + 1));
+  }
+  CHECK(x.grad().str() == "tensor(22.)");
+  d2.backward(); // frees the graph...
+  CHECK(x.grad().str() == "tensor(24.)");
+  CHECK(error_of([&] { d2.backward(); }) == kSecondBackward); // ...so the next one fails
+  CHECK(x.grad().str() == "tensor(24.)");                     // and changes nothing
+
+  Tensor c = a.sum();
+  CHECK(c.str() == "tensor(6., grad_fn=<SumBackward0>)");
+  c.backward();
+  CHECK(a.grad().str() == "tensor([1.2000, 1.8000, 2.8000])");
+  a.grad().zero_();
+  CHECK(a.grad().str() == "tensor([0., 0., 0.])");
+  a.sum().backward();
+  CHECK(a.grad().str() == "tensor([1., 1., 1.])");
+}
+
+TEST_CASE("seed 001: views, no_grad and non-leaf grads", "[autograd][seed]") {
+  Tensor x = tensor({1.0, 2.0, 3.0, 4.0}, requires_grad());
+  CHECK(x.dtype() == kFloat32);
+  Tensor y = 2 * x;
+  Tensor z = y.view({2, 2});
+  CHECK(z.str() == "tensor([[2., 4.],\n        [6., 8.]], grad_fn=<ViewBackward0>)");
+  z.backward(tensor({{1.0, 0.1}, {0.01, 0.001}}));
+  CHECK(x.grad().str() == "tensor([2.0000, 0.2000, 0.0200, 0.0020])");
+
+  Tensor s = tensor(1.0, requires_grad());
+  Tensor y1 = s.pow(2);
+  Tensor y2;
+  {
+    NoGradGuard no_grad;
+    y2 = s.pow(3);
+  }
+  Tensor y3 = y1 + y2;
+  CHECK(s.requires_grad());
+  CHECK(y1.str() == "tensor(1., grad_fn=<PowBackward0>)");
+  CHECK(y1.requires_grad());
+  CHECK(y2.str() == "tensor(1.)");
+  CHECK_FALSE(y2.requires_grad());
+  CHECK(y3.str() == "tensor(2., grad_fn=<AddBackward0>)");
+  y3.backward();
+  CHECK(s.grad().str() == "tensor(2.)");
+
+  Tensor r = tensor({{1, 2, 3, 4, 5}}, TensorOptions().dtype(kFloat32).requires_grad(true));
+  Tensor sum = r.sum();
+  CHECK(sum.str() == "tensor(15., grad_fn=<SumBackward0>)");
+  sum.backward();
+  CHECK(r.grad().str() == "tensor([[1., 1., 1., 1., 1.]])");
+  // The reshaped tensor is not a leaf: its .grad stays undefined.
+  Tensor q = tensor({{1, 2, 3, 4, 5}}, TensorOptions().dtype(kFloat32).requires_grad(true))
+                 .reshape({-1, 1});
+  CHECK(q.str() == "tensor([[1.],\n        [2.],\n        [3.],\n        [4.],\n        [5.]], "
+                   "grad_fn=<ViewBackward0>)");
+  q.sum().backward();
+  CHECK_FALSE(q.grad().defined());
+  // ...unless it retains it.
+  Tensor p = tensor({{1.0, 2.0}}, requires_grad()).reshape({-1, 1});
+  p.retain_grad();
+  (p * p).sum().backward();
+  CHECK(p.grad().str() == "tensor([[2.],\n        [4.]])");
+}
+
+TEST_CASE("seed 002: the gradients of (exp(w x + b) - y*)^2 match the closed form",
+          "[autograd][seed]") {
+  Tensor w_t = tensor(std::vector<double>{0.5}, {1}, dtype(kFloat64));
+  Tensor b_t = tensor(std::vector<int64_t>{2}, {1}, dtype(kInt64));
+  Tensor xx_t = tensor(std::vector<double>{0.5}, {1}, dtype(kFloat64));
+  CHECK_FALSE(w_t.requires_grad());
+  CHECK(w_t.requires_grad_(true).str() ==
+        "tensor([0.5000], dtype=torch.float64, requires_grad=True)");
+  CHECK(error_of([&] { b_t.requires_grad_(true); }) ==
+        "only Tensors of floating point dtype can require gradients");
+  CHECK_FALSE(b_t.requires_grad()); // nothing changed
+  b_t = b_t.type(kFloat64);
+  CHECK(b_t.requires_grad_(true).str() == "tensor([2.], dtype=torch.float64, requires_grad=True)");
+
+  manual_seed(0);
+  Tensor ystar_t = randn_like(xx_t);
+  auto fun = [&](const Tensor& x, const Tensor& ystar) {
+    Tensor y = exp(w_t * x + b_t);
+    CHECK(y.str() == "tensor([9.4877], dtype=torch.float64, grad_fn=<ExpBackward0>)");
+    return sum((y - ystar).pow(2));
+  };
+  Tensor l_t = fun(xx_t, ystar_t);
+  CHECK(l_t.requires_grad());
+  CHECK(l_t.grad_fn()->name() == "SumBackward0");
+  CHECK_FALSE(w_t.grad().defined());
+  l_t.backward();
+  Tensor yy_t = exp(w_t * xx_t + b_t);
+  Tensor dw = sum(2 * (yy_t - ystar_t) * yy_t * xx_t);
+  Tensor db = sum(2 * (yy_t - ystar_t) * yy_t);
+  CHECK(dw.grad_fn()->name() == "SumBackward0");
+  CHECK(w_t.grad().item<double>() == Approx(dw.item<double>()).epsilon(1e-14));
+  CHECK(b_t.grad().item<double>() == Approx(db.item<double>()).epsilon(1e-14));
+  // Accumulation over a second forward and backward.
+  fun(xx_t, ystar_t).backward();
+  CHECK(w_t.grad().item<double>() == Approx(2 * dw.item<double>()).epsilon(1e-14));
+  CHECK(error_of([&] { l_t.backward(); }) == kSecondBackward);
+  w_t.grad().zero_();
+  b_t.grad().zero_();
+  l_t = fun(xx_t, ystar_t);
+  l_t.backward({}, true);
+  l_t.backward();
+  CHECK(w_t.grad().item<double>() == Approx(2 * dw.item<double>()).epsilon(1e-14));
+  CHECK(b_t.grad().item<double>() == Approx(2 * db.item<double>()).epsilon(1e-14));
+  CHECK(w_t.grad().str().find("dtype=torch.float64)") != std::string::npos);
+}
+
+TEST_CASE("backward errors are PyTorch's and change nothing", "[autograd][errors]") {
+  Tensor x = tensor({1.0, 2.0}, requires_grad());
+  Tensor y = x * 2;
+  CHECK(error_of([&] { y.backward(); }) ==
+        "grad can be implicitly created only for scalar outputs");
+  CHECK(error_of([&] {
+          tensor({1.0, 2.0}).sum().backward();
+        }) == "element 0 of tensors does not require grad and does not have a grad_fn");
+  CHECK(error_of([&] { y.backward(ones({3})); }) ==
+        "Mismatch in shape: grad_output[0] has a shape of torch.Size([3]) and output[0] has a "
+        "shape of torch.Size([2]).");
+  CHECK_FALSE(x.grad().defined());
+  CHECK(error_of([&] {
+          tensor({1, 2}).requires_grad_();
+        }) == "only Tensors of floating point dtype can require gradients");
+  CHECK(error_of([&] { x.add_(1); }) ==
+        "a leaf Variable that requires grad is being used in an in-place operation.");
+  CHECK(error_of([&] { x[0].fill_(1); }) ==
+        "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  CHECK(x.str() == "tensor([1., 2.], requires_grad=True)");
+  CHECK(error_of([&] { y.requires_grad_(false); })
+            .find("you can only change requires_grad flags "
+                  "of leaf variables.") == 0);
+  CHECK(error_of([&] { tensor({1.0}).retain_grad(); }) ==
+        "can't retain_grad on Tensor that has requires_grad=False");
+  Tensor u = tensor({3.0}, requires_grad());
+  CHECK(error_of([&] { autograd::grad({(x * 2).sum()}, {u}); }) ==
+        "One of the differentiated Tensors appears to not have been used in the graph. Set "
+        "allow_unused=True if this is the desired behavior.");
+  CHECK_FALSE(autograd::grad({(x * 2).sum()}, {u}, {}, std::nullopt, false, true)[0].defined());
+  CHECK(error_of([&] { autograd::grad({(x * 2).sum()}, {tensor({1.0})}); }) ==
+        "One of the differentiated Tensors does not require grad");
+  // In no-grad mode leaves may be updated in place (an optimizer step).
+  {
+    NoGradGuard no_grad;
+    x.sub_(tensor({0.5, 0.5}));
+  }
+  CHECK(x.str() == "tensor([0.5000, 1.5000], requires_grad=True)");
+  CHECK(x.is_leaf());
+}
+
+TEST_CASE("grad_fn names follow PyTorch's", "[autograd]") {
+  Tensor x = rand({3, 4}, requires_grad());
+  Tensor v = rand({4}, requires_grad());
+  auto name = [](const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : "None"; };
+  CHECK(name(x - 1) == "SubBackward0");
+  CHECK(name(1 - x) == "RsubBackward1");
+  CHECK(name(x / 2) == "DivBackward0");
+  CHECK(name(-x) == "NegBackward0");
+  CHECK(name(x.pow(3)) == "PowBackward0");
+  CHECK(name(x.pow(x)) == "PowBackward1");
+  CHECK(name(pow(2, x)) == "PowBackward2");
+  CHECK(name(x.exp()) == "ExpBackward0");
+  CHECK(name(x.sigmoid()) == "SigmoidBackward0");
+  CHECK(name(x.relu()) == "ReluBackward0");
+  CHECK(name(x.gelu()) == "GeluBackward0");
+  CHECK(name(x.tanh()) == "TanhBackward0");
+  CHECK(name(x.rsqrt()) == "RsqrtBackward0");
+  CHECK(name(x.clamp(0.2, 0.8)) == "ClampBackward1");
+  CHECK(name(x.clamp_min(0.2)) == "ClampMinBackward0");
+  CHECK(name(maximum(x, x * 2)) == "MaximumBackward0");
+  CHECK(name(where(x > 0.5, x, x * 2)) == "WhereBackward0");
+  CHECK(name(x.to(kFloat64)) == "ToCopyBackward0");
+  CHECK(name(x.clone()) == "CloneBackward0");
+  CHECK(name(x.t().contiguous()) == "CloneBackward0");
+  CHECK(name(x.detach()) == "None");
+  CHECK_FALSE(x.detach().requires_grad());
+  CHECK(name(x.sum({1})) == "SumBackward1");
+  CHECK(name(x.mean({0})) == "MeanBackward1");
+  CHECK(name(x.prod()) == "ProdBackward0");
+  CHECK(name(x.max()) == "MaxBackward1");
+  CHECK(name(std::get<0>(x.max(1))) == "MaxBackward0");
+  CHECK(name(std::get<1>(x.max(1))) == "None");
+  CHECK(name(x.amax({1})) == "AmaxBackward0");
+  CHECK(name(x.var()) == "VarBackward0");
+  CHECK(name(x.std()) == "StdBackward0");
+  CHECK(name(x.logsumexp({1})) == "LogsumexpBackward0");
+  CHECK(name(x.norm()) == "LinalgVectorNormBackward0");
+  CHECK(name(nn::functional::softmax(x, 1)) == "SoftmaxBackward0");
+  CHECK(name(nn::functional::log_softmax(x, 1)) == "LogSoftmaxBackward0");
+  CHECK(name(nn::functional::layer_norm(x, {4})) == "NativeLayerNormBackward0");
+  CHECK(name(x.t()) == "TBackward0");
+  CHECK(name(x.transpose(0, 1)) == "TransposeBackward0");
+  CHECK(name(x.permute({1, 0})) == "PermuteBackward0");
+  CHECK(name(x[0]) == "SelectBackward0");
+  CHECK(name(x.narrow(1, 1, 2)) == "SliceBackward0");
+  CHECK(name(x.unsqueeze(0)) == "UnsqueezeBackward0");
+  CHECK(name(x.unsqueeze(0).squeeze()) == "SqueezeBackward0");
+  CHECK(name(x.unsqueeze(0).squeeze(0)) == "SqueezeBackward1");
+  CHECK(name(x.expand({2, 3, 4})) == "ExpandBackward0");
+  CHECK(name(x.diagonal()) == "DiagonalBackward0");
+  CHECK(name(x.flatten()) == "ViewBackward0");
+  CHECK(name(x.mm(x.t())) == "MmBackward0");
+  CHECK(name(x.mv(v)) == "MvBackward0");
+  CHECK(name(v.dot(v)) == "DotBackward0");
+  CHECK(name(cat({x, x})) == "CatBackward0");
+  CHECK(name(stack({x, x})) == "StackBackward0");
+  CHECK(name(flip(x, {0})) == "FlipBackward0");
+  CHECK(name(gather(x, 1, tensor({{0}, {1}, {2}}, dtype(kInt64)))) == "GatherBackward0");
+  CHECK(name(x.index({tensor({0, 2}, dtype(kInt64))})) == "IndexBackward0");
+  CHECK(name(x > 0.5) == "None");
+  CHECK_FALSE((x > 0.5).requires_grad());
+  CHECK_FALSE(x.argmax().requires_grad());
+}
+
+TEST_CASE("NoGradGuard, EnableGradGuard and GradMode", "[autograd]") {
+  Tensor x = tensor({1.0, 2.0}, requires_grad());
+  {
+    NoGradGuard no_grad;
+    CHECK_FALSE(GradMode::is_enabled());
+    CHECK_FALSE((x * 2).requires_grad());
+    {
+      EnableGradGuard enable;
+      CHECK((x * 2).requires_grad());
+    }
+    CHECK_FALSE(GradMode::is_enabled());
+  }
+  CHECK(GradMode::is_enabled());
+  // A gradient computed without create_graph does not require grad.
+  (x * x).sum().backward();
+  CHECK_FALSE(x.grad().requires_grad());
+  CHECK(x.grad().str() == "tensor([2., 4.])");
+}
+
+TEST_CASE("higher-order derivatives through autograd::grad with create_graph", "[autograd]") {
+  Tensor x = tensor({0.5, -1.5, 2.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  Tensor y = x.pow(3).sum();
+  Tensor g1 = autograd::grad({y}, {x}, {}, std::nullopt, true)[0];
+  CHECK(g1.requires_grad());
+  CHECK(g1.to_vector<double>() == std::vector<double>{0.75, 6.75, 12.0}); // 3x^2
+  Tensor g2 = autograd::grad({g1.sum()}, {x}, {}, std::nullopt, true)[0];
+  CHECK(g2.to_vector<double>() == std::vector<double>{3.0, -9.0, 12.0}); // 6x
+  Tensor g3 = autograd::grad({g2.sum()}, {x})[0];
+  CHECK(g3.to_vector<double>() == std::vector<double>{6.0, 6.0, 6.0});
+
+  // A Hessian-vector product of f(x) = sum(sin(x) * x^2) equals H v in closed form.
+  Tensor v = tensor({1.0, 2.0, -1.0}, dtype(kFloat64));
+  Tensor f = (x.sin() * x * x).sum();
+  Tensor g = autograd::grad({f}, {x}, {}, std::nullopt, true)[0];
+  Tensor hv = autograd::grad({(g * v).sum()}, {x})[0];
+  std::vector<double> xs = x.to_vector<double>(), vs = v.to_vector<double>(),
+                      got = hv.to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double a = xs[i];
+    double h = -std::sin(a) * a * a + 4 * a * std::cos(a) + 2 * std::sin(a);
+    CHECK(got[i] == Approx(h * vs[i]).epsilon(1e-12));
+  }
+  // backward with create_graph leaves a differentiable .grad.
+  Tensor z = tensor(2.0, TensorOptions().dtype(kFloat64).requires_grad(true));
+  z.pow(4).backward({}, std::nullopt, true);
+  CHECK(z.grad().item<double>() == 32.0);
+  Tensor zz = autograd::grad({z.grad()}, {z})[0];
+  CHECK(zz.item<double>() == 48.0);
+}
+
+TEST_CASE("in-place ops on non-leaves rebase their history", "[autograd]") {
+  Tensor x = tensor({1.0, 2.0, 3.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  Tensor y = x * 2;
+  y.mul_(y); // y = (2x)^2
+  y.add_(x); // + x
+  CHECK(y.grad_fn()->name() == "AddBackward0");
+  y.sum().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{9.0, 17.0, 25.0}); // 8x + 1
+
+  // Writing through a view: the base's history splits at the view (CopySlices).
+  Tensor a = tensor({1.0, 2.0, 3.0, 4.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  Tensor b = a * 1;
+  b.narrow(0, 1, 2).mul_(10);
+  CHECK(b.grad_fn()->name() == "CopySlices");
+  CHECK(b.to_vector<double>() == std::vector<double>{1.0, 20.0, 30.0, 4.0});
+  (b * b).sum().backward();
+  CHECK(a.grad().to_vector<double>() == std::vector<double>{2.0, 400.0, 600.0, 8.0});
+
+  // A tensor that did not require grad starts to, once a value that does is written in.
+  Tensor c = zeros({3}, dtype(kFloat64));
+  Tensor s = tensor({5.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  c[1].copy_(s.squeeze() * 3);
+  CHECK(c.requires_grad());
+  (c * tensor({1.0, 2.0, 4.0}, dtype(kFloat64))).sum().backward();
+  CHECK(s.grad().to_vector<double>() == std::vector<double>{6.0});
+
+  // Overwriting with a constant cuts the gradient of what was there.
+  Tensor d = x * 3;
+  d.fill_(1);
+  CHECK(d.requires_grad());
+  x.grad().zero_();
+  d.sum().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0.0, 0.0, 0.0});
+}
+
+TEST_CASE("saved values are immutable: later in-place writes do not change gradients",
+          "[autograd]") {
+  Tensor x = tensor({1.0, 2.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  Tensor y = x * 1;
+  Tensor z = (y * y).sum(); // saves y
+  y.add_(100);
+  z.backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{2.0, 4.0});
+}
+
+TEST_CASE("clone keeps tracking; detach stops it; requires_grad_ on a leaf", "[autograd]") {
+  Tensor x = tensor({1.0, 2.0}, requires_grad());
+  Tensor c = x.clone();
+  CHECK(c.requires_grad());
+  (c * 3).sum().backward();
+  CHECK(x.grad().str() == "tensor([3., 3.])");
+  Tensor d = x.detach();
+  CHECK_FALSE(d.requires_grad());
+  CHECK(d.is_leaf());
+  Tensor e = (x * 2).detach();
+  CHECK(e.is_leaf());
+  e.requires_grad_();
+  (e * e).sum().backward();
+  CHECK(e.grad().str() == "tensor([4., 8.])");
+}

@@ -1,0 +1,409 @@
+// gradcheck: for every differentiable op, the analytic gradient (and, for
+// elementwise ops and reductions, the Hessian-vector product through
+// create_graph) agrees with central finite differences in float64.
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "support/seed.h"
+
+using namespace tj;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+const TensorOptions f64 = dtype(kFloat64);
+
+std::mt19937_64& rng() {
+  static std::mt19937_64 r(tj::test::test_seed(20261123));
+  return r;
+}
+
+// Uniform values in [lo, hi], kept `gap` away from the integers when asked
+// (for functions with kinks or steps there).
+Tensor uniform(const Shape& shape, double lo, double hi) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (auto& x : v)
+    x = u(rng());
+  return tensor(v, shape, f64);
+}
+Tensor with_sign(const Shape& shape, double lo, double hi) { // |x| in [lo, hi], random signs
+  Tensor m = uniform(shape, lo, hi);
+  Tensor s = uniform(shape, -1, 1).sign();
+  return (m * s).contiguous();
+}
+
+double loss_value(const Fn& f, const std::vector<Tensor>& xs, const Tensor& w) {
+  NoGradGuard no_grad;
+  return (f(xs).to(kFloat64) * w).sum().item<double>();
+}
+
+// Central differences of a scalar function of the inputs' elements.
+std::vector<std::vector<double>> numeric_grad(const std::function<double(std::vector<Tensor>&)>& L,
+                                              const std::vector<Tensor>& xs, double eps) {
+  std::vector<std::vector<double>> out;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::vector<double> base = xs[i].to_vector<double>(), d(base.size());
+    for (size_t j = 0; j < base.size(); ++j) {
+      auto at = [&](double delta) {
+        std::vector<double> v = base;
+        v[j] += delta;
+        std::vector<Tensor> ys = xs;
+        ys[i] = tensor(v, xs[i].sizes(), f64).requires_grad_();
+        return L(ys);
+      };
+      d[j] = (at(eps) - at(-eps)) / (2 * eps);
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+void close(const std::vector<double>& got, const std::vector<double>& want, double tol,
+           const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  for (size_t j = 0; j < got.size(); ++j) {
+    INFO(what << " element " << j << ": analytic " << got[j] << ", numeric " << want[j]);
+    CHECK(std::abs(got[j] - want[j]) <= tol * (1 + std::abs(want[j])));
+  }
+}
+
+// Checks f's gradients at `inputs` (float64), and its second derivatives when `second`.
+void gradcheck(const std::string& name, const Fn& f, std::vector<Tensor> inputs,
+               bool second = false) {
+  INFO("op: " << name);
+  for (auto& x : inputs)
+    x = x.detach().clone().requires_grad_();
+  Tensor out = f(inputs);
+  Tensor w = uniform(out.sizes(), -1, 1);
+  auto L = [&](std::vector<Tensor>& xs) { return loss_value(f, xs, w); };
+  Tensor loss = (out.to(kFloat64) * w).sum();
+  std::vector<Tensor> g =
+      autograd::grad({loss}, inputs, {}, std::nullopt, second, /*allow_unused=*/true);
+  auto num = numeric_grad(L, inputs, 1e-6);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<double> got =
+        g[i].defined() ? g[i].to_vector<double>() : std::vector<double>(num[i].size(), 0.0);
+    close(got, num[i], 1e-5, "gradient of input " + std::to_string(i));
+  }
+  if (!second) return;
+  // H v: the gradient of <grad, v>, against differences of the analytic gradient.
+  std::vector<Tensor> vs;
+  Tensor gv = zeros({}, f64);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    vs.push_back(uniform(inputs[i].sizes(), -1, 1));
+    if (g[i].defined() && g[i].requires_grad()) gv = gv + (g[i] * vs[i]).sum();
+  }
+  std::vector<Tensor> hv;
+  if (gv.requires_grad())
+    hv = autograd::grad({gv}, inputs, {}, std::nullopt, false, true);
+  else
+    hv.resize(inputs.size());
+  auto G = [&](std::vector<Tensor>& xs) {
+    Tensor l = (f(xs).to(kFloat64) * w).sum();
+    std::vector<Tensor> gr = autograd::grad({l}, xs, {}, std::nullopt, false, true);
+    double s = 0;
+    for (size_t i = 0; i < xs.size(); ++i)
+      if (gr[i].defined()) s += (gr[i] * vs[i]).sum().item<double>();
+    return s;
+  };
+  auto num2 = numeric_grad(G, inputs, 1e-5);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<double> got =
+        hv[i].defined() ? hv[i].to_vector<double>() : std::vector<double>(num2[i].size(), 0.0);
+    close(got, num2[i], 1e-4, "Hessian-vector product of input " + std::to_string(i));
+  }
+}
+
+Fn unary(Tensor (*op)(const Tensor&)) {
+  return [op](const std::vector<Tensor>& x) { return op(x[0]); };
+}
+
+} // namespace
+
+TEST_CASE("gradcheck: unary elementwise ops, first and second order", "[autograd][gradcheck]") {
+  const Shape s{2, 3};
+  struct Case {
+    const char* name;
+    Tensor (*op)(const Tensor&);
+    double lo, hi;
+    bool signed_input;
+  };
+  const Case cases[] = {
+      {"neg", tj::neg, -2, 2, false},
+      {"abs", tj::abs, 0.2, 2, true},
+      {"sqrt", tj::sqrt, 0.5, 2, false},
+      {"rsqrt", tj::rsqrt, 0.5, 2, false},
+      {"exp", tj::exp, -1, 1, false},
+      {"exp2", tj::exp2, -1, 1, false},
+      {"expm1", tj::expm1, -1, 1, false},
+      {"log", tj::log, 0.5, 2, false},
+      {"log2", tj::log2, 0.5, 2, false},
+      {"log10", tj::log10, 0.5, 2, false},
+      {"log1p", tj::log1p, -0.5, 2, false},
+      {"sin", tj::sin, -2, 2, false},
+      {"cos", tj::cos, -2, 2, false},
+      {"tan", tj::tan, -1, 1, false},
+      {"asin", tj::asin, -0.8, 0.8, false},
+      {"acos", tj::acos, -0.8, 0.8, false},
+      {"atan", tj::atan, -2, 2, false},
+      {"sinh", tj::sinh, -1, 1, false},
+      {"cosh", tj::cosh, -1, 1, false},
+      {"tanh", tj::tanh, -1, 1, false},
+      {"sigmoid", tj::sigmoid, -2, 2, false},
+      {"relu", tj::relu, 0.2, 2, true},
+      {"gelu", tj::gelu, -2, 2, false},
+      {"erf", tj::erf, -1.5, 1.5, false},
+      {"reciprocal", tj::reciprocal, 0.5, 2, true},
+      {"square", tj::square, -2, 2, false},
+      {"sign", tj::sign, 0.2, 2, true},
+      {"floor", tj::floor, 0.1, 0.9, false},
+      {"ceil", tj::ceil, 0.1, 0.9, false},
+      {"round", tj::round, 0.1, 0.4, false},
+      {"trunc", tj::trunc, 0.1, 0.9, false},
+  };
+  for (const Case& c : cases) {
+    Tensor x = c.signed_input ? with_sign(s, c.lo, c.hi) : uniform(s, c.lo, c.hi);
+    gradcheck(c.name, unary(c.op), {x}, true);
+  }
+  gradcheck(
+      "clamp", [](const auto& x) { return x[0].clamp(-0.5, 0.5); }, {with_sign(s, 0.1, 0.4) * 2},
+      true);
+  gradcheck(
+      "clamp_min", [](const auto& x) { return x[0].clamp_min(0.3); }, {uniform(s, -1, 1) + 0.05},
+      true);
+  gradcheck(
+      "to(float64)", [](const auto& x) { return x[0].to(kFloat64) * 2; }, {uniform(s, -1, 1)},
+      true);
+}
+
+TEST_CASE("gradcheck: binary elementwise ops with broadcasting", "[autograd][gradcheck]") {
+  Tensor a = uniform({3, 1}, 0.5, 2), b = uniform({1, 4}, 0.5, 2), c = uniform({3, 4}, -2, 2);
+  gradcheck(
+      "add", [](const auto& x) { return x[0] + x[1]; }, {a, b}, true);
+  gradcheck(
+      "add alpha", [](const auto& x) { return x[0].add(x[1], 2.5); }, {a, c}, true);
+  gradcheck(
+      "sub", [](const auto& x) { return x[0] - x[1]; }, {c, b}, true);
+  gradcheck(
+      "rsub", [](const auto& x) { return 3 - x[0]; }, {c}, true);
+  gradcheck(
+      "mul", [](const auto& x) { return x[0] * x[1]; }, {a, c}, true);
+  gradcheck(
+      "div", [](const auto& x) { return x[0] / x[1]; }, {c, b}, true);
+  gradcheck(
+      "scalar / t", [](const auto& x) { return 2 / x[0]; }, {b}, true);
+  gradcheck(
+      "pow tensor", [](const auto& x) { return x[0].pow(x[1]); }, {a, c}, true);
+  gradcheck(
+      "pow scalar exponent", [](const auto& x) { return x[0].pow(2.5); }, {b}, true);
+  gradcheck(
+      "pow 2", [](const auto& x) { return x[0].pow(2); }, {c}, true);
+  gradcheck(
+      "pow -1", [](const auto& x) { return x[0].pow(-1); }, {b}, true);
+  gradcheck(
+      "pow 0.5", [](const auto& x) { return x[0].pow(0.5); }, {b}, true);
+  gradcheck(
+      "pow scalar base", [](const auto& x) { return pow(1.7, x[0]); }, {c}, true);
+  gradcheck(
+      "maximum", [](const auto& x) { return maximum(x[0], x[1]); }, {c, uniform({3, 4}, -2, 2)},
+      true);
+  gradcheck(
+      "minimum", [](const auto& x) { return minimum(x[0], x[1]); }, {c, uniform({3, 4}, -2, 2)},
+      true);
+  gradcheck(
+      "atan2", [](const auto& x) { return atan2(x[0], x[1]); }, {c, b}, true);
+  gradcheck("fmod", [](const auto& x) { return fmod(x[0], x[1]); },
+            {uniform({3, 4}, 0.1, 0.9) + 2, tensor({0.7, 1.3, 1.9, 0.45}, f64)});
+  gradcheck("remainder", [](const auto& x) { return remainder(x[0], x[1]); },
+            {uniform({3, 4}, 0.1, 0.9) - 2, tensor({0.7, 1.3, 1.9, 0.45}, f64)});
+  Tensor cond = uniform({3, 4}, -1, 1) > 0;
+  gradcheck(
+      "where", [cond](const auto& x) { return where(cond, x[0], x[1]); }, {a, b}, true);
+  gradcheck(
+      "composite", [](const auto& x) { return (x[0] * x[1]).sin() / (x[0] + 3).log(); }, {a, c},
+      true);
+}
+
+TEST_CASE("gradcheck: reductions", "[autograd][gradcheck]") {
+  Tensor x = uniform({3, 4}, -2, 2), p = uniform({3, 4}, 0.5, 1.5);
+  gradcheck(
+      "sum", [](const auto& t) { return t[0].sum(); }, {x}, true);
+  gradcheck(
+      "sum dim", [](const auto& t) { return t[0].sum({1}); }, {x}, true);
+  gradcheck(
+      "sum keepdim", [](const auto& t) { return t[0].sum({0}, true) * t[0]; }, {x}, true);
+  gradcheck(
+      "mean", [](const auto& t) { return t[0].mean(); }, {x}, true);
+  gradcheck(
+      "mean dims",
+      [](const auto& t) {
+        return t[0].mean({0, 1}, true);
+      },
+      {x}, true);
+  gradcheck(
+      "prod", [](const auto& t) { return t[0].prod(); }, {p}, true);
+  gradcheck(
+      "prod dim", [](const auto& t) { return t[0].prod(1); }, {x}, true);
+  Tensor one_zero = x.clone();
+  one_zero[1][2] = 0;
+  gradcheck("prod with a zero", [](const auto& t) { return t[0].prod(1); }, {one_zero});
+  Tensor two_zeros = one_zero.clone();
+  two_zeros[1][0] = 0;
+  gradcheck("prod with two zeros", [](const auto& t) { return t[0].prod(1); }, {two_zeros});
+  gradcheck(
+      "max", [](const auto& t) { return t[0].max(); }, {x}, true);
+  gradcheck(
+      "min", [](const auto& t) { return t[0].min(); }, {x}, true);
+  gradcheck(
+      "max dim", [](const auto& t) { return std::get<0>(t[0].max(1)); }, {x}, true);
+  gradcheck(
+      "min dim keepdim", [](const auto& t) { return std::get<0>(t[0].min(0, true)); }, {x}, true);
+  gradcheck(
+      "amax", [](const auto& t) { return t[0].amax({0}); }, {x}, true);
+  gradcheck(
+      "amin", [](const auto& t) { return t[0].amin({1}, true); }, {x}, true);
+  gradcheck(
+      "var", [](const auto& t) { return t[0].var(); }, {x}, true);
+  gradcheck(
+      "var dim", [](const auto& t) { return t[0].var({1}, 0, true); }, {x}, true);
+  gradcheck(
+      "std", [](const auto& t) { return t[0].std({0}); }, {x}, true);
+  gradcheck(
+      "norm 2", [](const auto& t) { return t[0].norm(); }, {x}, true);
+  gradcheck(
+      "norm 1", [](const auto& t) { return t[0].norm(1, {1}); }, {x}, true);
+  gradcheck(
+      "norm 3", [](const auto& t) { return t[0].norm(3, {0}); }, {x}, true);
+  gradcheck("norm inf", [](const auto& t) { return t[0].norm(INFINITY, {1}); }, {x});
+  gradcheck(
+      "logsumexp", [](const auto& t) { return t[0].logsumexp({1}); }, {x}, true);
+  gradcheck(
+      "softmax", [](const auto& t) { return nn::functional::softmax(t[0], 1); }, {x}, true);
+  gradcheck(
+      "softmax dim 0", [](const auto& t) { return nn::functional::softmax(t[0], 0); }, {x}, true);
+  gradcheck(
+      "log_softmax", [](const auto& t) { return nn::functional::log_softmax(t[0], -1); }, {x},
+      true);
+  gradcheck(
+      "layer_norm", [](const auto& t) { return nn::functional::layer_norm(t[0], {4}, t[1], t[2]); },
+      {x, uniform({4}, 0.5, 1.5), uniform({4}, -1, 1)}, true);
+  gradcheck(
+      "layer_norm 2 dims",
+      [](const auto& t) {
+        return nn::functional::layer_norm(t[0], {3, 4});
+      },
+      {x}, true);
+}
+
+TEST_CASE("gradcheck: views, joins and selection", "[autograd][gradcheck]") {
+  Tensor x = uniform({3, 4}, -2, 2);
+  using indexing::Slice;
+  gradcheck("view", [](const auto& t) { return t[0].view({4, 3}); }, {x});
+  gradcheck("reshape of transpose", [](const auto& t) { return t[0].t().reshape({12}); }, {x});
+  gradcheck("t", [](const auto& t) { return t[0].t(); }, {x});
+  gradcheck("permute", [](const auto& t) { return t[0].unsqueeze(1).permute({2, 0, 1}); }, {x});
+  gradcheck("squeeze", [](const auto& t) { return t[0].unsqueeze(0).squeeze(); }, {x});
+  gradcheck("expand", [](const auto& t) { return t[0].unsqueeze(0).expand({2, 3, 4}) * 1.5; }, {x});
+  gradcheck("expand_as", [](const auto& t) { return t[0].narrow(0, 0, 1).expand_as(t[0]); }, {x});
+  gradcheck("narrow", [](const auto& t) { return t[0].narrow(1, 1, 2); }, {x});
+  gradcheck("select", [](const auto& t) { return t[0].select(1, 2); }, {x});
+  gradcheck("slice step", [](const auto& t) { return t[0].slice(1, 0, 4, 2); }, {x});
+  gradcheck("index", [](const auto& t) { return t[0].index({Slice(1), 2}); }, {x});
+  gradcheck("diagonal", [](const auto& t) { return t[0].diagonal(1); }, {x});
+  gradcheck("views of views", [](const auto& t) { return t[0].t().narrow(0, 1, 2)[1] * 2; }, {x});
+  gradcheck("flatten", [](const auto& t) { return t[0].flatten(); }, {x});
+  gradcheck("clone", [](const auto& t) { return t[0].t().clone(); }, {x});
+  gradcheck("contiguous", [](const auto& t) { return t[0].t().contiguous(); }, {x});
+  gradcheck("cat",
+            [](const auto& t) {
+              return cat({t[0], t[1], t[0]}, 1);
+            },
+            {x, uniform({3, 2}, -1, 1)});
+  gradcheck("stack",
+            [](const auto& t) {
+              return stack({t[0], t[1]}, 2);
+            },
+            {x, uniform({3, 4}, -1, 1)});
+  gradcheck("split",
+            [](const auto& t) { return split(t[0], 3, 1)[1] * split(t[0], 3, 1)[0].sum(); }, {x});
+  gradcheck("chunk", [](const auto& t) { return chunk(t[0], 2, 0)[0]; }, {x});
+  gradcheck("flip", [](const auto& t) { return flip(t[0], {0, 1}); }, {x});
+  gradcheck("roll", [](const auto& t) { return roll(t[0], {1, -1}, {0, 1}); }, {x});
+  gradcheck("repeat", [](const auto& t) { return repeat(t[0], {2, 1, 2}); }, {x});
+  gradcheck("diag of vector", [](const auto& t) { return diag(t[0].select(0, 0), 1); }, {x});
+  gradcheck("diag of matrix", [](const auto& t) { return diag(t[0], -1); }, {x});
+  gradcheck("trace", [](const auto& t) { return trace(t[0]); }, {x});
+  gradcheck("triu", [](const auto& t) { return triu(t[0], 1); }, {x});
+  gradcheck("tril", [](const auto& t) { return tril(t[0]); }, {x});
+  Tensor idx = tensor({2, 0, 2}, dtype(kInt64));
+  gradcheck(
+      "index_select", [idx](const auto& t) { return index_select(t[0], 1, idx); }, {x}, true);
+  gradcheck("advanced index", [idx](const auto& t) { return t[0].index({idx, Slice(1, 3)}); }, {x});
+  Tensor gi = tensor({{0, 3}, {1, 1}, {2, 0}}, dtype(kInt64));
+  gradcheck(
+      "gather", [gi](const auto& t) { return gather(t[0], 1, gi); }, {x}, true);
+  Tensor si = tensor({{0, 3}, {1, 2}}, dtype(kInt64));
+  gradcheck("scatter", [si](const auto& t) { return scatter(t[0], 1, si, t[1]); },
+            {x, uniform({2, 2}, -1, 1)});
+  Tensor mask = uniform({3, 4}, -1, 1) > 0;
+  gradcheck("masked_select", [mask](const auto& t) { return masked_select(t[0], mask); }, {x});
+}
+
+TEST_CASE("gradcheck: matmul in all its cases", "[autograd][gradcheck]") {
+  Tensor v3 = uniform({3}, -1, 1), v4 = uniform({4}, -1, 1), m34 = uniform({3, 4}, -1, 1),
+         m45 = uniform({4, 5}, -1, 1), b234 = uniform({2, 3, 4}, -1, 1),
+         b245 = uniform({2, 4, 5}, -1, 1);
+  auto mat = [](const auto& t) { return matmul(t[0], t[1]); };
+  gradcheck("dot", mat, {v4, v4 * 2}, true);
+  gradcheck("mv", mat, {m34, v4}, true);
+  gradcheck("vm", mat, {v3, m34}, true);
+  gradcheck("mm", mat, {m34, m45}, true);
+  gradcheck(
+      "bmm", [](const auto& t) { return bmm(t[0], t[1]); }, {b234, b245}, true);
+  gradcheck("batched broadcast", mat, {b234, m45}, true);
+  gradcheck("broadcast batch of one", mat, {uniform({1, 3, 4}, -1, 1), b245}, true);
+  gradcheck("batched @ vector", mat, {b234, v4}, true);
+  gradcheck("vector @ batched", mat, {v4, b245}, true);
+  gradcheck("tensordot",
+            [](const auto& t) {
+              return tensordot(t[0], t[1], {2, 1}, {0, 1});
+            },
+            {b245.permute({2, 1, 0}).contiguous(), uniform({2, 4, 3}, -1, 1)});
+}
+
+TEST_CASE("gradcheck: in-place ops and writes through views", "[autograd][gradcheck]") {
+  Tensor x = uniform({3, 4}, 0.5, 1.5), y = uniform({3, 4}, -1, 1);
+  gradcheck(
+      "mul_ add_",
+      [](const auto& t) {
+        Tensor z = t[0] * 1;
+        z.mul_(t[1]);
+        z.add_(t[0], 2);
+        z.sin_();
+        return z;
+      },
+      {x, y}, true);
+  gradcheck("write through a view",
+            [](const auto& t) {
+              Tensor z = t[0].exp();
+              z.narrow(1, 1, 2).mul_(t[1].narrow(1, 0, 2));
+              z[0].copy_(t[1][2]);
+              return z * z;
+            },
+            {x, y});
+  gradcheck("fill_ and index_put_ with a mask",
+            [](const auto& t) {
+              Tensor z = t[0] * t[1];
+              z.narrow(0, 0, 1).fill_(3);
+              return z;
+            },
+            {x, y});
+}
