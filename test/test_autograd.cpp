@@ -402,3 +402,73 @@ TEST_CASE("clone keeps tracking; detach stops it; requires_grad_ on a leaf", "[a
   (e * e).sum().backward();
   CHECK(e.grad().str() == "tensor([4., 8.])");
 }
+
+TEST_CASE("nn::functional losses match their definitions", "[autograd]") {
+  Tensor logits = tensor({{1.0, 2.0, 0.5}, {0.1, -1.0, 3.0}}, dtype(kFloat64));
+  Tensor target = tensor({1, 2}, dtype(kInt64));
+  double l0 = -(2.0 - std::log(std::exp(1.0) + std::exp(2.0) + std::exp(0.5)));
+  double l1 = -(3.0 - std::log(std::exp(0.1) + std::exp(-1.0) + std::exp(3.0)));
+  CHECK(nn::functional::cross_entropy(logits, target).item<double>() ==
+        Approx((l0 + l1) / 2).epsilon(1e-14));
+  CHECK(error_of([&] { nn::functional::cross_entropy(logits, target.to(kFloat32)); }) ==
+        "expected scalar type Long but found Float");
+  Tensor p = tensor({1.0, 2.0}, requires_grad());
+  Tensor loss = nn::functional::mse_loss(p, tensor({0.0, 4.0}));
+  CHECK(loss.str() == "tensor(2.5000, grad_fn=<MseLossBackward0>)");
+  CHECK(nn::functional::linear(p.view({1, 2}), ones({3, 2}), ones({3})).grad_fn()->name() ==
+        "AddmmBackward0");
+}
+
+TEST_CASE("a two-layer MLP trained with SGD converges", "[autograd][mlp]") {
+  // 784 -> 512 -> 10 with ReLU and MSE, fitting a random linear teacher on a
+  // fixed training set, written as PyTorch's loop (the update in no_grad).
+  manual_seed(7);
+  Tensor teacher = randn({784, 10}) / 28.0;
+  Tensor x = randn({128, 784});
+  Tensor y = x.matmul(teacher);
+  Tensor w1 = (randn({512, 784}) * std::sqrt(2.0 / 784)).requires_grad_();
+  Tensor b1 = zeros({512}, requires_grad());
+  Tensor w2 = (randn({10, 512}) * std::sqrt(1.0 / 512)).requires_grad_();
+  Tensor b2 = zeros({10}, requires_grad());
+  std::vector<Tensor> params{w1, b1, w2, b2};
+  std::vector<double> losses;
+  for (int step = 0; step < 100; ++step) {
+    Tensor h = nn::functional::relu(nn::functional::linear(x, w1, b1));
+    Tensor loss = nn::functional::mse_loss(nn::functional::linear(h, w2, b2), y);
+    loss.backward();
+    losses.push_back(loss.item<double>());
+    NoGradGuard no_grad;
+    for (Tensor& p : params) {
+      p.sub_(p.grad() * 0.05);
+      p.grad().zero_();
+    }
+  }
+  INFO("first loss " << losses.front() << ", last " << losses.back());
+  CHECK(losses.back() < 0.01 * losses.front());
+  for (size_t i = 10; i < losses.size(); i += 10)
+    CHECK(losses[i] < losses[i - 10]);
+  for (const Tensor& p : params)
+    CHECK(p.is_leaf());
+}
+
+TEST_CASE("optim::SGD with momentum and weight decay follows torch.optim.SGD", "[autograd]") {
+  Tensor p = tensor({1.0, -2.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  optim::SGD opt({p}, 0.1, 0.9, 0.01);
+  std::vector<double> v{1.0, -2.0}, buf{0, 0};
+  for (int step = 0; step < 3; ++step) {
+    opt.zero_grad();
+    (p * p * p).sum().backward(); // grad 3p^2
+    opt.step();
+    for (size_t i = 0; i < 2; ++i) {
+      double g = 3 * v[i] * v[i] + 0.01 * v[i];
+      buf[i] = step == 0 ? g : 0.9 * buf[i] + g;
+      v[i] -= 0.1 * buf[i];
+    }
+    std::vector<double> got = p.to_vector<double>();
+    CHECK(got[0] == Approx(v[0]).epsilon(1e-14));
+    CHECK(got[1] == Approx(v[1]).epsilon(1e-14));
+    CHECK(p.is_leaf());
+  }
+  opt.zero_grad();
+  CHECK_FALSE(p.grad().defined());
+}

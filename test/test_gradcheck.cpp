@@ -407,3 +407,25 @@ TEST_CASE("gradcheck: in-place ops and writes through views", "[autograd][gradch
             },
             {x, y});
 }
+
+TEST_CASE("gradcheck: index_put_, linear and the losses", "[autograd][gradcheck]") {
+  Tensor x = uniform({3, 4}, -2, 2);
+  Tensor rows = tensor({0, 2}, dtype(kInt64));
+  gradcheck("index_put_",
+            [rows](const auto& t) {
+              Tensor z = t[0] * 1;
+              z.index_put_({rows}, t[1]);
+              return z;
+            },
+            {x, uniform({2, 4}, -1, 1)});
+  gradcheck(
+      "linear", [](const auto& t) { return nn::functional::linear(t[0], t[1], t[2]); },
+      {x, uniform({5, 4}, -1, 1), uniform({5}, -1, 1)}, true);
+  gradcheck(
+      "mse_loss", [](const auto& t) { return nn::functional::mse_loss(t[0], t[1]); },
+      {x, uniform({3, 4}, -1, 1)}, true);
+  Tensor target = tensor({3, 0, 1}, dtype(kInt64));
+  gradcheck(
+      "cross_entropy",
+      [target](const auto& t) { return nn::functional::cross_entropy(t[0], target); }, {x}, true);
+}

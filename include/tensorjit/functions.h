@@ -197,6 +197,13 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
                   const Tensor& bias = {}, double eps = 1e-5);
 Tensor relu(const Tensor& t);
 Tensor gelu(const Tensor& t);
+// x @ weight^T + bias (bias optional).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+// The mean of the squared differences.
+Tensor mse_loss(const Tensor& input, const Tensor& target);
+// The mean over the batch of -log_softmax(input)[i, target[i]]: input (N, C)
+// logits, target (N) class indices (int64).
+Tensor cross_entropy(const Tensor& input, const Tensor& target);
 } // namespace nn::functional
 
 // In-place free forms, as torch.sin_(t).

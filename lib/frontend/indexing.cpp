@@ -276,6 +276,26 @@ Tensor scatter_positions(const Tensor& view, const std::vector<int64_t>& positio
   });
 }
 
+// `view` with `value`'s elements written at `positions` (later writes win),
+// recorded: the written positions take value's gradient, the rest keep view's.
+Tensor put_positions(const Tensor& view, const Positions& positions, const Tensor& value,
+                     const char* grad_name) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = scatter_positions(view, *positions, value);
+  }
+  autograd::record(
+      grad_name, {view, value}, {out}, {},
+      [positions, vs = value.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+        Tensor hit = add_at_positions(ones(vs, TensorOptions().dtype(kFloat64)), g[0].sizes(),
+                                      positions) != 0;
+        return std::vector<Tensor>{where(hit, zeros_like(g[0]), g[0]),
+                                   take_positions(g[0], vs, positions)};
+      });
+  return out;
+}
+
 } // namespace
 
 // --- Tensor::index and index_put_ ---
@@ -320,7 +340,8 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   }
   Selection sel = select_positions(p.view, p.advanced);
   Tensor v = value.to(p.view.device()).expand(sel.shape).contiguous();
-  p.view.copy_(scatter_positions(p.view, sel.positions, v));
+  p.view.copy_(put_positions(p.view, std::make_shared<std::vector<int64_t>>(sel.positions), v,
+                             "IndexPutBackward0"));
   return *this;
 }
 
@@ -533,23 +554,8 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
   for (int64_t k = 0; k < index.dim(); ++k)
     box.emplace_back(Slice(0, index.size(k)));
   Tensor s = src.index(box).contiguous();
-  auto positions = std::make_shared<std::vector<int64_t>>(dim_positions(t, d, index));
-  Tensor out;
-  {
-    NoGradGuard no_grad;
-    out = scatter_positions(t, *positions, s);
-  }
-  // The written positions take src's gradient; the rest keep t's.
-  autograd::record(
-      "ScatterBackward0", {t, s}, {out}, {},
-      [positions, ss = s.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-        Positions p = positions;
-        Tensor mask =
-            add_at_positions(ones(ss, TensorOptions().dtype(kFloat64)), g[0].sizes(), p) != 0;
-        return std::vector<Tensor>{where(mask, zeros_like(g[0]), g[0]),
-                                   take_positions(g[0], ss, p)};
-      });
-  return out;
+  return put_positions(t, std::make_shared<std::vector<int64_t>>(dim_positions(t, d, index)), s,
+                       "ScatterBackward0");
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value) {

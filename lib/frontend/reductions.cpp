@@ -12,6 +12,7 @@
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
 #include "tensorjit/functions.h"
+#include "tensorjit/indexing.h"
 #include "thread_pool.h"
 
 namespace tj {
@@ -566,6 +567,39 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
 
 Tensor relu(const Tensor& t) { return tj::relu(t); }
 Tensor gelu(const Tensor& t) { return tj::gelu(t); }
+
+// The composites below record through their parts; their last node takes
+// PyTorch's name for the op.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  Tensor y = x.matmul(weight.t());
+  if (!bias.defined()) return y;
+  y = y + bias;
+  if (x.dim() == 2) ag::rename(y, "AddmmBackward0");
+  return y;
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target) {
+  Tensor d = input - target;
+  Tensor out = (d * d).mean();
+  ag::rename(out, "MseLossBackward0");
+  return out;
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target) {
+  if (input.dim() != 2)
+    throw Error(fmt::format("cross_entropy: expected input of shape (N, C), got {}",
+                            ir::shape_str(input.sizes())));
+  if (target.dtype() != kInt64)
+    throw Error(
+        fmt::format("expected scalar type Long but found {}", fe::cpp_type_name(target.dtype())));
+  if (target.dim() != 1 || target.size(0) != input.size(0))
+    throw Error(fmt::format("Expected input batch_size ({}) to match target batch_size ({}).",
+                            input.size(0), target.dim() == 0 ? 1 : target.size(0)));
+  Tensor picked = gather(log_softmax(input, 1), 1, target.unsqueeze(1));
+  Tensor out = -picked.mean();
+  ag::rename(out, "NllLossBackward0");
+  return out;
+}
 
 } // namespace nn::functional
 } // namespace tj

@@ -934,6 +934,9 @@ template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast
   Tensor written = record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v));
   if (written.impl() != value.impl()) v = node_of(written);
   detail::write(self, fe::cast(v, self.dtype()), exclusive);
+  // A parameter updated in place (an optimizer step) is computed now: the
+  // next step's graph then reads it, rather than every earlier step's graph.
+  if (self.impl()->requires_grad && self.is_leaf()) detail::realize({self.impl()->cell->node});
   return self;
 }
 
