@@ -472,3 +472,74 @@ TEST_CASE("optim::SGD with momentum and weight decay follows torch.optim.SGD", "
   opt.zero_grad();
   CHECK_FALSE(p.grad().defined());
 }
+
+TEST_CASE("max and min share the gradient among ties as PyTorch does", "[autograd]") {
+  Tensor x = tensor({{1.0, 3.0, 3.0}, {2.0, 2.0, 0.5}},
+                    TensorOptions().dtype(kFloat64).requires_grad(true));
+  x.amax({1}).sum().backward(); // amax: evenly among the ties
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0.5, 0.5, 0.5, 0});
+  x.grad().zero_();
+  x.max().backward(); // the all-element max too
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0.5, 0, 0, 0});
+  x.grad().zero_();
+  std::get<0>(x.max(1)).sum().backward(); // max(dim): to the index it returns
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 1, 0, 0});
+  x.grad().zero_();
+  maximum(x, full({2, 3}, 2.0, dtype(kFloat64))).sum().backward(); // maximum: halves at ties
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 1, 1, 0.5, 0.5, 0});
+}
+
+TEST_CASE("in-place writes keep saved values, views and retained grads right", "[autograd]") {
+  // The multiplier saved by mul_ survives the write of its operand's memory.
+  Tensor b = ones({4}, dtype(kFloat64));
+  b.eval();
+  Tensor w = tensor({2.0, 3.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  b.narrow(0, 0, 2).mul_(w);
+  CHECK(b.to_vector<double>() == std::vector<double>{2.0, 3.0, 1.0, 1.0});
+  b.sum().backward();
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{1.0, 1.0});
+
+  // A view taken before its base was written in place reads the new history.
+  Tensor x = tensor({1.0, 2.0, 3.0, 4.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  Tensor base = x * 1;
+  Tensor v = base.view({2, 2});
+  base.mul_(10);
+  v.sum().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{10.0, 10.0, 10.0, 10.0});
+  CHECK(v.grad_fn()->name() == "AsStridedBackward0");
+
+  // retain_grad follows the tensor across an in-place op.
+  Tensor y = x * 2;
+  y.retain_grad();
+  y.mul_(3);
+  y.sum().backward();
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{1.0, 1.0, 1.0, 1.0});
+
+  // With create_graph each leaf's .grad is a tensor of its own.
+  Tensor p = tensor({1.0, 2.0}, requires_grad()), q = tensor({3.0, 4.0}, requires_grad());
+  (p + q).sum().backward({}, std::nullopt, true);
+  p.grad().zero_();
+  CHECK(q.grad().str() == "tensor([1., 1.])");
+  (p * q).sum().backward();
+  CHECK(p.grad().str() == "tensor([3., 4.])");
+  CHECK(q.grad().str() == "tensor([2., 3.])");
+
+  Tensor leaf = ones({2, 3}, requires_grad());
+  CHECK(error_of([&] { leaf.t_(); }) ==
+        "a leaf Variable that requires grad is being used in an in-place operation.");
+  CHECK(leaf.sizes() == Shape{2, 3});
+  Tensor out = empty({0});
+  CHECK(error_of([&] { add_out(out, leaf, leaf); }) ==
+        "add(): functions with out=... arguments don't support automatic differentiation, but "
+        "one of the arguments requires grad.");
+}
+
+TEST_CASE("a long chain of recorded ops runs and frees without deep recursion", "[autograd]") {
+  Tensor x = tensor({1.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  Tensor h = x;
+  for (int i = 0; i < 20000; ++i)
+    h = h * 0.9999;
+  h.sum().backward();
+  CHECK(x.grad().item<double>() == Approx(std::pow(0.9999, 20000)).epsilon(1e-9));
+  h = Tensor(); // frees the chain
+}

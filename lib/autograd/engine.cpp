@@ -37,7 +37,7 @@ void accumulate_into(detail::TensorImpl& impl, const Tensor& g, bool create_grap
   if (!impl.grad.defined()) {
     // A handle of its own: zeroing the grad must not write into a tensor the
     // gradient was built from (the root's gradient, say).
-    impl.grad = create_graph ? g : detail::wrap(detail::node_of(g));
+    impl.grad = create_graph ? g.clone() : detail::wrap(detail::node_of(g));
   } else if (create_graph) {
     impl.grad = impl.grad + g;
   } else {
@@ -86,33 +86,51 @@ public:
   }
 
 private:
-  // Whether fn leads to a gradient that is wanted: a leaf's accumulator when
-  // accumulating, a captured edge for grad().
-  bool mark(FunctionNode* fn) {
-    if (!fn) return false;
-    if (auto it = needed_.find(fn); it != needed_.end()) return it->second;
-    needed_[fn] = false; // the graph is acyclic; this only stops revisits
-    bool need = false;
-    for (const Edge& c : capture_)
-      need |= c.fn.get() == fn;
-    if (fn->is_accumulator()) need |= accumulate_;
-    bool runs = false;
-    for (const Edge& e : fn->next)
-      runs |= mark(e.fn.get());
-    runs_[fn] = runs;
-    return needed_[fn] = need || runs;
+  // Whether fn leads to a gradient that is wanted (a leaf's accumulator when
+  // accumulating, a captured edge for grad()), for every node below fn; and
+  // whether fn's own formula must run. Iterative: backward graphs can be
+  // as deep as a long loop made them.
+  bool mark(FunctionNode* root) {
+    if (!root) return false;
+    std::vector<std::pair<FunctionNode*, bool>> stack{{root, false}};
+    while (!stack.empty()) {
+      auto [fn, children_done] = stack.back();
+      stack.pop_back();
+      if (!children_done) {
+        if (needed_.count(fn)) continue;
+        needed_[fn] = false; // visited; set below once the children are known
+        stack.push_back({fn, true});
+        for (const Edge& e : fn->next)
+          if (e.fn && !needed_.count(e.fn.get())) stack.push_back({e.fn.get(), false});
+        continue;
+      }
+      bool need = fn->is_accumulator() && accumulate_;
+      for (const Edge& c : capture_)
+        need |= c.fn.get() == fn;
+      bool runs = false;
+      for (const Edge& e : fn->next)
+        runs |= e.fn && needed(e.fn.get());
+      runs_[fn] = runs;
+      needed_[fn] = need || runs;
+    }
+    return needed(root);
   }
   bool needed(FunctionNode* fn) const {
     auto it = needed_.find(fn);
     return it != needed_.end() && it->second;
   }
-  void count(FunctionNode* fn) {
-    if (!needed(fn) || !counted_.insert(fn).second) return;
-    for (const Edge& e : fn->next)
-      if (e.fn && needed(e.fn.get())) {
-        ++deps_[e.fn.get()];
-        count(e.fn.get());
-      }
+  void count(FunctionNode* root) {
+    std::vector<FunctionNode*> stack{root};
+    while (!stack.empty()) {
+      FunctionNode* fn = stack.back();
+      stack.pop_back();
+      if (!needed(fn) || !counted_.insert(fn).second) continue;
+      for (const Edge& e : fn->next)
+        if (e.fn && needed(e.fn.get())) {
+          ++deps_[e.fn.get()];
+          stack.push_back(e.fn.get());
+        }
+    }
   }
 
   void add(FunctionNode* fn, uint32_t nr, const Tensor& g) {
@@ -168,6 +186,7 @@ private:
                                 "expected shape compatible with {}",
                                 fn->name_, i, ir::shape_str(g.sizes()), ir::shape_str(m.sizes)));
       if (g.dtype() != m.dtype) g = g.to(m.dtype);
+      if (g.device() != m.device) g = g.to(m.device);
       add(e.fn.get(), e.input_nr, g);
     }
   }

@@ -1,6 +1,8 @@
 // Grad mode, recording ops into the backward graph, and saved values.
 #include "autograd/node.h"
 
+#include "autograd/formulas.h"
+
 #include "tensorjit/functions.h"
 
 namespace tj {
@@ -16,7 +18,9 @@ namespace autograd {
 namespace {
 
 bool tracked(const Tensor& t) {
-  return t.defined() && (t.impl()->requires_grad || t.impl()->grad_fn);
+  if (!t.defined()) return false;
+  refresh_view(t);
+  return t.impl()->requires_grad || t.impl()->grad_fn;
 }
 
 TensorMeta meta(const Tensor& t) { return {t.sizes(), t.dtype(), t.device()}; }
@@ -34,6 +38,23 @@ std::shared_ptr<FunctionNode> accumulator_of(const Tensor& t) {
 
 } // namespace
 
+// Releases a long chain of nodes without recursing once per node.
+FunctionNode::~FunctionNode() {
+  std::vector<std::shared_ptr<FunctionNode>> drop;
+  auto take = [&drop](FunctionNode& fn) {
+    for (Edge& e : fn.next)
+      if (e.fn) drop.push_back(std::move(e.fn));
+    for (SavedTensor& st : fn.saved)
+      if (st.edge.fn) drop.push_back(std::move(st.edge.fn));
+  };
+  take(*this);
+  while (!drop.empty()) {
+    std::shared_ptr<FunctionNode> fn = std::move(drop.back());
+    drop.pop_back();
+    if (fn.use_count() == 1) take(*fn); // the last owner: its edges go on the list
+  }
+}
+
 std::vector<std::pair<std::shared_ptr<Node>, uint32_t>> FunctionNode::next_functions() const {
   std::vector<std::pair<std::shared_ptr<Node>, uint32_t>> out;
   for (const Edge& e : next)
@@ -41,8 +62,33 @@ std::vector<std::pair<std::shared_ptr<Node>, uint32_t>> FunctionNode::next_funct
   return out;
 }
 
+void refresh_view(const Tensor& t) {
+  detail::TensorImpl& impl = *t.impl();
+  if (!impl.is_view || !impl.base || impl.version == impl.base->version) return;
+  const detail::TensorImpl& base_impl = *impl.base;
+  if (!base_impl.requires_grad && !base_impl.grad_fn) {
+    impl.grad_fn = nullptr;
+    impl.version = base_impl.version;
+    return;
+  }
+  if (!GradMode::is_enabled()) return; // brought up to date when next used in grad mode
+  Tensor base(impl.base);
+  if (!base_impl.covers_cell())
+    throw Error("a view of a tensor that was written in place is used with autograd, and its base "
+                "does not cover its storage in row-major order: this is not supported; clone() "
+                "the base before writing");
+  impl.version = base_impl.version;
+  impl.grad_fn = nullptr;
+  record("AsStridedBackward0", {base}, {t}, {},
+         [sizes = impl.sizes, strides = impl.strides, offset = impl.offset,
+          in = base.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+           return std::vector<Tensor>{embed(g[0], in, strides, offset)};
+         });
+}
+
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined()) return {};
+  refresh_view(t);
   const detail::TensorImpl& impl = *t.impl();
   if (impl.grad_fn) return {impl.grad_fn, impl.output_nr};
   if (impl.requires_grad) return {accumulator_of(t), 0};
@@ -61,8 +107,14 @@ void rename(const Tensor& t, const char* name) {
 }
 
 void set_history(const Tensor& t, const std::shared_ptr<FunctionNode>& fn, uint32_t output_nr) {
-  t.impl()->grad_fn = fn;
-  t.impl()->output_nr = output_nr;
+  detail::TensorImpl& impl = *t.impl();
+  if (impl.retains_grad && impl.grad_fn)
+    std::erase_if(impl.grad_fn->retained,
+                  [&](const auto& r) { return r.second.lock() == t.impl(); });
+  impl.grad_fn = fn;
+  impl.output_nr = output_nr;
+  // A tensor that retains its grad keeps it across in-place ops.
+  if (impl.retains_grad && fn) fn->retained.emplace_back(output_nr, t.impl());
 }
 
 void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,

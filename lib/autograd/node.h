@@ -54,6 +54,11 @@ struct FunctionNode : Node, std::enable_shared_from_this<FunctionNode> {
   // Non-leaf outputs that retain their grad, by output number.
   std::vector<std::pair<uint32_t, std::weak_ptr<detail::TensorImpl>>> retained;
 
+  FunctionNode() = default;
+  ~FunctionNode() override;
+  FunctionNode(const FunctionNode&) = delete;
+  FunctionNode& operator=(const FunctionNode&) = delete;
+
   std::string name() const override { return name_; }
   std::vector<std::pair<std::shared_ptr<Node>, uint32_t>> next_functions() const override;
   bool is_accumulator() const { return !leaf.expired() || name_ == "AccumulateGrad"; }
@@ -73,6 +78,10 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
 
 // Whether recording would happen for these inputs.
 bool any_requires_grad(const std::vector<Tensor>& inputs);
+
+// Brings a view's history up to date after an in-place write changed its
+// base's: the view becomes a strided read of the base's new value.
+void refresh_view(const Tensor& t);
 
 // Names the node that made `t` (a composite op's last primitive) after the
 // composite op, as PyTorch names it.

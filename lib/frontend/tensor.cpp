@@ -48,6 +48,7 @@ Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, 
   impl->offset = offset;
   impl->is_view = true;
   impl->base = base.impl()->is_view ? base.impl()->base : base.impl();
+  impl->version = impl->base->version;
   return Tensor(std::move(impl));
 }
 
@@ -222,8 +223,14 @@ int64_t Tensor::storage_offset() const {
   return impl_->offset;
 }
 bool Tensor::is_contiguous() const { return ir::is_contiguous(sizes(), stride()); }
-bool Tensor::is_leaf() const { return !impl() || !impl()->grad_fn; }
-bool Tensor::requires_grad() const { return impl() && (impl()->requires_grad || impl()->grad_fn); }
+bool Tensor::is_leaf() const {
+  if (impl()) autograd::refresh_view(*this);
+  return !impl() || !impl()->grad_fn;
+}
+bool Tensor::requires_grad() const {
+  if (impl()) autograd::refresh_view(*this);
+  return impl() && (impl()->requires_grad || impl()->grad_fn);
+}
 bool Tensor::is_realized() const {
   detail::check_defined(*this, "is_realized");
   return ir::resolve(impl_->cell->node)->op == Op::Buffer;
@@ -564,6 +571,20 @@ Shape infer_size(Shape shape, int64_t numel) {
 } // namespace
 
 namespace {
+// Checks, before anything is written, that autograd allows writing into `self`.
+void check_inplace_grad(const Tensor& self) {
+  if (!GradMode::is_enabled()) return;
+  const detail::TensorImpl& impl = *self.impl();
+  if (self.is_leaf() && impl.requires_grad)
+    throw Error("a leaf Variable that requires grad is being used in an in-place operation.");
+  if (impl.is_view && impl.base && impl.base->requires_grad && !impl.base->grad_fn)
+    throw Error("a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.");
+}
+
+} // namespace
+
+namespace {
 // A view of storage: sizes and strides in elements, from an offset.
 struct Geometry {
   Shape sizes;
@@ -727,10 +748,12 @@ Tensor Tensor::mT() const {
 // The in-place view ops change this tensor's own view of its storage.
 Tensor& Tensor::t_() {
   check_t(dim());
+  check_inplace_grad(*this);
   become(*this, t());
   return *this;
 }
 Tensor& Tensor::transpose_(int64_t d0, int64_t d1) {
+  check_inplace_grad(*this);
   become(*this, transpose(d0, d1));
   return *this;
 }
@@ -880,26 +903,13 @@ Tensor record_inplace(const Tensor& self, Tensor value) {
           Tensor region = autograd::embed(ones(sizes, g[0].options()), in, strides, offset);
           return Grads{g[0] * (1 - region), autograd::strided_read(g[0], sizes, strides, offset)};
         });
-    autograd::record("AsStridedBackward0", {base}, {self}, {},
-                     [sizes = impl.sizes, strides = impl.strides, offset = impl.offset,
-                      in = base.sizes()](const Grads& g, const Saved&) {
-                       return Grads{autograd::embed(g[0], in, strides, offset)};
-                     });
+    ++base.impl()->version; // the other views of the base are stale now
+    autograd::refresh_view(self);
     return value;
   }
   autograd::set_history(self, value.impl()->grad_fn, value.impl()->output_nr);
+  ++self.impl()->version; // views of self are stale now
   return value;
-}
-
-// Checks, before anything is written, that autograd allows writing into `self`.
-void check_inplace_grad(const Tensor& self) {
-  if (!GradMode::is_enabled()) return;
-  const detail::TensorImpl& impl = *self.impl();
-  if (self.is_leaf() && impl.requires_grad)
-    throw Error("a leaf Variable that requires grad is being used in an in-place operation.");
-  if (impl.is_view && impl.base && impl.base->requires_grad && !impl.base->grad_fn)
-    throw Error("a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation.");
 }
 
 // Writes the tensor `make_value()` returns into `self`, broadcast to its shape.
@@ -909,6 +919,9 @@ template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast
   check_inplace_grad(self);
   bool exclusive = detail::storage_exclusive(self);
   Tensor value = make_value();
+  // A recorded op may have saved the current value for its backward: it must
+  // survive the write.
+  if (value.requires_grad() && GradMode::is_enabled()) exclusive = false;
   if (value.requires_grad() && GradMode::is_enabled()) {
     // Broadcast and cast as recorded ops, so the history covers them.
     if (value.sizes() != self.sizes()) {
@@ -1061,8 +1074,12 @@ Tensor& sin_(Tensor& a) { return a.sin_(); }
 
 namespace {
 // Writes `result` into `out` by PyTorch's rules for out= arguments.
-Tensor& write_out(Tensor& out, const Tensor& result) {
+Tensor& write_out(Tensor& out, const Tensor& result, const char* op) {
   detail::check_defined(out, "out");
+  if (GradMode::is_enabled() && (result.requires_grad() || out.requires_grad()))
+    throw Error(fmt::format("{}(): functions with out=... arguments don't support automatic "
+                            "differentiation, but one of the arguments requires grad.",
+                            op));
   if (out.sizes() == result.sizes()) return mutate(out, [&] { return result; });
   if (!can_cast(result.dtype(), out.dtype()))
     throw Error(fmt::format("result type {} can't be cast to the desired output type {}",
@@ -1082,28 +1099,32 @@ Tensor& write_out(Tensor& out, const Tensor& result) {
 } // namespace
 
 Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return write_out(out, add(a, b, alpha));
+  return write_out(out, add(a, b, alpha), "add");
 }
 Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return write_out(out, sub(a, b, alpha));
+  return write_out(out, sub(a, b, alpha), "sub");
 }
-Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) { return write_out(out, mul(a, b)); }
-Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b) { return write_out(out, div(a, b)); }
+Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) {
+  return write_out(out, mul(a, b), "mul");
+}
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b) {
+  return write_out(out, div(a, b), "div");
+}
 Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
-  return write_out(out, matmul(a, b));
+  return write_out(out, matmul(a, b), "matmul");
 }
 Tensor& zeros_out(Tensor& out, IntArrayRef size) {
-  return write_out(out, zeros(size, out.options()));
+  return write_out(out, zeros(size, out.options()), "zeros");
 }
 Tensor& ones_out(Tensor& out, IntArrayRef size) {
-  return write_out(out, ones(size, out.options()));
+  return write_out(out, ones(size, out.options()), "ones");
 }
 Tensor& full_out(Tensor& out, IntArrayRef size, const Scalar& value) {
-  return write_out(out, full(size, value, out.options()));
+  return write_out(out, full(size, value, out.options()), "full");
 }
 Tensor& arange_out(Tensor& out, const Scalar& end) { return arange_out(out, 0, end, 1); }
 Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step) {
-  return write_out(out, arange(start, end, step, out.options()));
+  return write_out(out, arange(start, end, step, out.options()), "arange");
 }
 
 Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }

@@ -40,6 +40,9 @@ struct TensorImpl {
   // tensor, itself no view, whose storage it views) too.
   bool is_view = false;
   std::shared_ptr<TensorImpl> base;
+  // A base's count of in-place writes that changed its history; a view's
+  // grad_fn is stale when the count it was made at differs from its base's.
+  uint32_t version = 0;
 
   // Whether the view is all of the storage, in its order.
   bool covers_cell() const;
