@@ -131,3 +131,17 @@ TEST_CASE("a reduction fuses its producers and consumers", "[reduce][fusion]") {
   eval({a, b});
   CHECK(stats().kernels_launched == 1);
 }
+
+TEST_CASE("reductions over an empty dim of a tensor in memory give the identity", "[reductions]") {
+  Tensor a = randn({4, 4, 0});
+  a.eval(); // realized: no kernel may read its (absent) elements
+  CHECK(a.sum({2}).str() == zeros({4, 4}).str());
+  CHECK(a.prod({2}).sum().item<double>() == 16.0);
+  CHECK(a.all(2).all().item<bool>());
+  CHECK_FALSE(a.any(2).any().item<bool>());
+  CHECK(std::isnan(a.mean({2})[0][0].item<double>()));
+  Tensor b = randn({0, 3}).to(kInt32);
+  b.eval();
+  CHECK(b.sum({0}).str() == "tensor([0, 0, 0])");
+  CHECK(b.prod(0).str() == "tensor([1, 1, 1])");
+}

@@ -62,9 +62,30 @@ ir::Shape dropped_shape(const ir::Shape& s, const std::vector<int64_t>& axes) {
   return out;
 }
 
+// The value a reduction over no elements gives: the identity of its combining op.
+Scalar reduce_identity(Op op, DType t) {
+  if (op == Op::ReduceSum) return Scalar(int64_t{0});
+  if (op == Op::ReduceProd) return Scalar(int64_t{1});
+  const bool lowest = op == Op::ReduceMax;
+  if (is_floating_point(t))
+    return Scalar(lowest ? -std::numeric_limits<double>::infinity()
+                         : std::numeric_limits<double>::infinity());
+  if (t == kBool) return Scalar(!lowest);
+  const int bits = static_cast<int>(itemsize(t)) * 8;
+  if (t == kUInt8) return Scalar(int64_t{lowest ? 0 : 255});
+  const int64_t top =
+      bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
+  return Scalar(lowest ? -top - 1 : top);
+}
+
 NodePtr reduce_node(Op op, const NodePtr& x, const std::vector<int64_t>& axes) {
   if (axes.empty()) return x;
-  return ir::make_node(op, x->dtype, kept_shape(x->shape, axes), {x}, axes);
+  ir::Shape kept = kept_shape(x->shape, axes);
+  // Nothing to reduce: no kernel reads the (empty) input.
+  for (int64_t a : axes)
+    if (x->shape[a] == 0)
+      return fe::constant(reduce_identity(op, x->dtype), x->dtype, kept, x->device);
+  return ir::make_node(op, x->dtype, std::move(kept), {x}, axes);
 }
 
 // Reduces over `axes` (keepdim). Runs of adjacent axes are one reduction loop
