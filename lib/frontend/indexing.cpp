@@ -288,8 +288,9 @@ Tensor put_positions(const Tensor& view, const Positions& positions, const Tenso
   autograd::record(
       grad_name, {view, value}, {out}, {},
       [positions, vs = value.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-        Tensor hit = add_at_positions(ones(vs, TensorOptions().dtype(kFloat64)), g[0].sizes(),
-                                      positions) != 0;
+        Tensor hit =
+            add_at_positions(ones(vs, TensorOptions().dtype(kFloat64).device(g[0].device())),
+                             g[0].sizes(), positions) != 0;
         return std::vector<Tensor>{where(hit, zeros_like(g[0]), g[0]),
                                    take_positions(g[0], vs, positions)};
       });
