@@ -61,14 +61,19 @@ Tensor embed(const Tensor& g, const Shape& sizes, const std::vector<int64_t>& st
   return out;
 }
 
-Tensor strided_read(const Tensor& x, const Shape& sizes, const std::vector<int64_t>& strides,
-                    int64_t offset) {
-  Tensor out = detail::wrap(fe::as_strided(detail::node_of(x), sizes, strides, offset));
-  record("AsStridedBackward0", {x}, {out}, {},
+void record_strided(const char* name, const Tensor& x, const Tensor& view,
+                    const std::vector<int64_t>& strides, int64_t offset) {
+  record(name, {x}, {view}, {},
          [in = x.sizes(), strides, offset](const std::vector<Tensor>& grads,
                                            const std::vector<Tensor>&) {
            return std::vector<Tensor>{embed(grads[0], in, strides, offset)};
          });
+}
+
+Tensor strided_read(const Tensor& x, const Shape& sizes, const std::vector<int64_t>& strides,
+                    int64_t offset) {
+  Tensor out = detail::wrap(fe::as_strided(detail::node_of(x), sizes, strides, offset));
+  record_strided("AsStridedBackward0", x, out, strides, offset);
   return out;
 }
 

@@ -14,6 +14,11 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 Tensor embed(const Tensor& g, const Shape& sizes, const std::vector<int64_t>& strides,
              int64_t offset);
 
+// Records that `view` reads x's row-major layout through (strides, offset):
+// its gradient is embedded there in zeros of x's shape.
+void record_strided(const char* name, const Tensor& x, const Tensor& view,
+                    const std::vector<int64_t>& strides, int64_t offset);
+
 // The strided view (sizes, strides, offset) of x's row-major layout, as a
 // new tensor: embed's adjoint.
 Tensor strided_read(const Tensor& x, const Shape& sizes, const std::vector<int64_t>& strides,

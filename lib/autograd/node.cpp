@@ -79,11 +79,7 @@ void refresh_view(const Tensor& t) {
                 "the base before writing");
   impl.version = base_impl.version;
   impl.grad_fn = nullptr;
-  record("AsStridedBackward0", {base}, {t}, {},
-         [sizes = impl.sizes, strides = impl.strides, offset = impl.offset,
-          in = base.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-           return std::vector<Tensor>{embed(g[0], in, strides, offset)};
-         });
+  record_strided("AsStridedBackward0", base, t, impl.strides, impl.offset);
 }
 
 Edge gradient_edge(const Tensor& t) {

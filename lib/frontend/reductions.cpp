@@ -412,11 +412,8 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim) {
                Tensor zero = zeros_like(v);
                if (p == 0) return Grads{zero};
                if (p == 1) return Grads{gi * v.sign()};
-               if (std::isinf(p)) { // shared by the elements at the extremum
-                 Tensor hit = v.abs() == yi;
-                 Tensor n = ag::unreduce(hit.sum(axes, true), v.sizes(), axes, true);
-                 return Grads{where(hit, gi * v.sign() / n, zero)};
-               }
+               if (std::isinf(p)) // shared by the elements at the extremum
+                 return Grads{evenly_distributed(g[0], v.abs(), s[1], axes, keepdim)[0] * v.sign()};
                if (p == 2) return Grads{where(yi == 0, zero, gi * v / yi)};
                return Grads{where(yi == 0, zero, gi * v * v.abs().pow(p - 2) / yi.pow(p - 1))};
              });

@@ -601,11 +601,7 @@ template <typename F> Tensor view_op(const Tensor& x, const char* grad_name, F&&
   Tensor v = detail::make_view(x, g.sizes, g.strides, g.offset);
   if (autograd::any_requires_grad({x})) {
     Geometry l = geometry(Geometry{x.sizes(), ir::contiguous_strides(x.sizes()), 0});
-    autograd::record(
-        grad_name, {x}, {v}, {},
-        [in = x.sizes(), l](const std::vector<Tensor>& grads, const std::vector<Tensor>&) {
-          return std::vector<Tensor>{autograd::embed(grads[0], in, l.strides, l.offset)};
-        });
+    autograd::record_strided(grad_name, x, v, l.strides, l.offset);
   }
   return v;
 }
