@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "tensorjit/device.h"
 
@@ -36,6 +37,9 @@ public:
     owner_ = owner;
   }
   std::shared_ptr<void> owner() const { return owner_.lock(); }
+  // The name a .tjir file gave it, kept so that printing the graph again uses it.
+  const std::string& label() const { return label_; }
+  void set_label(std::string label) { label_ = std::move(label); }
 
 private:
   Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter)
@@ -47,6 +51,7 @@ private:
   uint64_t version_ = 0;
   bool pinned_ = false;
   std::weak_ptr<void> owner_;
+  std::string label_;
 };
 
 // The device `d` names, checked to exist: "cuda" is cuda:0. Throws a clear

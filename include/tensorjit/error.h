@@ -2,6 +2,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tj {
 
@@ -11,5 +12,10 @@ class Error : public std::runtime_error {
 public:
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
+
+// The message of an error in source text: "FILE:LINE:COL: error: MESSAGE",
+// then the line and a caret under column COL (LINE and COL count from 1).
+std::string located_message(std::string_view file, std::string_view text, int line, int col,
+                            std::string_view message);
 
 } // namespace tj

@@ -339,56 +339,13 @@ void flatten(const NestedList& l, std::vector<Scalar>& out) {
       flatten(c, out);
 }
 
-// Writes `v` converted to dtype `t` at `dst`.
-void store_scalar(void* dst, const Scalar& v, DType t) {
-  auto put = [&](auto x) { std::memcpy(dst, &x, sizeof(x)); };
-  switch (t) {
-  case kBool:
-    put(static_cast<uint8_t>(v.to_bool()));
-    break;
-  case kFloat64:
-    put(v.to_double());
-    break;
-  case kFloat32:
-    put(static_cast<float>(v.to_double()));
-    break;
-  case kFloat16:
-    put(ir::float_to_half_bits(static_cast<float>(v.to_double())));
-    break;
-  case kBFloat16:
-    put(ir::float_to_bfloat_bits(static_cast<float>(v.to_double())));
-    break;
-  default: {
-    int64_t i = v.is_floating_point() ? ir::float_to_int(v.to_double(), t)
-                                      : ir::wrap_to_dtype(v.to_int(), t);
-    switch (t) {
-    case kUInt8:
-      put(static_cast<uint8_t>(i));
-      break;
-    case kInt8:
-      put(static_cast<int8_t>(i));
-      break;
-    case kInt16:
-      put(static_cast<int16_t>(i));
-      break;
-    case kInt32:
-      put(static_cast<int32_t>(i));
-      break;
-    default:
-      put(i);
-      break;
-    }
-  }
-  }
-}
-
 Tensor from_scalars(const std::vector<Scalar>& vals, const Shape& shape, DType t,
                     const TensorOptions& o) {
   Device dev = check_device(o);
   NodePtr buf = ir::make_empty(t, shape);
   char* p = static_cast<char*>(buf->storage->data());
   for (size_t i = 0; i < vals.size(); ++i)
-    store_scalar(p + i * itemsize(t), vals[i], t);
+    ir::store_scalar(p + i * itemsize(t), vals[i], t);
   if (dev.is_cuda())
     buf = ir::make_buffer(rt::copy_to_device(buf->storage, dev), t, shape, buf->view);
   return finish(buf, o);

@@ -342,4 +342,46 @@ void philox4x32(uint64_t counter, uint64_t key, uint32_t out[4]) {
   out[3] = c3;
 }
 
+void store_scalar(void* dst, const Scalar& v, DType t) {
+  auto put = [&](auto x) { std::memcpy(dst, &x, sizeof(x)); };
+  switch (t) {
+  case kBool:
+    put(static_cast<uint8_t>(v.to_bool()));
+    break;
+  case kFloat64:
+    put(v.to_double());
+    break;
+  case kFloat32:
+    put(static_cast<float>(v.to_double()));
+    break;
+  case kFloat16:
+    put(float_to_half_bits(static_cast<float>(v.to_double())));
+    break;
+  case kBFloat16:
+    put(float_to_bfloat_bits(static_cast<float>(v.to_double())));
+    break;
+  default: {
+    int64_t i =
+        v.is_floating_point() ? float_to_int(v.to_double(), t) : ir::wrap_to_dtype(v.to_int(), t);
+    switch (t) {
+    case kUInt8:
+      put(static_cast<uint8_t>(i));
+      break;
+    case kInt8:
+      put(static_cast<int8_t>(i));
+      break;
+    case kInt16:
+      put(static_cast<int16_t>(i));
+      break;
+    case kInt32:
+      put(static_cast<int32_t>(i));
+      break;
+    default:
+      put(i);
+      break;
+    }
+  }
+  }
+}
+
 } // namespace tj::ir

@@ -42,6 +42,8 @@ bool eval_compare_int(Op op, int64_t a, int64_t b);
 // One element of dtype `t` at `p`, widened: floats to double, the rest to int64.
 double load_float(const void* p, DType t);
 int64_t load_int(const void* p, DType t);
+// Writes `v` converted to dtype `t` (as to_dtype does) at `p`.
+void store_scalar(void* p, const Scalar& v, DType t);
 
 // Philox4x32-10: the four output words for a 64-bit counter and key.
 void philox4x32(uint64_t counter, uint64_t key, uint32_t out[4]);

@@ -1,0 +1,873 @@
+// The tensor graph's text form: printing, and parsing with full checks.
+#include "ir/text.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/scalar_semantics.h"
+#include "tensorjit/error.h"
+
+namespace tj::ir {
+namespace {
+
+// "float32": a dtype as the text form writes it (torch.float32 without the module).
+std::string short_name(DType t) { return dtype_name(t).substr(6); }
+
+std::optional<DType> parse_dtype(std::string_view s) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (short_name(static_cast<DType>(i)) == s) return static_cast<DType>(i);
+  return std::nullopt;
+}
+
+std::string ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+// A value of dtype `t` that reads back to the same bits: floats in the
+// shortest form that round-trips in their own precision.
+std::string literal(const Scalar& v, DType t) {
+  if (t == kBool) return v.to_bool() ? "true" : "false";
+  if (!is_floating_point(t)) return fmt::format("{}", v.to_int());
+  double d = v.to_double();
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  if (t == kFloat64) return fmt::format("{}", d);
+  return fmt::format("{}", static_cast<float>(d));
+}
+
+Scalar element(const char* p, DType t) {
+  if (t == kBool) return Scalar(load_int(p, t) != 0);
+  if (is_floating_point(t)) return Scalar(load_float(p, t));
+  return Scalar(load_int(p, t));
+}
+
+std::string view_attrs(const View& v) {
+  return fmt::format(" strides={} offset={}", ints(v.strides), v.offset);
+}
+
+// The attributes of a node after its operands (docs/ir.md lists them per op).
+std::string attrs(const Node& n) {
+  switch (n.op) {
+  case Op::Buffer:
+  case Op::Iota:
+    return view_attrs(n.view);
+  case Op::Philox:
+    return fmt::format(" seed={} counter={} word={}", n.args[0], n.args[1], n.args[2]) +
+           view_attrs(n.view);
+  case Op::ReduceSum:
+  case Op::ReduceProd:
+  case Op::ReduceMax:
+  case Op::ReduceMin:
+    return " axes=" + ints(n.args);
+  case Op::Permute:
+    return " perm=" + ints(n.args);
+  case Op::Slice: {
+    std::vector<int64_t> start, step;
+    for (size_t i = 0; i + 1 < n.args.size(); i += 2) {
+      start.push_back(n.args[i]);
+      step.push_back(n.args[i + 1]);
+    }
+    return fmt::format(" start={} step={}", ints(start), ints(step));
+  }
+  case Op::AsStrided:
+    return fmt::format(" strides={} offset={}", ints({n.args.begin(), n.args.end() - 1}),
+                       n.args.back());
+  case Op::Assign:
+    return fmt::format(" strides={} offset={} in_place={}",
+                       ints({n.args.begin(), n.args.end() - 2}), n.args[n.args.size() - 2],
+                       n.args.back());
+  default:
+    return "";
+  }
+}
+
+std::string type_str(const Node& n) {
+  std::string s = fmt::format("{}{}", short_name(n.dtype), ints(n.shape));
+  if ((n.op == Op::Const || n.op == Op::Iota || n.op == Op::Philox) && n.device.is_cuda())
+    s += " on " + n.device.str();
+  return s;
+}
+
+} // namespace
+
+std::vector<NodePtr> topological_order(const std::vector<NodePtr>& roots) {
+  std::vector<NodePtr> order;
+  std::unordered_set<const Node*> done;
+  // Iterative post-order: graphs may be deeper than the stack.
+  std::vector<std::pair<NodePtr, size_t>> stack;
+  for (const auto& r : roots) {
+    NodePtr n = resolve(r);
+    if (done.count(n.get())) continue;
+    stack.push_back({n, 0});
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->src.size()) {
+        NodePtr s = resolve(node->src[next++]);
+        if (!done.count(s.get())) stack.push_back({s, 0});
+        continue;
+      }
+      if (done.insert(node.get()).second) order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+std::string print_graph(const std::vector<NodePtr>& roots, const PrintOptions& options) {
+  std::vector<NodePtr> order = topological_order(roots);
+  std::unordered_map<const Node*, size_t> id;
+  for (size_t i = 0; i < order.size(); ++i)
+    id[order[i].get()] = i;
+
+  std::string out;
+  std::map<const rt::Storage*, std::string> storages;
+  std::unordered_set<std::string> taken;
+  for (const auto& n : order) {
+    if (n->op != Op::Buffer || storages.count(n->storage.get())) continue;
+    const rt::Storage& st = *n->storage;
+    std::string name = options.storage_name ? options.storage_name(st) : "";
+    if (name.empty()) name = st.label();
+    if (taken.count(name)) name.clear();
+    for (size_t k = storages.size(); name.empty() || taken.count(name); ++k)
+      name = fmt::format("s{}", k);
+    taken.insert(name);
+    storages[&st] = name;
+    const int64_t count = static_cast<int64_t>(st.nbytes() / itemsize(n->dtype));
+    out += fmt::format("storage {} : {}[{}]", name, short_name(n->dtype), count);
+    if (st.device().is_cuda()) out += " on " + st.device().str();
+    std::shared_ptr<rt::Storage> host = n->storage;
+    if (st.device().is_cuda()) host = rt::copy_to_device(host, kCPU);
+    if (count <= options.inline_limit) {
+      std::vector<std::string> vals;
+      const char* p = static_cast<const char*>(host->data());
+      for (int64_t i = 0; i < count; ++i)
+        vals.push_back(literal(element(p + i * itemsize(n->dtype), n->dtype), n->dtype));
+      out += fmt::format(" = [{}]", fmt::join(vals, ", "));
+    } else if (options.external) {
+      NodePtr data = make_buffer(host, n->dtype, {count}, View{{1}, 0});
+      if (std::string file = options.external(name, data); !file.empty())
+        out += fmt::format(" = \"{}\"", file);
+    }
+    out += "\n";
+  }
+
+  for (const auto& n : order) {
+    std::string line = fmt::format("%{} = {}", id[n.get()], name(n->op));
+    if (n->op == Op::Buffer) line += " " + storages[n->storage.get()];
+    if (n->op == Op::Const) line += " " + literal(n->value, n->dtype);
+    for (size_t i = 0; i < n->src.size(); ++i)
+      line += fmt::format("{}%{}", i ? ", " : " ", id[resolve(n->src[i]).get()]);
+    line += attrs(*n) + " : " + type_str(*n);
+    if (n->site) line += fmt::format(" at \"{}\"", n->site);
+    if (options.annotate)
+      if (std::string note = options.annotate(*n); !note.empty()) line += "  # " + note;
+    out += line + "\n";
+  }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    size_t k = id[resolve(roots[i]).get()];
+    if (i < options.output_names.size() && !options.output_names[i].empty())
+      out += fmt::format("output {} = %{}\n", options.output_names[i], k);
+    else
+      out += fmt::format("output %{}\n", k);
+  }
+  return out;
+}
+
+// --- parsing ----------------------------------------------------------------
+
+namespace {
+
+constexpr int64_t kMaxRank = 64;
+
+struct Token {
+  enum Kind { End, Newline, Word, Id, String, Punct } kind;
+  std::string text;
+  int line, col;
+};
+
+class Parser {
+public:
+  Parser(std::string_view text, std::string_view file,
+         const std::function<std::shared_ptr<rt::Storage>(const StorageDecl&)>& storage_for,
+         std::optional<Device> device)
+      : text_(text), file_(file), storage_for_(storage_for), device_(device) {
+    advance();
+  }
+
+  ParsedGraph run() {
+    while (tok_.kind != Token::End) {
+      if (tok_.kind == Token::Newline) {
+        advance();
+        continue;
+      }
+      if (tok_.kind == Token::Word && tok_.text == "storage")
+        storage();
+      else if (tok_.kind == Token::Word && tok_.text == "output")
+        output();
+      else if (tok_.kind == Token::Id)
+        node();
+      else
+        fail(tok_,
+             fmt::format("expected 'storage', 'output' or a node '%N =', got {}", what(tok_)));
+      if (tok_.kind != Token::End) expect_newline();
+    }
+    if (graph_.outputs.empty()) fail(tok_, "the graph has no outputs (add a line 'output %N')");
+    return std::move(graph_);
+  }
+
+private:
+  [[noreturn]] void fail(const Token& at, const std::string& msg) const {
+    throw Error(located_message(file_, text_, at.line, at.col, msg));
+  }
+
+  static std::string what(const Token& t) {
+    switch (t.kind) {
+    case Token::End:
+      return "the end of the file";
+    case Token::Newline:
+      return "the end of the line";
+    case Token::String:
+      return fmt::format("\"{}\"", t.text);
+    case Token::Id:
+      return "%" + t.text;
+    default:
+      return fmt::format("'{}'", t.text);
+    }
+  }
+
+  // --- lexing ---
+  void advance() {
+    auto at_end = [&] { return pos_ >= text_.size(); };
+    auto ch = [&] { return text_[pos_]; };
+    auto step = [&] {
+      if (text_[pos_] == '\n') {
+        ++line_;
+        col_ = 1;
+      } else {
+        ++col_;
+      }
+      ++pos_;
+    };
+    while (!at_end()) {
+      if (ch() == '#') {
+        while (!at_end() && ch() != '\n')
+          step();
+      } else if (ch() == ' ' || ch() == '\t' || ch() == '\r') {
+        step();
+      } else {
+        break;
+      }
+    }
+    tok_ = Token{Token::End, "", line_, col_};
+    if (at_end()) return;
+    char c = ch();
+    if (c == '\n') {
+      tok_.kind = Token::Newline;
+      step();
+      return;
+    }
+    auto word_char = [](char x) {
+      return std::isalnum(static_cast<unsigned char>(x)) || x == '_' || x == '.';
+    };
+    if (c == '%') {
+      step();
+      tok_.kind = Token::Id;
+      while (!at_end() && std::isdigit(static_cast<unsigned char>(ch()))) {
+        tok_.text += ch();
+        step();
+      }
+      if (tok_.text.empty()) fail(tok_, "expected a node number after '%'");
+      return;
+    }
+    if (c == '"') {
+      step();
+      tok_.kind = Token::String;
+      while (!at_end() && ch() != '"' && ch() != '\n') {
+        tok_.text += ch();
+        step();
+      }
+      if (at_end() || ch() != '"') fail(tok_, "unterminated string");
+      step();
+      return;
+    }
+    if (word_char(c) || c == '-' || c == '+') {
+      tok_.kind = Token::Word;
+      // A number's exponent sign ("1e-05") is part of the word.
+      while (!at_end() && (word_char(ch()) || ((ch() == '-' || ch() == '+') &&
+                                               (tok_.text.empty() || tok_.text.back() == 'e' ||
+                                                tok_.text.back() == 'E')))) {
+        tok_.text += ch();
+        step();
+      }
+      return;
+    }
+    if (c == '[' || c == ']' || c == ',' || c == '=' || c == ':') {
+      tok_.kind = Token::Punct;
+      tok_.text = std::string(1, c);
+      step();
+      return;
+    }
+    fail(tok_, fmt::format("unexpected character '{}'", c));
+  }
+
+  bool is_punct(char c) const { return tok_.kind == Token::Punct && tok_.text[0] == c; }
+  void expect_punct(char c) {
+    if (!is_punct(c)) fail(tok_, fmt::format("expected '{}', got {}", c, what(tok_)));
+    advance();
+  }
+  void expect_newline() {
+    if (tok_.kind != Token::Newline)
+      fail(tok_, fmt::format("expected the end of the line, got {}", what(tok_)));
+    advance();
+  }
+  std::string word(const char* what_for) {
+    if (tok_.kind != Token::Word)
+      fail(tok_, fmt::format("expected {}, got {}", what_for, what(tok_)));
+    std::string s = tok_.text;
+    advance();
+    return s;
+  }
+  bool accept_word(std::string_view w) {
+    if (tok_.kind != Token::Word || tok_.text != w) return false;
+    advance();
+    return true;
+  }
+
+  int64_t integer(const Token& t) const {
+    int64_t v = 0;
+    const char* b = t.text.data();
+    const char* e = b + t.text.size();
+    if (*b == '+') ++b;
+    auto [p, ec] = std::from_chars(b, e, v);
+    if (ec == std::errc::result_out_of_range) fail(t, "integer out of range");
+    if (ec != std::errc() || p != e) fail(t, fmt::format("expected an integer, got {}", what(t)));
+    return v;
+  }
+  int64_t integer() {
+    if (tok_.kind != Token::Word)
+      fail(tok_, fmt::format("expected an integer, got {}", what(tok_)));
+    Token t = tok_;
+    advance();
+    return integer(t);
+  }
+  std::vector<int64_t> int_list() {
+    expect_punct('[');
+    std::vector<int64_t> v;
+    if (!is_punct(']')) {
+      v.push_back(integer());
+      while (is_punct(',')) {
+        advance();
+        v.push_back(integer());
+      }
+    }
+    expect_punct(']');
+    return v;
+  }
+
+  // A literal of dtype `t` (docs/ir.md: true/false, integers, floats, inf, nan).
+  Scalar value(DType t) {
+    Token at = tok_;
+    word("a value");
+    return value_of(at, t);
+  }
+  Scalar value_of(const Token& at, DType t) const {
+    const std::string& s = at.text;
+    if (t == kBool) {
+      if (s == "true") return Scalar(true);
+      if (s == "false") return Scalar(false);
+      fail(at, fmt::format("expected true or false for bool, got '{}'", s));
+    }
+    if (!is_floating_point(t)) {
+      int64_t v = integer(at);
+      if (wrap_to_dtype(v, t) != v)
+        fail(at, fmt::format("{} is out of range for {}", v, short_name(t)));
+      return Scalar(v);
+    }
+    // strtod reads nan, inf and every decimal form; it needs the whole word.
+    char* end = nullptr;
+    double d = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size() || std::isspace(static_cast<unsigned char>(s[0])))
+      fail(at, fmt::format("expected a number, got '{}'", s));
+    return Scalar(d);
+  }
+
+  DType dtype() {
+    Token at = tok_;
+    std::string s = word("a dtype");
+    auto t = parse_dtype(s);
+    if (!t) fail(at, fmt::format("unknown dtype '{}'", s));
+    return *t;
+  }
+
+  Shape shape() {
+    Token at = tok_;
+    Shape s = int_list();
+    if (static_cast<int64_t>(s.size()) > kMaxRank)
+      fail(at, fmt::format("a tensor has at most {} dims", kMaxRank));
+    int64_t n = 1;
+    for (int64_t d : s) {
+      if (d < 0) fail(at, fmt::format("negative size {}", d));
+      if (__builtin_mul_overflow(n, d, &n)) fail(at, "the shape has too many elements");
+    }
+    return s;
+  }
+
+  Device device() {
+    Token at = tok_;
+    std::string s = word("a device");
+    if (s == "cpu") return kCPU;
+    if (s == "cuda" && is_punct(':')) {
+      advance();
+      int64_t i = integer();
+      if (i < 0 || i > 1024) fail(at, fmt::format("no device cuda:{}", i));
+      return Device(kCUDA, static_cast<int>(i));
+    }
+    fail(at, fmt::format("expected a device (cpu or cuda:N), got '{}'", s));
+  }
+
+  // --- lines ---
+  void storage() {
+    advance();
+    Token at = tok_;
+    StorageDecl d;
+    d.name = word("a storage name");
+    if (!std::isalpha(static_cast<unsigned char>(d.name[0])) && d.name[0] != '_')
+      fail(at, fmt::format("a storage name starts with a letter, got '{}'", d.name));
+    if (storages_.count(d.name)) fail(at, fmt::format("storage '{}' is declared twice", d.name));
+    expect_punct(':');
+    d.dtype = dtype();
+    Token size_at = tok_;
+    Shape s = shape();
+    if (s.size() != 1) fail(size_at, "a storage is declared with one size: its element count");
+    d.numel = s[0];
+    if (d.numel > (int64_t{1} << 40) / static_cast<int64_t>(itemsize(d.dtype)))
+      fail(size_at, "the storage is too large");
+    d.device = kCPU;
+    if (accept_word("on")) d.device = device();
+    if (device_) d.device = *device_;
+    if (is_punct('=')) {
+      advance();
+      if (tok_.kind == Token::String) {
+        d.file = tok_.text;
+        advance();
+      } else {
+        Token list_at = tok_;
+        expect_punct('[');
+        d.has_inline = true;
+        if (!is_punct(']')) {
+          d.values.push_back(value(d.dtype));
+          while (is_punct(',')) {
+            advance();
+            d.values.push_back(value(d.dtype));
+          }
+        }
+        expect_punct(']');
+        if (static_cast<int64_t>(d.values.size()) != d.numel)
+          fail(list_at, fmt::format("storage '{}' has {} elements but {} values are given", d.name,
+                                    d.numel, d.values.size()));
+      }
+    }
+    std::shared_ptr<rt::Storage> st;
+    try {
+      if (storage_for_) st = storage_for_(d);
+    } catch (const Error& e) {
+      fail(at, e.what());
+    }
+    if (!st && d.has_inline) {
+      st = rt::Storage::allocate(static_cast<size_t>(d.numel) * itemsize(d.dtype));
+      char* p = static_cast<char*>(st->data());
+      for (int64_t i = 0; i < d.numel; ++i)
+        store_scalar(p + i * itemsize(d.dtype), d.values[static_cast<size_t>(i)], d.dtype);
+      if (d.device.is_cuda()) {
+        try {
+          st = rt::copy_to_device(st, d.device);
+        } catch (const Error& e) {
+          fail(at, e.what());
+        }
+      }
+    }
+    if (!st)
+      fail(at,
+           fmt::format("storage '{}' has no data: give it as an input (tjc --input {}=FILE.npy)",
+                       d.name, d.name));
+    if (st->nbytes() != static_cast<size_t>(d.numel) * itemsize(d.dtype))
+      fail(at, fmt::format("storage '{}' was given {} bytes, its declaration needs {}", d.name,
+                           st->nbytes(), static_cast<size_t>(d.numel) * itemsize(d.dtype)));
+    st->set_label(d.name); // fresh memory: storage_for copies what it is given
+    storages_[d.name] = {st, d.dtype};
+    graph_.storages.push_back({d.name, make_buffer(st, d.dtype, {d.numel}, View{{1}, 0})});
+  }
+
+  void output() {
+    advance();
+    std::string name;
+    if (tok_.kind == Token::Word) {
+      name = tok_.text;
+      advance();
+      expect_punct('=');
+    }
+    graph_.output_names.push_back(name.empty() ? fmt::format("out{}", graph_.outputs.size())
+                                               : name);
+    graph_.outputs.push_back(ref());
+  }
+
+  NodePtr ref() {
+    if (tok_.kind != Token::Id) fail(tok_, fmt::format("expected a node '%N', got {}", what(tok_)));
+    Token at = tok_;
+    advance();
+    auto it = nodes_.find(at.text);
+    if (it == nodes_.end()) fail(at, fmt::format("%{} is not defined before this line", at.text));
+    return it->second;
+  }
+
+  void node() {
+    Token id = tok_;
+    if (nodes_.count(id.text)) fail(id, fmt::format("%{} is defined twice", id.text));
+    advance();
+    expect_punct('=');
+    Token op_at = tok_;
+    std::string op_name = word("an op name");
+    std::optional<Op> op;
+    for (int i = 0; i < kNumOps; ++i)
+      if (ir::name(static_cast<Op>(i)) == op_name) op = static_cast<Op>(i);
+    if (!op) fail(op_at, fmt::format("unknown op '{}'", op_name));
+
+    // Operands: a storage, a literal (read once the dtype is known) or nodes.
+    std::string storage_name;
+    Token literal_at = tok_;
+    std::vector<NodePtr> src;
+    if (*op == Op::Buffer) {
+      storage_name = word("a storage name");
+      if (!storages_.count(storage_name))
+        fail(literal_at,
+             fmt::format("storage '{}' is not declared before this line", storage_name));
+    } else if (*op == Op::Const) {
+      word("a value");
+    } else if (!is_leaf(*op)) {
+      src.push_back(ref());
+      while (is_punct(',')) {
+        advance();
+        src.push_back(ref());
+      }
+    }
+    std::map<std::string, std::pair<Token, std::vector<int64_t>>> attr;
+    while (tok_.kind == Token::Word) {
+      Token at = tok_;
+      std::string key = tok_.text;
+      advance();
+      expect_punct('=');
+      std::vector<int64_t> v = is_punct('[') ? int_list() : std::vector<int64_t>{integer()};
+      if (!attr.emplace(key, std::make_pair(at, std::move(v))).second)
+        fail(at, fmt::format("attribute '{}' is given twice", key));
+    }
+    expect_punct(':');
+    DType t = dtype();
+    Shape s = shape();
+    Device dev = kCPU;
+    if (accept_word("on")) {
+      Token at = tok_;
+      dev = device();
+      if (*op != Op::Const && *op != Op::Iota && *op != Op::Philox)
+        fail(at, "only Const, Iota and Philox leaves name a device");
+    }
+    if (device_) dev = *device_;
+    Site site = nullptr;
+    if (accept_word("at")) {
+      if (tok_.kind != Token::String)
+        fail(tok_, fmt::format("expected a quoted place after 'at', got {}", what(tok_)));
+      site = intern_site(tok_.text);
+      advance();
+    }
+
+    // A literal is read once its dtype is known.
+    Scalar v = *op == Op::Const ? value_of(literal_at, t) : Scalar();
+    Checker c{*this, op_at, *op, t, s, src, attr};
+    NodePtr n = c.build(storage_name, v, dev);
+    // The place recorded where the graph was built (an equal node built
+    // before keeps its own).
+    if (site && !n->site) n->site = site;
+    nodes_[id.text] = std::move(n);
+  }
+
+  // Checks one node against its op's rules (the ones the frontend follows
+  // when it builds nodes) and builds it.
+  struct Checker {
+    Parser& p;
+    const Token& at;
+    Op op;
+    DType t;
+    const Shape& s;
+    const std::vector<NodePtr>& src;
+    std::map<std::string, std::pair<Token, std::vector<int64_t>>>& attr;
+
+    [[noreturn]] void fail(const std::string& msg) const {
+      p.fail(at, fmt::format("{}: {}", name(op), msg));
+    }
+    std::vector<int64_t> take(const char* key, size_t count) {
+      auto it = attr.find(key);
+      if (it == attr.end()) fail(fmt::format("missing attribute '{}'", key));
+      auto v = std::move(it->second.second);
+      if (v.size() != count)
+        p.fail(it->second.first, fmt::format("{}: '{}' needs {} value{}, got {}", name(op), key,
+                                             count, count == 1 ? "" : "s", v.size()));
+      attr.erase(it);
+      return v;
+    }
+    int64_t take1(const char* key) { return take(key, 1)[0]; }
+    View take_view(size_t rank) {
+      View v;
+      v.strides = take("strides", rank);
+      v.offset = take1("offset");
+      return v;
+    }
+    // The lowest and highest element a strided view reaches (none when empty).
+    std::optional<std::pair<int64_t, int64_t>>
+    extent(const Shape& sizes, const std::vector<int64_t>& strides, int64_t offset) const {
+      int64_t lo = offset, hi = offset;
+      for (size_t k = 0; k < sizes.size(); ++k) {
+        if (sizes[k] == 0) return std::nullopt;
+        int64_t d = 0;
+        if (__builtin_mul_overflow(sizes[k] - 1, strides[k], &d) ||
+            __builtin_add_overflow(d < 0 ? lo : hi, d, d < 0 ? &lo : &hi))
+          fail("the view's extent overflows");
+      }
+      return std::make_pair(lo, hi);
+    }
+    void check_within(const Shape& sizes, const std::vector<int64_t>& strides, int64_t offset,
+                      int64_t limit, const char* what) const {
+      auto e = extent(sizes, strides, offset);
+      if (e && (e->first < 0 || e->second >= limit))
+        fail(fmt::format("the view reaches elements {}..{} of {} with {} elements", e->first,
+                         e->second, what, limit));
+    }
+    void same(const NodePtr& a, const char* role) const {
+      if (a->shape != s)
+        fail(fmt::format("{} has shape {}, not {}", role, ints(a->shape), ints(s)));
+    }
+    void dtype_is(const NodePtr& a, DType want, const char* role) const {
+      if (a->dtype != want)
+        fail(fmt::format("{} is {}, not {}", role, short_name(a->dtype), short_name(want)));
+    }
+
+    // Which dtypes each ALU op takes (what the frontend ever builds).
+    void check_alu_dtype(DType in) const {
+      bool fl = is_floating_point(in), b = in == kBool;
+      bool ok = true;
+      switch (op) {
+      case Op::Not:
+        ok = b;
+        break;
+      case Op::BitNot:
+      case Op::And:
+      case Op::Or:
+      case Op::Xor:
+        ok = !fl;
+        break;
+      case Op::Neg:
+      case Op::Abs:
+      case Op::Add:
+      case Op::Sub:
+      case Op::Mul:
+      case Op::Div:
+      case Op::Mod:
+      case Op::Pow:
+      case Op::Max:
+      case Op::Min:
+        ok = !b;
+        break;
+      case Op::CmpEq:
+      case Op::CmpNe:
+      case Op::CmpLt:
+      case Op::CmpLe:
+      case Op::Where:
+        break;
+      default: // the float functions
+        ok = fl;
+      }
+      if (!ok) fail(fmt::format("does not take {}", short_name(in)));
+    }
+
+    NodePtr build(const std::string& storage_name, const Scalar& v, Device dev) {
+      size_t arity = static_cast<size_t>(info(op).arity);
+      if (!is_leaf(op) && src.size() != arity)
+        fail(fmt::format("takes {} operand{}, got {}", arity, arity == 1 ? "" : "s", src.size()));
+      for (const auto& x : src)
+        if (x->device != src[0]->device)
+          fail(fmt::format("operands on {} and {}", src[0]->device.str(), x->device.str()));
+      std::vector<int64_t> args;
+      View view;
+      std::shared_ptr<rt::Storage> storage;
+      switch (category(op)) {
+      case OpCategory::Leaf:
+        if (op == Op::Buffer) {
+          auto& [st, dt] = p.storages_.at(storage_name);
+          if (dt != t)
+            fail(fmt::format("storage '{}' holds {}, not {}", storage_name, short_name(dt),
+                             short_name(t)));
+          view = take_view(s.size());
+          check_within(s, view.strides, view.offset,
+                       static_cast<int64_t>(st->nbytes() / itemsize(t)), "the storage");
+          storage = st;
+          args = {static_cast<int64_t>(st->version())};
+        } else if (op == Op::Iota || op == Op::Philox) {
+          if (t != kInt64) fail("produces int64");
+          if (op == Op::Philox) {
+            args = {take1("seed"), take1("counter"), take1("word")};
+            if (args[2] < 0 || args[2] > 3) fail("word is 0..3");
+          }
+          view = take_view(s.size());
+        }
+        break;
+      case OpCategory::Unary:
+      case OpCategory::Binary:
+      case OpCategory::Ternary: {
+        size_t first = op == Op::Where ? 1 : 0;
+        for (const auto& x : src)
+          same(x, "an operand");
+        if (op == Op::Where) dtype_is(src[0], kBool, "the condition");
+        for (size_t i = first; i < src.size(); ++i)
+          dtype_is(src[i], src[first]->dtype, "an operand");
+        check_alu_dtype(src[first]->dtype);
+        if (is_comparison(op)) {
+          if (t != kBool) fail("produces bool");
+        } else if (t != src[first]->dtype)
+          fail(fmt::format("produces its operands' dtype {}", short_name(src[first]->dtype)));
+        break;
+      }
+      case OpCategory::Cast:
+        same(src[0], "the operand");
+        break;
+      case OpCategory::Reduce: {
+        args = take("axes", attr.count("axes") ? attr.at("axes").second.size() : 0);
+        const Shape& in = src[0]->shape;
+        Shape want = in;
+        for (size_t i = 0; i < args.size(); ++i) {
+          if (args[i] < 0 || args[i] >= static_cast<int64_t>(in.size()) ||
+              (i && args[i] <= args[i - 1]))
+            fail("axes are increasing dims of the operand");
+          want[static_cast<size_t>(args[i])] = 1;
+        }
+        if (args.empty()) fail("reduces at least one axis");
+        if (s != want) fail(fmt::format("the result's shape is {}", ints(want)));
+        if (numel(in) == 0) fail("reduces an empty tensor (its value is the identity: a Const)");
+        dtype_is(src[0], t, "the operand");
+        if (t == kBool || t == kFloat16 || t == kBFloat16)
+          fail(fmt::format("does not accumulate in {} (cast first)", short_name(t)));
+        break;
+      }
+      case OpCategory::Movement:
+        dtype_is(src[0], t, "the operand");
+        check_movement();
+        args = movement_args();
+        break;
+      case OpCategory::Mutation: {
+        same(src[0], "the base");
+        dtype_is(src[0], t, "the base");
+        dtype_is(src[1], t, "the value");
+        const Shape& vs = src[1]->shape;
+        args = take("strides", vs.size());
+        int64_t offset = take1("offset");
+        int64_t mode = take1("in_place");
+        if (mode != 0 && mode != 1) fail("in_place is 0 or 1");
+        check_within(vs, args, offset, numel(s), "the base");
+        args.push_back(offset);
+        args.push_back(mode);
+        break;
+      }
+      }
+      if (!attr.empty())
+        p.fail(attr.begin()->second.first,
+               fmt::format("{} has no attribute '{}'", name(op), attr.begin()->first));
+      if (op == Op::Const) return make_const(v, t, s, dev);
+      return make_node(op, t, s, src, std::move(args), v, std::move(storage), std::move(view), dev);
+    }
+
+    void check_movement() {
+      const Shape& in = src[0]->shape;
+      switch (op) {
+      case Op::Reshape:
+        if (numel(in) != numel(s))
+          fail(fmt::format("shape {} is invalid for input of size {}", ints(s), numel(in)));
+        break;
+      case Op::Expand:
+        if (in.size() != s.size()) fail("keeps the rank");
+        for (size_t k = 0; k < s.size(); ++k)
+          if (in[k] != s[k] && in[k] != 1)
+            fail(fmt::format("dim {} of size {} cannot expand to {}", k, in[k], s[k]));
+        break;
+      default:
+        break;
+      }
+    }
+
+    std::vector<int64_t> movement_args() {
+      const Shape& in = src[0]->shape;
+      switch (op) {
+      case Op::Reshape:
+      case Op::Expand:
+        return s;
+      case Op::Permute: {
+        std::vector<int64_t> perm = take("perm", in.size());
+        std::vector<bool> seen(in.size(), false);
+        if (s.size() != in.size()) fail("keeps the rank");
+        for (size_t k = 0; k < perm.size(); ++k) {
+          if (perm[k] < 0 || perm[k] >= static_cast<int64_t>(in.size()) ||
+              seen[static_cast<size_t>(perm[k])])
+            fail("perm is a permutation of the operand's dims");
+          seen[static_cast<size_t>(perm[k])] = true;
+          if (s[k] != in[static_cast<size_t>(perm[k])])
+            fail(fmt::format("the result's shape does not follow perm"));
+        }
+        return perm;
+      }
+      case Op::Slice: {
+        if (s.size() != in.size()) fail("keeps the rank");
+        std::vector<int64_t> start = take("start", in.size()), step = take("step", in.size());
+        std::vector<int64_t> args;
+        for (size_t k = 0; k < in.size(); ++k) {
+          if (step[k] == 0) fail("a step is not zero");
+          check_within({s[k]}, {step[k]}, start[k], in[k], fmt::format("dim {}", k).c_str());
+          args.push_back(start[k]);
+          args.push_back(step[k]);
+        }
+        return args;
+      }
+      case Op::AsStrided: {
+        std::vector<int64_t> strides = take("strides", s.size());
+        int64_t offset = take1("offset");
+        check_within(s, strides, offset, numel(in), "the operand");
+        strides.push_back(offset);
+        return strides;
+      }
+      default:
+        fail("is not a movement op");
+      }
+    }
+  };
+
+  std::string_view text_;
+  std::string_view file_;
+  const std::function<std::shared_ptr<rt::Storage>(const StorageDecl&)>& storage_for_;
+  std::optional<Device> device_;
+  size_t pos_ = 0;
+  int line_ = 1, col_ = 1;
+  Token tok_;
+  std::unordered_map<std::string, NodePtr> nodes_;
+  std::unordered_map<std::string, std::pair<std::shared_ptr<rt::Storage>, DType>> storages_;
+  ParsedGraph graph_;
+};
+
+} // namespace
+
+ParsedGraph
+parse_graph(std::string_view text, std::string_view filename,
+            const std::function<std::shared_ptr<rt::Storage>(const StorageDecl&)>& storage_for,
+            std::optional<Device> device) {
+  return Parser(text, filename, storage_for, device).run();
+}
+
+} // namespace tj::ir
