@@ -3,9 +3,11 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <source_location>
 #include <tuple>
 #include <vector>
 
+#include "tensorjit/site.h"
 #include "tensorjit/tensor.h"
 
 namespace tj {
@@ -183,27 +185,39 @@ Tensor all(const Tensor& t);
 Tensor any(const Tensor& t);
 
 // --- linear algebra ---
-Tensor matmul(const Tensor& a, const Tensor& b);
-Tensor mm(const Tensor& a, const Tensor& b);
-Tensor bmm(const Tensor& a, const Tensor& b);
-Tensor mv(const Tensor& a, const Tensor& v);
-Tensor dot(const Tensor& a, const Tensor& b);
-Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayRef dims_b);
+Tensor matmul(const Tensor& a, const Tensor& b,
+              std::source_location where = std::source_location::current());
+Tensor mm(const Tensor& a, const Tensor& b,
+          std::source_location where = std::source_location::current());
+Tensor bmm(const Tensor& a, const Tensor& b,
+           std::source_location where = std::source_location::current());
+Tensor mv(const Tensor& a, const Tensor& v,
+          std::source_location where = std::source_location::current());
+Tensor dot(const Tensor& a, const Tensor& b,
+           std::source_location where = std::source_location::current());
+Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayRef dims_b,
+                 std::source_location where = std::source_location::current());
 
 namespace nn::functional {
-Tensor softmax(const Tensor& t, int64_t dim);
-Tensor log_softmax(const Tensor& t, int64_t dim);
+Tensor softmax(const Tensor& t, int64_t dim,
+               std::source_location where = std::source_location::current());
+Tensor log_softmax(const Tensor& t, int64_t dim,
+                   std::source_location where = std::source_location::current());
 Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& weight = {},
-                  const Tensor& bias = {}, double eps = 1e-5);
-Tensor relu(const Tensor& t);
-Tensor gelu(const Tensor& t);
+                  const Tensor& bias = {}, double eps = 1e-5,
+                  std::source_location where = std::source_location::current());
+Tensor relu(const Tensor& t, std::source_location where = std::source_location::current());
+Tensor gelu(const Tensor& t, std::source_location where = std::source_location::current());
 // x @ weight^T + bias (bias optional).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+              std::source_location where = std::source_location::current());
 // The mean of the squared differences.
-Tensor mse_loss(const Tensor& input, const Tensor& target);
+Tensor mse_loss(const Tensor& input, const Tensor& target,
+                std::source_location where = std::source_location::current());
 // The mean over the batch of -log_softmax(input)[i, target[i]]: input (N, C)
 // logits, target (N) class indices (int64).
-Tensor cross_entropy(const Tensor& input, const Tensor& target);
+Tensor cross_entropy(const Tensor& input, const Tensor& target,
+                     std::source_location where = std::source_location::current());
 } // namespace nn::functional
 
 // In-place free forms, as torch.sin_(t).

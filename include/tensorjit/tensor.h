@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -256,7 +257,8 @@ public:
   bool equal(const Tensor& o) const;
 
   // --- linear algebra ---
-  Tensor matmul(const Tensor& o) const;
+  Tensor matmul(const Tensor& o,
+                std::source_location where = std::source_location::current()) const;
   Tensor mm(const Tensor& o) const;
   Tensor mv(const Tensor& v) const;
   Tensor dot(const Tensor& o) const;

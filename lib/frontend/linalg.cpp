@@ -119,7 +119,8 @@ Tensor recorded_product(const char* name, const Tensor& a, const Tensor& b, Tens
 
 } // namespace
 
-Tensor dot(const Tensor& a, const Tensor& b) {
+Tensor dot(const Tensor& a, const Tensor& b, std::source_location where) {
+  detail::CallSite site(where, "dot");
   NodePtr x = node_of(a), y = node_of(b);
   if (x->ndim() != 1 || y->ndim() != 1)
     throw Error(
@@ -137,7 +138,8 @@ Tensor dot(const Tensor& a, const Tensor& b) {
       {k, 1}, {1, 1});
 }
 
-Tensor mv(const Tensor& a, const Tensor& v) {
+Tensor mv(const Tensor& a, const Tensor& v, std::source_location where) {
+  detail::CallSite site(where, "mv");
   NodePtr x = node_of(a), y = node_of(v);
   if (x->ndim() != 2 || y->ndim() != 1)
     throw Error(
@@ -152,7 +154,8 @@ Tensor mv(const Tensor& a, const Tensor& v) {
       {y->shape[0], 1}, {x->shape[0], 1});
 }
 
-Tensor mm(const Tensor& a, const Tensor& b) {
+Tensor mm(const Tensor& a, const Tensor& b, std::source_location where) {
+  detail::CallSite site(where, "mm");
   NodePtr x = node_of(a), y = node_of(b);
   if (x->ndim() != 2) throw Error(fmt::format("self must be a matrix"));
   if (y->ndim() != 2) throw Error(fmt::format("mat2 must be a matrix"));
@@ -164,7 +167,8 @@ Tensor mm(const Tensor& a, const Tensor& b) {
                           {x->shape[0], y->shape[1]});
 }
 
-Tensor bmm(const Tensor& a, const Tensor& b) {
+Tensor bmm(const Tensor& a, const Tensor& b, std::source_location where) {
+  detail::CallSite site(where, "bmm");
   NodePtr x = node_of(a), y = node_of(b);
   if (x->ndim() != 3) throw Error("batch1 must be a 3D tensor");
   if (y->ndim() != 3) throw Error("batch2 must be a 3D tensor");
@@ -177,7 +181,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
                           {x->shape[0], x->shape[1], y->shape[2]});
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b, std::source_location where) {
+  detail::CallSite site(where, "matmul");
   NodePtr x = node_of(a), y = node_of(b);
   int64_t da = x->ndim(), db = y->ndim();
   if (da == 0 || db == 0)
@@ -226,7 +231,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                           yb->shape, lo);
 }
 
-Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayRef dims_b) {
+Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayRef dims_b,
+                 std::source_location where) {
+  detail::CallSite site(where, "tensordot");
   if (dims_a.size() != dims_b.size())
     throw Error(fmt::format("both dimension lists should have same length"));
   NodePtr x = node_of(a), y = node_of(b);
@@ -261,7 +268,9 @@ Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayR
   return mm(am, bm).reshape(out);
 }
 
-Tensor Tensor::matmul(const Tensor& o) const { return tj::matmul(*this, o); }
+Tensor Tensor::matmul(const Tensor& o, std::source_location where) const {
+  return tj::matmul(*this, o, where);
+}
 Tensor Tensor::mm(const Tensor& o) const { return tj::mm(*this, o); }
 Tensor Tensor::mv(const Tensor& v) const { return tj::mv(*this, v); }
 Tensor Tensor::dot(const Tensor& o) const { return tj::dot(*this, o); }

@@ -502,7 +502,8 @@ Tensor Tensor::any(int64_t dim, bool keepdim) const {
 
 namespace nn::functional {
 
-Tensor softmax(const Tensor& t, int64_t dim) {
+Tensor softmax(const Tensor& t, int64_t dim, std::source_location where) {
+  detail::CallSite site(where, "softmax");
   NodePtr x = float_input(t);
   std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
   Tensor y;
@@ -520,7 +521,8 @@ Tensor softmax(const Tensor& t, int64_t dim) {
   return y;
 }
 
-Tensor log_softmax(const Tensor& t, int64_t dim) {
+Tensor log_softmax(const Tensor& t, int64_t dim, std::source_location where) {
+  detail::CallSite site(where, "log_softmax");
   NodePtr x = float_input(t);
   Tensor y;
   std::vector<int64_t> axes;
@@ -540,7 +542,8 @@ Tensor log_softmax(const Tensor& t, int64_t dim) {
 }
 
 Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& weight,
-                  const Tensor& bias, double eps) {
+                  const Tensor& bias, double eps, std::source_location where) {
+  detail::CallSite site(where, "layer_norm");
   NodePtr x = node_of(t);
   size_t n = normalized_shape.size();
   bool ok = n >= 1 && n <= x->shape.size() &&
@@ -583,12 +586,20 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
   return out;
 }
 
-Tensor relu(const Tensor& t) { return tj::relu(t); }
-Tensor gelu(const Tensor& t) { return tj::gelu(t); }
+Tensor relu(const Tensor& t, std::source_location where) {
+  detail::CallSite site(where, "relu");
+  return tj::relu(t);
+}
+Tensor gelu(const Tensor& t, std::source_location where) {
+  detail::CallSite site(where, "gelu");
+  return tj::gelu(t);
+}
 
 // The composites below record through their parts; their last node takes
 // PyTorch's name for the op.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              std::source_location where) {
+  detail::CallSite site(where, "linear");
   Tensor y = x.matmul(weight.t());
   if (!bias.defined()) return y;
   y = y + bias;
@@ -596,14 +607,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return y;
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target) {
+Tensor mse_loss(const Tensor& input, const Tensor& target, std::source_location where) {
+  detail::CallSite site(where, "mse_loss");
   Tensor d = input - target;
   Tensor out = (d * d).mean();
   ag::rename(out, "MseLossBackward0");
   return out;
 }
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target) {
+Tensor cross_entropy(const Tensor& input, const Tensor& target, std::source_location where) {
+  detail::CallSite site(where, "cross_entropy");
   if (input.dim() != 2)
     throw Error(fmt::format("cross_entropy: expected input of shape (N, C), got {}",
                             ir::shape_str(input.sizes())));

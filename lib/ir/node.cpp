@@ -3,11 +3,15 @@
 
 #include "ir/scalar_semantics.h"
 #include "tensorjit/error.h"
+#include "tensorjit/site.h"
 
 #include <fmt/format.h>
 
 #include <bit>
 #include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace tj::ir {
@@ -110,6 +114,57 @@ Node::~Node() {
   tl_draining = false;
 }
 
+thread_local Site tl_site = nullptr;
+thread_local bool tl_site_api = false;
+
+Site current_site() { return tl_site; }
+
+Site intern_site(std::string_view text) {
+  static std::mutex mu;
+  static auto* pool = new std::set<std::string, std::less<>>; // never freed: nodes keep pointers
+  std::lock_guard lock(mu);
+  auto it = pool->find(text);
+  if (it == pool->end()) it = pool->emplace(text).first;
+  return it->c_str();
+}
+
+Site make_site(std::string_view file, uint32_t line, std::string_view what) {
+  size_t slash = file.find_last_of('/');
+  if (slash != std::string_view::npos) file = file.substr(slash + 1);
+  return intern_site(fmt::format("{}:{} ({})", file, line, what));
+}
+
+} // namespace tj::ir
+
+namespace tj::detail {
+
+CallSite::CallSite(const std::source_location& where, const char* what, bool api)
+    : saved_(ir::tl_site), saved_api_(ir::tl_site_api) {
+  if (api && ir::tl_site_api) return;
+  // Calls repeat (a loop of ops): their text is made once per place.
+  using Key = std::tuple<const char*, uint32_t, const char*>;
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      return std::hash<const void*>()(std::get<0>(k)) ^ (size_t{std::get<1>(k)} << 20) ^
+             std::hash<const void*>()(std::get<2>(k));
+    }
+  };
+  thread_local std::unordered_map<Key, ir::Site, Hash> known;
+  auto [it, fresh] = known.try_emplace(Key{where.file_name(), where.line(), what}, nullptr);
+  if (fresh) it->second = ir::make_site(where.file_name(), where.line(), what);
+  ir::tl_site = it->second;
+  ir::tl_site_api = api;
+}
+
+CallSite::~CallSite() {
+  ir::tl_site = saved_;
+  ir::tl_site_api = saved_api_;
+}
+
+} // namespace tj::detail
+
+namespace tj::ir {
+
 NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
                   std::vector<int64_t> args, Scalar value, std::shared_ptr<rt::Storage> storage,
                   View view, Device device) {
@@ -131,6 +186,7 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   n->storage = std::move(storage);
   n->view = std::move(view);
   n->device = device;
+  n->site = tl_site;
   n->hash = hash_of(*n);
   int64_t depth = 0;
   for (const auto& s : n->src)

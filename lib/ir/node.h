@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "ir/op.h"
@@ -25,6 +26,20 @@ struct View {
   bool operator==(const View&) const = default;
 };
 
+// Where a node was built, for dumps and errors: "model.cpp:42 (softmax)".
+// Interned (never freed), so nodes share it freely. Not part of a node's
+// identity: equal nodes built at two places keep the first place.
+using Site = const char*;
+
+// The site nodes built now record: the innermost ir::Scope of the user's
+// program, or the public API call made from it (an API function that calls
+// others keeps its caller's site). Null outside any.
+Site current_site();
+// "FILE:LINE (WHAT)" with FILE's last component, interned.
+Site make_site(std::string_view file, uint32_t line, std::string_view what);
+// An interned copy of `text`.
+Site intern_site(std::string_view text);
+
 struct Node {
   Op op;
   DType dtype;
@@ -40,7 +55,8 @@ struct Node {
   // device a Const/Iota/Philox leaf was made for, else its inputs' device.
   Device device;
   size_t hash = 0;
-  int64_t depth = 0; // longest path of unrealized nodes below, this one included
+  int64_t depth = 0;           // longest path of unrealized nodes below, this one included
+  mutable Site site = nullptr; // metadata, not identity: a parsed graph may set it
 
   // Set once the node has been computed: a Buffer node holding its value, so
   // later graphs that reach this node read memory instead of recomputing.

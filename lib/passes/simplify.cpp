@@ -30,6 +30,8 @@ public:
     NodePtr n = ir::resolve(in);
     if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
     NodePtr out = rewrite(n);
+    // A rewritten node keeps the place the program built the original at.
+    if (!out->site) out->site = n->site;
     memo_.emplace(n.get(), out);
     return out;
   }
