@@ -63,6 +63,33 @@ uint64_t Kernel::hash() const {
   return h;
 }
 
+std::string Kernel::difference(const Kernel& o) const {
+  if (slots.size() != o.slots.size())
+    return fmt::format("{} slots, not {}", slots.size(), o.slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Slot &a = slots[i], &b = o.slots[i];
+    if (a.role != b.role)
+      return fmt::format("slot{} is {}, not {}", i, slot_role(a.role), slot_role(b.role));
+    if (a.dtype != b.dtype)
+      return fmt::format("slot{} is {}, not {}", i, short_dtype(a.dtype), short_dtype(b.dtype));
+    if (a.stride != b.stride)
+      return fmt::format("slot{} is {}, not {}", i, stride_kind(a.stride), stride_kind(b.stride));
+    if (a.rstride != b.rstride)
+      return fmt::format("slot{} is {} along the reduction, not {}", i, stride_kind(a.rstride),
+                         stride_kind(b.rstride));
+  }
+  if (params != o.params) return fmt::format("its parameters differ in number or dtype");
+  for (size_t i = 0; i < std::min(values.size(), o.values.size()); ++i) {
+    const Value &a = values[i], &b = o.values[i];
+    if (a.op != b.op) return fmt::format("%{} is {}, not {}", i, ir::name(a.op), ir::name(b.op));
+    if (!(a == b)) return fmt::format("%{} ({}) differs in dtype or operands", i, ir::name(a.op));
+  }
+  if (values.size() != o.values.size())
+    return fmt::format("{} values, not {}", values.size(), o.values.size());
+  if (stores != o.stores) return "its stores differ";
+  return "";
+}
+
 bool Kernel::same_structure(const Kernel& o) const {
   if (slots.size() != o.slots.size() || params != o.params || values != o.values ||
       stores != o.stores)

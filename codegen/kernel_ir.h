@@ -85,6 +85,10 @@ struct Kernel {
   bool same_structure(const Kernel& o) const;
   // The documented text form (docs/ir.md).
   std::string str() const;
+  // The first thing that differs from `o`, in words ("slot1 is float64, not
+  // float32"), or "" when the structures are equal: why a kernel missed a
+  // cache that holds a similar one.
+  std::string difference(const Kernel& o) const;
 };
 
 // Checks the invariants above; throws an internal error naming the kernel.

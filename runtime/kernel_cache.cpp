@@ -88,6 +88,17 @@ std::shared_ptr<llvmjit::CompiledKernel> get_kernel(const kir::Kernel& k) {
         return it->second.code;
       }
   }
+  if (config().debug >= 1) {
+    // Why this kernel compiles: the closest cached one (same name, so the
+    // same roots) and what differs from it.
+    std::lock_guard lock(c.mu);
+    for (const auto& [hash, e] : c.map)
+      if (e.kernel.name == k.name) {
+        fmt::print(stderr, "[tj] compiling {}: a cached {} exists, but here {}\n", k.name, k.name,
+                   k.difference(e.kernel));
+        break;
+      }
+  }
   auto code = from_disk_or_compile(k);
   if (config().debug >= 3) fmt::print(stderr, "{}", k.str());
   if (config().debug >= 4) fmt::print(stderr, "{}", llvmjit::emit_llvm_ir(k, config().opt_level));

@@ -18,8 +18,8 @@ Stats stats();
 void reset_stats();
 
 // Settings read once from the environment (TJ_NUM_THREADS, TJ_FUSION,
-// TJ_DEBUG, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL, TJ_MAX_GRAPH_NODES) and changeable from
-// C++.
+// TJ_DEBUG, TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL,
+// TJ_MAX_GRAPH_NODES) and changeable from C++.
 struct Config {
   int num_threads = 0;             // 0: all cores
   bool fusion = true;              // false: one kernel per primitive op
@@ -28,6 +28,11 @@ struct Config {
   std::string cache_dir;           // persistent cache; empty disables it
   int64_t cache_max_mb = 1024;     // per kind of code; the oldest entries go first
   int64_t max_graph_nodes = 10000; // pending nodes past which a tensor is materialized
+  // TJ_DUMP: stages (as ir::dump names them, comma-separated) written for
+  // every materialization to TJ_DUMP_DIR (default "tj-dump") as
+  // NNNN-STAGE.txt files.
+  std::string dump;
+  std::string dump_dir = "tj-dump";
 };
 Config& config();
 

@@ -7,6 +7,7 @@
 #include "tensorjit/error.h"
 #include "tensorjit/functions.h"
 #include "tensorjit/indexing.h"
+#include "tensorjit/ir.h"
 #include "tensorjit/optim.h"
 #include "tensorjit/options.h"
 #include "tensorjit/scalar.h"

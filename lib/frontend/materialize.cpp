@@ -1,17 +1,21 @@
-// Materialization: simplify, schedule, execute, and record realized buffers.
+// Materialization: simplify, schedule, execute, and record realized buffers
+// (or only plan it, for dumps).
 #include <fmt/format.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <exception>
 #include <functional>
 #include <optional>
 #include <unordered_set>
 
+#include "frontend/materialize.h"
 #include "frontend/tensor_impl.h"
 #include "passes/simplify.h"
 #include "schedule/scheduler.h"
 #include "stats_counters.h"
 #include "tensorjit/config.h"
+#include "tensorjit/error.h"
 
 namespace tj::detail {
 namespace {
@@ -50,7 +54,28 @@ void run_with_deep_stack(const std::function<void()>& fn) {
   if (job.error) std::rethrow_exception(job.error);
 }
 
-void realize_now(const std::vector<ir::NodePtr>& nodes);
+// Carries out a materialization, or (with a plan) only plans it: then no
+// kernel runs and no storage is written, and the buffers the planning
+// records are taken back at the end.
+class Materializer {
+public:
+  explicit Materializer(Plan* plan = nullptr) : plan_(plan) {}
+  ~Materializer() {
+    for (const auto& n : marked_)
+      n->realized.reset();
+  }
+  Materializer(const Materializer&) = delete;
+  Materializer& operator=(const Materializer&) = delete;
+
+  void realize_now(const std::vector<ir::NodePtr>& nodes);
+
+private:
+  void perform_write(const ir::NodePtr& a);
+  void run(const std::vector<sched::Target>& targets);
+
+  Plan* plan_;
+  std::vector<ir::NodePtr> marked_; // planned buffers, taken back at the end
+};
 
 } // namespace
 
@@ -58,16 +83,25 @@ void realize(const std::vector<ir::NodePtr>& nodes) {
   int64_t depth = 0;
   for (const auto& n : nodes)
     depth = std::max(depth, n->depth);
+  if (!config().dump.empty()) dump_materialization(nodes);
   if (depth > kInlineDepth)
-    run_with_deep_stack([&] { realize_now(nodes); });
+    run_with_deep_stack([&] { Materializer().realize_now(nodes); });
   else
-    realize_now(nodes);
+    Materializer().realize_now(nodes);
+}
+
+Plan plan(const std::vector<ir::NodePtr>& nodes) {
+  Plan p;
+  run_with_deep_stack([&] {
+    std::vector<ir::NodePtr> todo;
+    for (const auto& n : nodes)
+      if (!n->realized && n->op != ir::Op::Buffer) todo.push_back(n);
+    if (!todo.empty()) Materializer(&p).realize_now(todo);
+  });
+  return p;
 }
 
 namespace {
-
-void run(const std::vector<sched::Target>& targets);
-
 // The unrealized Assign nodes below `roots`, each after the ones it reads.
 void collect_writes(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& seen,
                     std::vector<ir::NodePtr>& out) {
@@ -83,7 +117,7 @@ void collect_writes(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& 
 // node is not marked realized, as other equal nodes would then see the
 // write), then the value is stored through the view. The Assign is then
 // realized as that memory at its new version.
-void perform_write(const ir::NodePtr& a) {
+void Materializer::perform_write(const ir::NodePtr& a) {
   ir::NodePtr base = ir::resolve(a->src[0]);
   const ir::NodePtr& value = a->src[1];
   const size_t nd = static_cast<size_t>(value->ndim());
@@ -104,16 +138,18 @@ void perform_write(const ir::NodePtr& a) {
     dest = ir::View{strides, offset};
   }
   run({{nullptr, passes::simplify({value})[0], storage, *dest}});
-  storage->bump_version();
+  // A plan writes nothing, so the memory keeps its version.
+  if (!plan_) storage->bump_version();
   a->realized = ir::make_buffer(storage, a->dtype, a->shape, base_view);
+  if (plan_) marked_.push_back(a);
 }
 
-void realize_now(const std::vector<ir::NodePtr>& nodes) {
+void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   std::vector<ir::NodePtr> todo;
   for (const auto& n : nodes)
     if (!n->realized && n->op != ir::Op::Buffer) todo.push_back(n);
   if (todo.empty()) return;
-  ++rt::counters().materializations;
+  if (!plan_) ++rt::counters().materializations;
   {
     std::unordered_set<const ir::Node*> seen;
     std::vector<ir::NodePtr> writes;
@@ -131,14 +167,34 @@ void realize_now(const std::vector<ir::NodePtr>& nodes) {
   run(targets);
 }
 
-void run(const std::vector<sched::Target>& targets) {
+void Materializer::run(const std::vector<sched::Target>& targets) {
   std::vector<ir::NodePtr> marked;
-  std::vector<rt::Launch> launches = sched::schedule(targets, config().fusion, &marked);
+  std::vector<sched::KernelInfo> info;
+  std::vector<rt::Launch> launches = sched::schedule(targets, config().fusion, &marked, &info);
+  if (plan_) {
+    marked_.insert(marked_.end(), marked.begin(), marked.end());
+    for (size_t i = 0; i < launches.size(); ++i)
+      plan_->kernels.push_back({std::move(launches[i]), std::move(info[i])});
+    return;
+  }
   if (config().debug >= 2)
-    for (const auto& l : launches)
-      fmt::print(stderr, "[tj] schedule: {} over [{}]\n", l.kernel.name, fmt::join(l.domain, ", "));
+    for (size_t i = 0; i < launches.size(); ++i)
+      fmt::print(stderr, "[tj] schedule: {} over [{}]{}: {}\n", launches[i].kernel.name,
+                 fmt::join(launches[i].domain, ", "),
+                 launches[i].r > 1 ? fmt::format(" reducing {}", launches[i].r) : "", info[i].why);
   try {
     rt::execute(launches);
+  } catch (const Error& e) {
+    for (const auto& n : marked)
+      n->realized.reset();
+    // Name the places of the user's program whose values were being computed.
+    std::vector<ir::Site> sites;
+    for (const auto& k : info)
+      for (ir::Site s : k.sites())
+        if (std::find(sites.begin(), sites.end(), s) == sites.end()) sites.push_back(s);
+    if (sites.empty()) throw;
+    throw Error(
+        fmt::format("{}\n(while computing values built at {})", e.what(), fmt::join(sites, ", ")));
   } catch (...) {
     // Nothing can be trusted as computed: forget every buffer the plan promised.
     for (const auto& n : marked)

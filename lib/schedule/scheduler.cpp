@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <optional>
@@ -59,7 +60,19 @@ constexpr size_t kMaxOutputsPerKernel = 16;
 // Raised while lowering when a node must be computed into memory first.
 struct NeedsRealize {
   NodePtr node;
+  const char* why; // shown by the schedule dump
 };
+
+// Why a node is computed by a kernel of its own.
+constexpr const char* kWhyReduceLoop =
+    "its reduced dims do not form one loop over memory (a permuted or broadcast source)";
+constexpr const char* kWhyNestedReduce = "a reduction read inside another reduction's loop";
+constexpr const char* kWhyReduceIndex =
+    "a reduction read at other elements than its own outputs (broadcast or reshaped)";
+constexpr const char* kWhyReshape = "a reshape across dims that no affine index can follow";
+constexpr const char* kWhyStrided = "a strided view that no affine index can follow";
+constexpr const char* kWhyOverlap =
+    "an in-place write whose value reads the destination elsewhere than where it writes";
 
 // Maps a node's index to its Reshape source's index, if that map is affine.
 std::optional<Access> reshape_access(const Node& n, const Access& a) {
@@ -189,6 +202,9 @@ public:
     return false;
   }
 
+  // Every node lowered so far (and leaves made for views of memory).
+  const std::vector<NodePtr>& lowered() const { return keep_; }
+
   rt::Launch finish(std::string name) {
     k_.name = std::move(name);
     rt::Launch l;
@@ -218,7 +234,7 @@ public:
     collapse(nout_, domain_.size(), red, rst);
     // One reduction loop per kernel: reduced dims that do not merge (a
     // permuted or broadcast source) are made contiguous in memory first.
-    if (red.size() > 1) throw NeedsRealize{reduce_src_};
+    if (red.size() > 1) throw NeedsRealize{reduce_src_, kWhyReduceLoop};
     if (dom.empty()) {
       dom.push_back(1);
       for (auto& s : st)
@@ -275,7 +291,8 @@ private:
 
   int32_t lower_reduce(const NodePtr& n, const Access& a) {
     // A reduction needed inside another's loop (var's mean) is computed first.
-    if (inside_reduce_ || !fusable_reduce(*n, a)) throw NeedsRealize{n};
+    if (inside_reduce_) throw NeedsRealize{n, kWhyNestedReduce};
+    if (!fusable_reduce(*n, a)) throw NeedsRealize{n, kWhyReduceIndex};
     Access src = a;
     for (size_t m = 0; m < n->args.size(); ++m) {
       size_t axis = static_cast<size_t>(n->args[m]);
@@ -320,7 +337,7 @@ private:
     auto st = ir::view_strides(src->shape, src->view.strides, n->shape);
     if (!st) {
       if (ir::view_strides(src->shape, ir::contiguous_strides(src->shape), n->shape))
-        throw NeedsRealize{n->src[0]};
+        throw NeedsRealize{n->src[0], kWhyReshape};
       return nullptr;
     }
     NodePtr leaf = ir::make_node(src->op, src->dtype, n->shape, {}, src->args, src->value,
@@ -336,7 +353,7 @@ private:
     if (!ir::has_view(src->op)) return nullptr;
     std::vector<int64_t> strides(n->args.begin(), n->args.end() - 1);
     auto v = ir::compose_strided(src->shape, src->view, n->shape, strides, n->args.back());
-    if (!v) throw NeedsRealize{n->src[0]};
+    if (!v) throw NeedsRealize{n->src[0], kWhyStrided};
     NodePtr leaf = ir::make_node(src->op, src->dtype, n->shape, {}, src->args, src->value,
                                  src->storage, *v, src->device);
     keep_.push_back(leaf);
@@ -375,11 +392,11 @@ private:
     }
     case Op::Reshape:
       if (auto r = reshape_access(*n, a)) return *r;
-      throw NeedsRealize{n->src[0]};
+      throw NeedsRealize{n->src[0], kWhyReshape};
     case Op::AsStrided: {
       std::vector<int64_t> strides(n->args.begin(), n->args.end() - 1);
       auto m = ir::strided_map(src.shape, n->shape, strides, n->args.back());
-      if (!m) throw NeedsRealize{n->src[0]};
+      if (!m) throw NeedsRealize{n->src[0], kWhyStrided};
       Access out{
           std::vector<int64_t>(src.shape.size(), 0),
           std::vector<std::vector<int64_t>>(src.shape.size(), std::vector<int64_t>(a.cols, 0)),
@@ -554,8 +571,10 @@ public:
     // steeply with the size of one function.
     for (auto& [shape, group] : groups)
       for (size_t i = 0; i < group.size(); i += kMaxOutputsPerKernel)
-        realize_group(std::vector<Target>(
-            group.begin() + i, group.begin() + std::min(group.size(), i + kMaxOutputsPerKernel)));
+        realize_group(
+            std::vector<Target>(group.begin() + i,
+                                group.begin() + std::min(group.size(), i + kMaxOutputsPerKernel)),
+            "the values asked for");
     return std::move(launches_);
   }
 
@@ -566,7 +585,8 @@ private:
     if (!seen.insert(n.get()).second || ir::is_leaf(n->op)) return;
     for (const auto& s : n->src)
       realize_each(s, seen);
-    if (ir::is_alu(n->op)) realize_group({{n, n}});
+    if (ir::is_alu(n->op))
+      realize_group({{n, n}}, "fusion is off (TJ_FUSION=0): one kernel per op");
   }
 
   // A kernel of its own stores the value into existing memory.
@@ -579,9 +599,9 @@ private:
         KernelBuilder kb(c->shape, reduce);
         int32_t v = kb.lower(c, kb.root_access(c->ndim()));
         kb.store(c, v, t.dest, t.dest_view);
-        if (kb.reads_other_elements_of(t.dest.get())) throw NeedsRealize{c};
+        if (kb.reads_other_elements_of(t.dest.get())) throw NeedsRealize{c, kWhyOverlap};
         rt::Launch l = kb.finish(kernel_name({c}));
-        if (c->numel() > 0) launches_.push_back(std::move(l));
+        if (c->numel() > 0) add(std::move(l), kb, {c}, "an in-place write into existing memory");
         return;
       } catch (const NeedsRealize& need) {
         realize_dependency(need);
@@ -589,7 +609,7 @@ private:
     }
   }
 
-  void realize_group(const std::vector<Target>& targets) {
+  void realize_group(const std::vector<Target>& targets, const char* why) {
     for (;;) {
       try {
         const ir::Shape& shape = targets[0].compute->shape;
@@ -615,8 +635,10 @@ private:
         for (size_t i = 0; i < targets.size(); ++i) {
           const Target& t = targets[i];
           auto buffer = [&](const NodePtr& n) {
-            return ir::make_buffer(storages[i], n->dtype, n->shape,
-                                   ir::View{ir::contiguous_strides(n->shape), 0});
+            NodePtr b = ir::make_buffer(storages[i], n->dtype, n->shape,
+                                        ir::View{ir::contiguous_strides(n->shape), 0});
+            b->site = n->site; // the memory holds what the program built there
+            return b;
           };
           t.mark->realized = buffer(t.mark);
           marked_.push_back(t.mark);
@@ -626,7 +648,7 @@ private:
             marked_.push_back(t.compute);
           }
         }
-        if (ir::numel(shape) > 0) launches_.push_back(std::move(l));
+        if (ir::numel(shape) > 0) add(std::move(l), kb, roots, why);
         return;
       } catch (const NeedsRealize& need) {
         realize_dependency(need);
@@ -637,24 +659,38 @@ private:
   // Computes the node that cannot be indexed affinely, so that a retry reads its memory.
   void realize_dependency(const NeedsRealize& need) {
     NodePtr dep = ir::resolve(need.node);
-    realize_group({{dep, below_reshapes(dep)}});
+    realize_group({{dep, below_reshapes(dep)}}, need.why);
+  }
+
+  void add(rt::Launch l, const KernelBuilder& kb, std::vector<NodePtr> roots, const char* why) {
+    launches_.push_back(std::move(l));
+    info_.push_back({kb.lowered(), std::move(roots), why});
   }
 
   bool fusion_;
   std::vector<rt::Launch> launches_;
 
 public:
-  std::vector<NodePtr> marked_; // every node given a buffer by this plan
+  std::vector<NodePtr> marked_;  // every node given a buffer by this plan
+  std::vector<KernelInfo> info_; // parallel to the launches
 };
 
 } // namespace
 
+std::vector<ir::Site> KernelInfo::sites() const {
+  std::vector<ir::Site> out;
+  for (const auto& n : nodes)
+    if (n->site && std::find(out.begin(), out.end(), n->site) == out.end()) out.push_back(n->site);
+  return out;
+}
+
 std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
-                                 std::vector<NodePtr>* marked) {
+                                 std::vector<NodePtr>* marked, std::vector<KernelInfo>* info) {
   Scheduler s(fusion);
   try {
     auto launches = s.run(targets);
     if (marked) *marked = std::move(s.marked_);
+    if (info) *info = std::move(s.info_);
     return launches;
   } catch (...) {
     for (const auto& n : s.marked_)

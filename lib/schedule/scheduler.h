@@ -20,6 +20,16 @@ struct Target {
   ir::View dest_view = {};
 };
 
+// What a kernel of a plan computes, for dumps: the graph nodes it lowers
+// (leaves included), the ones it stores, and why it is a kernel of its own.
+struct KernelInfo {
+  std::vector<ir::NodePtr> nodes;
+  std::vector<ir::NodePtr> roots;
+  const char* why;
+  // The distinct places of the user's program that built its nodes.
+  std::vector<ir::Site> sites() const;
+};
+
 // Plans the computation of the targets. Buffers are recorded as `realized`
 // when the plan is made; the launches must then run, in order, before those
 // buffers are read.
@@ -30,8 +40,10 @@ struct Target {
 // value cannot be indexed affinely (a reshape across non-contiguous dims).
 // Without fusion (TJ_FUSION=0) every ALU op is its own kernel.
 // `marked` receives every node whose `realized` the plan set, so that a
-// caller whose launches fail can take the promises back.
+// caller whose launches fail can take the promises back. `info`, when
+// given, receives one KernelInfo per launch.
 std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
-                                 std::vector<ir::NodePtr>* marked = nullptr);
+                                 std::vector<ir::NodePtr>* marked = nullptr,
+                                 std::vector<KernelInfo>* info = nullptr);
 
 } // namespace tj::sched

@@ -1,0 +1,208 @@
+// ir::differentiate: gradients of a loaded graph. The graph is rebuilt
+// through the differentiable ops from the storages asked for, so that the
+// gradients come from the same rules as everywhere else.
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "autograd/formulas.h"
+#include "ir/text.h"
+#include "tensorjit/functions.h"
+#include "tensorjit/indexing.h"
+#include "tensorjit/ir.h"
+
+namespace tj::ir {
+namespace {
+
+// A strided view of x's row-major layout that may broadcast (stride 0): the
+// dims it broadcasts are read once and expanded, so that the read's adjoint
+// (an embedding, which needs a view without overlaps) sums over them.
+Tensor broadcast_read(const Tensor& x, const Shape& shape, const std::vector<int64_t>& strides,
+                      int64_t offset) {
+  Shape once = shape;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (strides[d] == 0) once[d] = std::min<int64_t>(shape[d], 1);
+  return autograd::strided_read(x, once, strides, offset).expand(shape);
+}
+
+// The op of node `n` applied to tensors (at least one requires grad).
+Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  switch (n.op) {
+  case Op::Neg:
+    return x.neg();
+  case Op::Abs:
+    return x.abs();
+  case Op::Floor:
+    return x.floor();
+  case Op::Ceil:
+    return x.ceil();
+  case Op::Round:
+    return x.round();
+  case Op::Trunc:
+    return x.trunc();
+  case Op::Sqrt:
+    return x.sqrt();
+  case Op::Recip:
+    return x.reciprocal();
+  case Op::Exp:
+    return x.exp();
+  case Op::Exp2:
+    return exp2(x);
+  case Op::Expm1:
+    return expm1(x);
+  case Op::Log:
+    return x.log();
+  case Op::Log2:
+    return log2(x);
+  case Op::Log10:
+    return log10(x);
+  case Op::Log1p:
+    return log1p(x);
+  case Op::Sin:
+    return x.sin();
+  case Op::Cos:
+    return x.cos();
+  case Op::Tan:
+    return x.tan();
+  case Op::Asin:
+    return x.asin();
+  case Op::Acos:
+    return x.acos();
+  case Op::Atan:
+    return x.atan();
+  case Op::Sinh:
+    return x.sinh();
+  case Op::Cosh:
+    return x.cosh();
+  case Op::Tanh:
+    return x.tanh();
+  case Op::Erf:
+    return x.erf();
+  case Op::Add:
+    return x + in[1];
+  case Op::Sub:
+    return x - in[1];
+  case Op::Mul:
+    return x * in[1];
+  case Op::Div:
+    return x / in[1];
+  case Op::Mod:
+    return fmod(x, in[1]);
+  case Op::Pow:
+    return pow(x, in[1]);
+  case Op::Max:
+    return maximum(x, in[1]);
+  case Op::Min:
+    return minimum(x, in[1]);
+  case Op::Atan2:
+    return atan2(x, in[1]);
+  case Op::Where:
+    return where(x, in[1], in[2]);
+  case Op::Cast:
+    return x.to(n.dtype);
+  case Op::ReduceSum:
+    return x.sum(n.args, true);
+  case Op::ReduceProd: {
+    Tensor r = x;
+    for (int64_t a : n.args)
+      r = r.prod(a, true);
+    return r;
+  }
+  case Op::ReduceMax:
+    return x.amax(n.args, true);
+  case Op::ReduceMin:
+    return x.amin(n.args, true);
+  case Op::Reshape:
+    return x.reshape(n.shape);
+  case Op::Permute:
+    return x.permute(n.args);
+  case Op::Expand:
+    return x.expand(n.shape);
+  case Op::Slice: {
+    Tensor r = x;
+    for (size_t d = 0; d < n.shape.size(); ++d) {
+      int64_t start = n.args[2 * d], step = n.args[2 * d + 1];
+      const auto dim = static_cast<int64_t>(d);
+      if (step < 0) { // a reversed walk: flip, then walk forward
+        r = flip(r, {dim});
+        start = x.size(dim) - 1 - start;
+        step = -step;
+      }
+      r = r.slice(dim, start, start + std::max<int64_t>(n.shape[d] - 1, 0) * step + 1, step);
+      if (n.shape[d] == 0) r = r.narrow(dim, 0, 0);
+    }
+    return r;
+  }
+  case Op::AsStrided:
+    return broadcast_read(x, n.shape, {n.args.begin(), n.args.end() - 1}, n.args.back());
+  case Op::Assign: {
+    const size_t nd = static_cast<size_t>(in[1].dim());
+    std::vector<int64_t> strides(n.args.begin(), n.args.begin() + static_cast<ptrdiff_t>(nd));
+    int64_t offset = n.args[nd];
+    Tensor mask = autograd::embed(ones_like(in[1]), n.shape, strides, offset).ne(0);
+    return where(mask, autograd::embed(in[1], n.shape, strides, offset), x);
+  }
+  default: // comparisons and logical ops: no gradient flows through them
+    throw Error(fmt::format("differentiate: {} has no gradient", name(n.op)));
+  }
+}
+
+} // namespace
+
+Graph differentiate(const Graph& g, const std::string& output,
+                    const std::vector<std::string>& wrt) {
+  size_t out_index = g.output_names.size();
+  for (size_t i = 0; i < g.output_names.size(); ++i)
+    if (g.output_names[i] == output) out_index = i;
+  if (out_index == g.output_names.size())
+    throw Error(fmt::format("differentiate: no output named '{}' (outputs: {})", output,
+                            fmt::join(g.output_names, ", ")));
+  // The storages to differentiate, as leaves that require grad.
+  std::unordered_map<const rt::Storage*, Tensor> leaves;
+  std::vector<Tensor> inputs;
+  for (const auto& name : wrt) {
+    auto it = g.storages.find(name);
+    if (it == g.storages.end())
+      throw Error(fmt::format("differentiate: no storage named '{}'", name));
+    if (!is_floating_point(it->second.scalar_type()))
+      throw Error(fmt::format("differentiate: storage '{}' is {}; only floating point tensors "
+                              "require gradients",
+                              name, dtype_name(it->second.scalar_type())));
+    Tensor leaf = it->second.detach().requires_grad_();
+    leaves[resolve(detail::node_of(it->second))->storage.get()] = leaf;
+    inputs.push_back(leaf);
+  }
+
+  std::unordered_map<const Node*, Tensor> value;
+  std::vector<NodePtr> order = topological_order({detail::node_of(g.outputs[out_index])});
+  for (const auto& n : order) {
+    std::vector<Tensor> in;
+    bool needs = false;
+    for (const auto& s : n->src) {
+      in.push_back(value.at(resolve(s).get()));
+      needs |= in.back().requires_grad();
+    }
+    if (n->op == Op::Buffer && leaves.count(n->storage.get()))
+      value[n.get()] =
+          broadcast_read(leaves[n->storage.get()], n->shape, n->view.strides, n->view.offset);
+    else if (!needs)
+      value[n.get()] = detail::wrap(n);
+    else
+      value[n.get()] = apply_op(*n, in);
+  }
+  Tensor y = value.at(resolve(detail::node_of(g.outputs[out_index])).get());
+  if (!y.requires_grad())
+    throw Error(fmt::format("differentiate: output '{}' does not depend on {}", output,
+                            fmt::join(wrt, ", ")));
+  if (y.dim() != 0) y = y.sum();
+  std::vector<Tensor> grads = autograd::grad({y}, inputs, {}, true, false, true);
+  Graph out = g;
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    out.output_names.push_back("grad_" + wrt[i]);
+    out.outputs.push_back(grads[i].defined() ? grads[i] : zeros_like(inputs[i]));
+  }
+  return out;
+}
+
+} // namespace tj::ir

@@ -1,0 +1,35 @@
+// Planning a materialization without running it, for the IR dumps.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/node.h"
+#include "schedule/scheduler.h"
+
+namespace tj::detail {
+
+struct PlannedKernel {
+  rt::Launch launch;
+  sched::KernelInfo info;
+};
+
+// The kernels that computing `nodes` would launch, in order (pending
+// in-place writes first, planned into copies). Nothing runs, no memory is
+// written and no node is left realized.
+struct Plan {
+  std::vector<PlannedKernel> kernels;
+};
+Plan plan(const std::vector<ir::NodePtr>& nodes);
+
+// Writes the stages config().dump names for this materialization to
+// config().dump_dir (lib/frontend/ir_dump.cpp).
+void dump_materialization(const std::vector<ir::NodePtr>& nodes);
+
+} // namespace tj::detail
+
+namespace tj::ir {
+// dump() of graph nodes (every stage but "grad", which needs the tensors).
+std::string dump_nodes(const std::vector<NodePtr>& roots, std::string_view stage,
+                       const std::vector<std::string>& output_names = {});
+} // namespace tj::ir
