@@ -199,20 +199,11 @@ TEST_CASE("Malformed .tjir text gets an error with file, line, column and a care
 
   // Nothing malformed crashes: each of these is a located tj::Error.
   const char* bad[] = {
-      "",
-      "%",
-      "%0 =",
-      "%0 = Const",
-      "%0 = Const 1 :",
-      "%0 = Const 1 : float32[",
-      "%0 = Const 1 : float32[-1]\noutput %0",
-      "%0 = Const 1e999999 : int64[]\noutput %0",
-      "%0 = Const 99999999999999999999 : int64[]\noutput %0",
-      "%0 = Const 300 : uint8[]\noutput %0",
-      "%0 = Const 1 : float32[4611686018427387904, 4]",
-      "%0 = Const x : float32[]",
-      "storage x : float32[2] = [1]",
-      "storage x : float32[1] = [1]\nstorage x : float32[1] = [1]",
+      "", "%", "%0 =", "%0 = Const", "%0 = Const 1 :", "%0 = Const 1 : float32[",
+      "%0 = Const 1 : float32[-1]\noutput %0", "%0 = Const 1e999999 : int64[]\noutput %0",
+      "%0 = Const 99999999999999999999 : int64[]\noutput %0", "%0 = Const 300 : uint8[]\noutput %0",
+      "%0 = Const 1 : float32[4611686018427387904, 4]", "%0 = Const x : float32[]",
+      "storage x : float32[2] = [1]", "storage x : float32[1] = [1]\nstorage x : float32[1] = [1]",
       "%0 = Const 1 : float32[2, 3]\n%1 = ReduceSum %0 axes=[1, 0] : float32[1, 1]",
       "%0 = Const 1 : float32[2, 3]\n%1 = ReduceSum %0 axes=[] : float32[2, 3]",
       "%0 = Const 1 : float32[0, 3]\n%1 = ReduceSum %0 axes=[0] : float32[1, 3]",
@@ -228,18 +219,23 @@ TEST_CASE("Malformed .tjir text gets an error with file, line, column and a care
       "%0 = Const 1 : float32[4]\n%1 = Where %0, %0, %0 : float32[4]",
       "%0 = Iota strides=[1] offset=0 : float32[4]",
       "%0 = Philox seed=1 counter=0 word=7 strides=[1] offset=0 : int64[4]",
-      "%0 = Const 1 : float32[] on cuda:99999999999",
-      "%0 = Const 1 : float32[] on tpu",
-      "%0 = Buffer nowhere strides=[] offset=0 : float32[]",
-      "output %0",
-      "\"unterminated",
-      "%0 = Const 1 : float32[] extra",
-      "%0 = Nope 1 : float32[]",
-      "$",
+      "%0 = Const 1 : float32[] on cuda:99999999999", "%0 = Const 1 : float32[] on tpu",
+      "%0 = Buffer nowhere strides=[] offset=0 : float32[]", "output %0", "\"unterminated",
+      "%0 = Const 1 : float32[] extra", "%0 = Nope 1 : float32[]", "$",
       "%0 = Const 1 : float32[]\n%0 = Const 2 : float32[]",
       "%0 = Const 1 : float32[4]\n%1 = Neg %0 bogus=1 : float32[4]",
       "%0 = Const 1 : float32[4]\n%1 = CmpLt %0, %0 : float32[4]",
-      "%0 = Const true : bool[4]\n%1 = Add %0, %0 : bool[4]"};
+      "%0 = Const true : bool[4]\n%1 = Add %0, %0 : bool[4]",
+      // Sizes and views that would overflow the scheduler's index arithmetic.
+      "%0 = Const 0 : float32[0, 4294967296, 4294967296]\noutput %0",
+      "storage w : float32[1] = [1]\n%0 = Buffer w strides=[2] offset=0 : float32[1]\n"
+      "%1 = Slice %0 start=[0] step=[-9223372036854775808] : float32[1]\noutput %1",
+      "%0 = Iota strides=[1] offset=9223372036854775807 : int64[1]\noutput %0",
+      "%0 = Iota strides=[1] offset=0 : int64[4]\n%1 = Slice %0 start=[9] step=[1] : int64[0]",
+      // An in-place write whose memory is read after it.
+      "storage a : float32[2] = [1, 2]\n%0 = Buffer a strides=[1] offset=0 : float32[2]\n"
+      "%1 = Neg %0 : float32[2]\n%2 = Assign %0, %1 strides=[1] offset=0 in_place=1 : "
+      "float32[2]\noutput x = %0\noutput y = %2"};
   for (const char* text : bad) {
     INFO(text);
     std::string e = error_of(text);
@@ -333,6 +329,14 @@ TEST_CASE("tjc: gradients of a .tjir graph match autograd and finite differences
     double fd = (loss_at(h) - loss_at(-h)) / (2 * h);
     CHECK(grad.index({k}).item<double>() == Approx(fd).margin(2e-3));
   }
+  // Through a comparison (relu as a where): the gradient flows around it.
+  ir::Graph relu = ir::parse("storage w : float32[3] = [-1, 2, 3]\n"
+                             "%0 = Buffer w strides=[1] offset=0 : float32[3]\n"
+                             "%1 = Const 0 : float32[3]\n"
+                             "%2 = CmpLt %1, %0 : bool[3]\n"
+                             "%3 = Where %2, %0, %1 : float32[3]\n"
+                             "output y = %3\n");
+  CHECK(equal(ir::differentiate(relu, "y", {"w"}).outputs.back(), tensor({0.0f, 1.0f, 1.0f})));
   TjcResult r = run_tjc({file, "--grad", "loss", "--wrt", "w1", "--emit=grad"});
   CHECK(r.code == 0);
   CHECK(r.out.find("output grad_w1 = %") != std::string::npos);
@@ -343,6 +347,9 @@ TEST_CASE("tjc: usage, errors and exit codes", "[ir][tjc]") {
   CHECK(help.code == 0);
   CHECK(help.out.find("--emit=STAGE") != std::string::npos);
   CHECK(run_tjc({}).code == 2);
+  CHECK(run_tjc({"x.tjir", "--run=0"}).code == 2);
+  CHECK(run_tjc({"x.tjir", "--device", "cuda:99999999999"}).code == 2);
+  CHECK(run_tjc({"-e", "-h"}).code == 1); // "-h" is the program here, not the flag
   CHECK(run_tjc({"x.tjir", "--emit=nope"}).code == 2);
   CHECK(run_tjc({"x.tjir", "--frobnicate"}).code == 2);
   CHECK(run_tjc({"x.tjir", "--grad", "y"}).code == 2);

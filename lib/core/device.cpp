@@ -13,8 +13,10 @@ Device::Device(const std::string& spec) : type_(kCPU), index_(-1) {
     if (spec.size() == 4) return;
     if (spec[4] == ':' && spec.size() > 5 &&
         spec.find_first_not_of("0123456789", 5) == std::string::npos) {
-      index_ = std::stoi(spec.substr(5));
-      return;
+      if (spec.size() <= 9) { // at most 4 digits: no overflow
+        index_ = std::stoi(spec.substr(5));
+        return;
+      }
     }
   }
   throw Error("Expected one of cpu, cuda device type at start of device string: " + spec);

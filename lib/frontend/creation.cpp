@@ -200,7 +200,10 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
     throw Error(fmt::format("unsupported range: {} -> {}", start.str(), end.str()));
   if ((st > 0 && e < s) || (st < 0 && e > s))
     throw Error("upper bound and larger bound inconsistent with step sign");
-  int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
+  const double size = std::ceil((e - s) / st);
+  // The largest double below 2^63 converts to int64 exactly.
+  if (!(size >= 0 && size < 9.2233720368547748e18)) throw Error("invalid size, possible overflow?");
+  const auto n = static_cast<int64_t>(size);
   NodePtr idx = iota({n}, {1}, dev);
   NodePtr v;
   if (!floating && is_integral(t, true)) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "tensorjit/error.h"
@@ -65,6 +66,11 @@ void check_sizes(const Shape& s) {
     if (d < 0)
       throw Error(
           fmt::format("Trying to create tensor with negative dimension {}: {}", d, shape_str(s)));
+  // Element counts (and byte counts of 8-byte elements) must not overflow.
+  int64_t n = 1;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, std::max<int64_t>(d, 1), &n) || n > (INT64_MAX >> 3))
+      throw Error(fmt::format("Storage size calculation overflowed with sizes={}", shape_str(s)));
 }
 
 std::optional<std::vector<int64_t>>

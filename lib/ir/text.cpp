@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -162,7 +163,8 @@ std::string print_graph(const std::vector<NodePtr>& roots, const PrintOptions& o
     for (size_t i = 0; i < n->src.size(); ++i)
       line += fmt::format("{}%{}", i ? ", " : " ", id[resolve(n->src[i]).get()]);
     line += attrs(*n) + " : " + type_str(*n);
-    if (n->site) line += fmt::format(" at \"{}\"", n->site);
+    if (Site site = n->site.load(std::memory_order_relaxed))
+      line += fmt::format(" at \"{}\"", site);
     if (options.annotate)
       if (std::string note = options.annotate(*n); !note.empty()) line += "  # " + note;
     out += line + "\n";
@@ -216,6 +218,8 @@ public:
       if (tok_.kind != Token::End) expect_newline();
     }
     if (graph_.outputs.empty()) fail(tok_, "the graph has no outputs (add a line 'output %N')");
+    for (const auto& [a, at] : in_place_)
+      check_in_place(*a, at);
     return std::move(graph_);
   }
 
@@ -411,7 +415,10 @@ private:
     int64_t n = 1;
     for (int64_t d : s) {
       if (d < 0) fail(at, fmt::format("negative size {}", d));
-      if (__builtin_mul_overflow(n, d, &n)) fail(at, "the shape has too many elements");
+      // As check_sizes: byte counts of 8-byte elements must fit too, and
+      // strides (products of the other dims) even when a dim is 0.
+      if (__builtin_mul_overflow(n, std::max<int64_t>(d, 1), &n) || n > (INT64_MAX >> 3))
+        fail(at, "the shape has too many elements");
     }
     return s;
   }
@@ -589,7 +596,10 @@ private:
     NodePtr n = c.build(storage_name, v, dev);
     // The place recorded where the graph was built (an equal node built
     // before keeps its own).
-    if (site && !n->site) n->site = site;
+    Site none = nullptr;
+    if (site) n->site.compare_exchange_strong(none, site);
+    if (n->op == Op::Assign && n->args.back() == 1) in_place_.push_back({n.get(), op_at});
+    order_.push_back(n);
     nodes_[id.text] = std::move(n);
   }
 
@@ -618,10 +628,20 @@ private:
       return v;
     }
     int64_t take1(const char* key) { return take(key, 1)[0]; }
+    // Strides, offsets, starts and steps stay far from overflow wherever the
+    // scheduler multiplies and adds them, even along empty or size-1 dims.
+    static constexpr int64_t kMaxIndex = int64_t{1} << 40;
+    void bounded(const std::vector<int64_t>& v, const char* key) const {
+      for (int64_t x : v)
+        if (x < -kMaxIndex || x > kMaxIndex)
+          fail(fmt::format("'{}' value {} is out of range (at most 2^40 in magnitude)", key, x));
+    }
     View take_view(size_t rank) {
       View v;
       v.strides = take("strides", rank);
       v.offset = take1("offset");
+      bounded(v.strides, "strides");
+      bounded({v.offset}, "offset");
       return v;
     }
     // The lowest and highest element a strided view reaches (none when empty).
@@ -718,6 +738,7 @@ private:
           if (op == Op::Philox) {
             args = {take1("seed"), take1("counter"), take1("word")};
             if (args[2] < 0 || args[2] > 3) fail("word is 0..3");
+            if (args[1] < 0 || args[1] > (int64_t{1} << 62)) fail("counter is 0..2^62");
           }
           view = take_view(s.size());
         }
@@ -773,6 +794,8 @@ private:
         int64_t offset = take1("offset");
         int64_t mode = take1("in_place");
         if (mode != 0 && mode != 1) fail("in_place is 0 or 1");
+        bounded(args, "strides");
+        bounded({offset}, "offset");
         check_within(vs, args, offset, numel(s), "the base");
         args.push_back(offset);
         args.push_back(mode);
@@ -830,6 +853,10 @@ private:
         std::vector<int64_t> args;
         for (size_t k = 0; k < in.size(); ++k) {
           if (step[k] == 0) fail("a step is not zero");
+          bounded({start[k]}, "start");
+          bounded({step[k]}, "step");
+          if (s[k] == 0 && (start[k] < 0 || start[k] > in[k]))
+            fail(fmt::format("start {} of dim {} is outside its size {}", start[k], k, in[k]));
           check_within({s[k]}, {step[k]}, start[k], in[k], fmt::format("dim {}", k).c_str());
           args.push_back(start[k]);
           args.push_back(step[k]);
@@ -839,6 +866,8 @@ private:
       case Op::AsStrided: {
         std::vector<int64_t> strides = take("strides", s.size());
         int64_t offset = take1("offset");
+        bounded(strides, "strides");
+        bounded({offset}, "offset");
         check_within(s, strides, offset, numel(in), "the operand");
         strides.push_back(offset);
         return strides;
@@ -856,7 +885,43 @@ private:
   size_t pos_ = 0;
   int line_ = 1, col_ = 1;
   Token tok_;
+  // A write into memory (in_place=1) is sound only when nothing reads the
+  // memory's old value after it: everything that reads it (not through the
+  // writes) must feed only the written values, as the frontend ensures.
+  void check_in_place(const Node& a, const Token& at) const {
+    std::unordered_set<const Node*> chain, values;
+    const Node* b = &a;
+    for (; b->op == Op::Assign; b = b->src[0].get()) {
+      chain.insert(b);
+      std::vector<const Node*> stack{b->src[1].get()};
+      while (!stack.empty()) {
+        const Node* n = stack.back();
+        stack.pop_back();
+        if (values.insert(n).second)
+          for (const auto& s : n->src)
+            stack.push_back(s.get());
+      }
+    }
+    if (b->op != Op::Buffer) return; // the first write copies: nothing is overwritten
+    std::unordered_set<const Node*> outputs, reads;
+    for (const auto& o : graph_.outputs)
+      outputs.insert(o.get());
+    for (const auto& n : order_) {
+      bool r = n->op == Op::Buffer && n->storage == b->storage;
+      for (const auto& s : n->src)
+        r |= reads.count(s.get()) > 0;
+      if (!r || chain.count(n.get())) continue;
+      // The memory itself feeds the first write; anything else must feed a written value.
+      if (outputs.count(n.get()) || (n.get() != b && !values.count(n.get())))
+        fail(at, "Assign: in_place=1, but the memory it overwrites is read elsewhere "
+                 "(write in_place=0)");
+      reads.insert(n.get());
+    }
+  }
+
   std::unordered_map<std::string, NodePtr> nodes_;
+  std::vector<NodePtr> order_; // every node, in the order defined
+  std::vector<std::pair<const Node*, Token>> in_place_;
   std::unordered_map<std::string, std::pair<std::shared_ptr<rt::Storage>, DType>> storages_;
   ParsedGraph graph_;
 };
