@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
-bash scripts/setup.sh clang libclang-rt-14-dev
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+# clang 19: the public headers need std::source_location (clang 15 or later).
+bash scripts/setup.sh clang-19 libclang-rt-19-dev
+CC=clang-19 CXX=clang++-19 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DTJ_SANITIZE=ON -DTJ_FUZZ=ON -DTJ_BUILD_TESTS=OFF -DTJ_BUILD_TOOLS=OFF -DTJ_CUDA=OFF > /dev/null
 cmake --build build-fuzz -j2 --target tj-fuzz-tjir
 mkdir -p build-fuzz/corpus

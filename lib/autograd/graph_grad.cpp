@@ -186,7 +186,9 @@ Graph differentiate(const Graph& g, const std::string& output,
     if (n->op == Op::Buffer && leaves.count(n->storage.get()))
       value[n.get()] =
           broadcast_read(leaves[n->storage.get()], n->shape, n->view.strides, n->view.offset);
-    else if (!needs)
+    else if (!needs || info(n->op).grad_fn.empty())
+      // Nothing to differentiate (comparisons and logic have no gradient):
+      // the replayed inputs hold the same values, so the node stands as it is.
       value[n.get()] = detail::wrap(n);
     else
       value[n.get()] = apply_op(*n, in);

@@ -1,6 +1,7 @@
 // tj::ir::dump, print, save and load: every stage of a computation as text.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -224,8 +225,10 @@ const std::vector<std::string>& stages() {
   return s;
 }
 
-std::string dump_nodes(const std::vector<NodePtr>& roots, std::string_view stage,
-                       const std::vector<std::string>& output_names) {
+namespace {
+
+std::string dump_now(const std::vector<NodePtr>& roots, std::string_view stage,
+                     const std::vector<std::string>& output_names) {
   PrintOptions named;
   named.output_names = output_names;
   if (stage == "graph") return print_graph(roots, named);
@@ -238,6 +241,15 @@ std::string dump_nodes(const std::vector<NodePtr>& roots, std::string_view stage
     return per_kernel(p, stage);
   throw Error(fmt::format("dump: unknown stage '{}' (expected one of {})", stage,
                           fmt::join(stages(), ", ")));
+}
+
+} // namespace
+
+std::string dump_nodes(const std::vector<NodePtr>& roots, std::string_view stage,
+                       const std::vector<std::string>& output_names) {
+  std::string out;
+  detail::with_deep_stack([&] { out = dump_now(roots, stage, output_names); });
+  return out;
 }
 
 std::string dump(const std::vector<Tensor>& tensors, std::string_view stage,
@@ -290,7 +302,9 @@ Graph parse(std::string_view text, std::string_view filename, const std::string&
                   static_cast<size_t>(d.numel) * itemsize(d.dtype));
     return d.device.is_cuda() ? rt::copy_to_device(st, d.device) : st;
   };
-  ParsedGraph g = parse_graph(text, filename, storage_for, options.device);
+  std::optional<Device> device;
+  if (options.device) device = rt::checked_device(*options.device);
+  ParsedGraph g = parse_graph(text, filename, storage_for, device);
   Graph out;
   out.output_names = std::move(g.output_names);
   for (auto& n : g.outputs)
@@ -316,7 +330,7 @@ std::vector<Tensor> load(const std::string& path) { return load_graph(path).outp
 namespace tj::detail {
 
 void dump_materialization(const std::vector<ir::NodePtr>& nodes) {
-  static int counter = 0;
+  static std::atomic<int> counter = 0;
   namespace fs = std::filesystem;
   const int number = counter++;
   std::error_code ec;

@@ -19,6 +19,12 @@
 
 namespace tj::detail {
 namespace {
+void run_with_deep_stack(const std::function<void()>& fn);
+} // namespace
+
+void with_deep_stack(const std::function<void()>& fn) { run_with_deep_stack(fn); }
+
+namespace {
 
 // The passes recurse over the graph. Deep graphs (up to TJ_MAX_GRAPH_NODES)
 // run on a thread whose stack is reserved large enough for them; the memory

@@ -1,5 +1,6 @@
 // Planning a materialization without running it, for the IR dumps.
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,10 @@ struct Plan {
   std::vector<PlannedKernel> kernels;
 };
 Plan plan(const std::vector<ir::NodePtr>& nodes);
+
+// Runs `fn` on a thread with a stack large enough for the recursive passes
+// over graphs up to config().max_graph_nodes deep.
+void with_deep_stack(const std::function<void()>& fn);
 
 // Writes the stages config().dump names for this materialization to
 // config().dump_dir (lib/frontend/ir_dump.cpp).

@@ -141,7 +141,13 @@ namespace tj::detail {
 CallSite::CallSite(const std::source_location& where, const char* what, bool api)
     : saved_(ir::tl_site), saved_api_(ir::tl_site_api) {
   if (api && ir::tl_site_api) return;
-  // Calls repeat (a loop of ops): their text is made once per place.
+  if (!api) { // a user's scope: its name may be any string, so no cache
+    ir::tl_site = ir::make_site(where.file_name(), where.line(), what);
+    ir::tl_site_api = false;
+    return;
+  }
+  // API calls repeat (a loop of ops) and name themselves with literals:
+  // their text is made once per place.
   using Key = std::tuple<const char*, uint32_t, const char*>;
   struct Hash {
     size_t operator()(const Key& k) const {
@@ -186,7 +192,7 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   n->storage = std::move(storage);
   n->view = std::move(view);
   n->device = device;
-  n->site = tl_site;
+  n->site.store(tl_site, std::memory_order_relaxed);
   n->hash = hash_of(*n);
   int64_t depth = 0;
   for (const auto& s : n->src)

@@ -1,5 +1,6 @@
 // Nodes of the tensor graph: immutable, hash-consed, shared by pointer.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -55,8 +56,9 @@ struct Node {
   // device a Const/Iota/Philox leaf was made for, else its inputs' device.
   Device device;
   size_t hash = 0;
-  int64_t depth = 0;           // longest path of unrealized nodes below, this one included
-  mutable Site site = nullptr; // metadata, not identity: a parsed graph may set it
+  int64_t depth = 0; // longest path of unrealized nodes below, this one included
+  // Metadata, not identity: passes and the parser fill it in on shared nodes.
+  mutable std::atomic<Site> site = nullptr;
 
   // Set once the node has been computed: a Buffer node holding its value, so
   // later graphs that reach this node read memory instead of recomputing.

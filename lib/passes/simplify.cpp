@@ -11,6 +11,7 @@ namespace tj::passes {
 
 using ir::NodePtr;
 using ir::Op;
+using ir::Site;
 
 namespace {
 
@@ -31,7 +32,8 @@ public:
     if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
     NodePtr out = rewrite(n);
     // A rewritten node keeps the place the program built the original at.
-    if (!out->site) out->site = n->site;
+    Site none = nullptr;
+    out->site.compare_exchange_strong(none, n->site.load(std::memory_order_relaxed));
     memo_.emplace(n.get(), out);
     return out;
   }

@@ -637,7 +637,8 @@ private:
           auto buffer = [&](const NodePtr& n) {
             NodePtr b = ir::make_buffer(storages[i], n->dtype, n->shape,
                                         ir::View{ir::contiguous_strides(n->shape), 0});
-            b->site = n->site; // the memory holds what the program built there
+            // The memory holds what the program built there.
+            b->site.store(n->site.load(std::memory_order_relaxed), std::memory_order_relaxed);
             return b;
           };
           t.mark->realized = buffer(t.mark);
@@ -680,7 +681,9 @@ public:
 std::vector<ir::Site> KernelInfo::sites() const {
   std::vector<ir::Site> out;
   for (const auto& n : nodes)
-    if (n->site && std::find(out.begin(), out.end(), n->site) == out.end()) out.push_back(n->site);
+    if (ir::Site s = n->site.load(std::memory_order_relaxed);
+        s && std::find(out.begin(), out.end(), s) == out.end())
+      out.push_back(s);
   return out;
 }
 

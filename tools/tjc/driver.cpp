@@ -32,7 +32,7 @@ expression (docs/tjc.md), then prints stages of its compilation or runs it.
   --input NAME=FILE.npy   data for the storage NAME (repeatable)
   --output DIR            also write each output to DIR/NAME.npy
   --device DEVICE         run on cpu (default) or cuda
-  --time                  with --run: compile and run times, kernel counts
+  --time                  compile and run times, kernel counts (.tjir files)
   --grad OUTPUT --wrt IN  add the gradient of OUTPUT (summed) w.r.t. the
                           storage IN as the output grad_IN (IN may be a
                           comma-separated list)
@@ -47,6 +47,7 @@ struct UsageError : std::runtime_error {
 };
 
 struct Options {
+  bool help = false;
   std::string file;
   std::optional<std::string> expr;
   std::vector<std::string> emit;
@@ -87,7 +88,14 @@ Options parse_args(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", flag));
       return args[++i];
     };
-    if (flag == "-e") {
+    auto no_value = [&] {
+      if (inline_value) throw UsageError(fmt::format("{} takes no value", flag));
+    };
+    if (flag == "-h" || flag == "--help") {
+      no_value();
+      o.help = true;
+      return o;
+    } else if (flag == "-e") {
       if (o.expr) throw UsageError("-e is given twice");
       o.expr = take();
     } else if (flag == "--emit") {
@@ -98,8 +106,10 @@ Options parse_args(const std::vector<std::string>& args) {
         o.emit.push_back(s);
       }
     } else if (flag == "--run") {
+      no_value();
       o.run = true;
     } else if (flag == "--time") {
+      no_value();
       o.time = true;
     } else if (flag == "--input") {
       std::string v = take();
@@ -113,7 +123,7 @@ Options parse_args(const std::vector<std::string>& args) {
       std::string v = take();
       try {
         o.device = Device(v);
-      } catch (const Error&) {
+      } catch (const std::exception&) {
         throw UsageError(fmt::format("--device takes cpu or cuda, got '{}'", v));
       }
     } else if (flag == "--grad") {
@@ -139,7 +149,7 @@ Options parse_args(const std::vector<std::string>& args) {
   if (std::find(o.emit.begin(), o.emit.end(), "grad") != o.emit.end() && o.file.size() &&
       o.grad_of.empty())
     throw UsageError("--emit=grad of a .tjir file needs --grad OUTPUT --wrt INPUT");
-  if (o.emit.empty() && !o.expr) o.run = true;
+  if (o.time || (o.emit.empty() && !o.expr)) o.run = true;
   return o;
 }
 
@@ -220,17 +230,16 @@ int run_expression(const Options& o, std::ostream& out) {
 } // namespace
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  for (const auto& a : args)
-    if (a == "-h" || a == "--help") {
-      out << kUsage;
-      return 0;
-    }
   Options o;
   try {
     o = parse_args(args);
   } catch (const UsageError& e) {
     fmt::print(err, "tjc: {}\n(tjc --help lists the options)\n", e.what());
     return 2;
+  }
+  if (o.help) {
+    out << kUsage;
+    return 0;
   }
   try {
     if (o.expr) return run_expression(o, out);
