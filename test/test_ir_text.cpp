@@ -390,6 +390,19 @@ TEST_CASE("Nodes remember where the program built them; dumps and errors say it"
   CHECK(graph.find("reductions.cpp") == std::string::npos);
   CHECK(ir::dump({s}, "kernel").find("// from " + at_softmax) != std::string::npos);
   CHECK(ir::dump({s}, "schedule").find("  from " + at_softmax) != std::string::npos);
+  // The gradient of an op is built at the op's place too.
+  Tensor w = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  const int grad_line = __LINE__ + 1;
+  Tensor p = nn::functional::softmax(w, 0);
+  Tensor g = autograd::grad({p.select(0, 0)}, {w})[0];
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  const std::string at_grad = fmt::format("test_ir_text.cpp:{} (softmax)", grad_line);
+  CHECK(count(ir::dump({g}, "graph"), at_grad) > count(ir::dump({p}, "graph"), at_grad));
   // The places survive the text form.
   CHECK(ir::print(ir::parse(ir::print({s})).outputs) == ir::print({s}));
 

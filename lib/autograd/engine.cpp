@@ -171,7 +171,11 @@ private:
     std::vector<Tensor> saved;
     for (const SavedTensor& s : fn->saved)
       saved.push_back(unpack(s, self));
-    std::vector<Tensor> out = fn->backward(in, saved);
+    std::vector<Tensor> out;
+    {
+      ir::SiteScope at(fn->site);
+      out = fn->backward(in, saved);
+    }
     if (!keep_graph_ && !fn->saved.empty()) {
       fn->saved.clear();
       fn->released = true;

@@ -118,6 +118,7 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   if (!any_requires_grad(inputs)) return;
   auto fn = std::make_shared<FunctionNode>();
   fn->name_ = name;
+  fn->site = ir::current_site();
   for (const Tensor& x : inputs) {
     fn->next.push_back(tracked(x) ? gradient_edge(x) : Edge{});
     fn->inputs.push_back(x.defined() ? meta(x) : TensorMeta{});

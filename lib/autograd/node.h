@@ -48,7 +48,8 @@ struct FunctionNode : Node, std::enable_shared_from_this<FunctionNode> {
   std::vector<TensorMeta> outputs; // to make zero gradients for outputs none reached
   std::vector<SavedTensor> saved;
   Backward backward;
-  bool released = false; // saved values freed by a backward without retain_graph
+  bool released = false;   // saved values freed by a backward without retain_graph
+  ir::Site site = nullptr; // where the program ran the op: its gradient is built there too
   // AccumulateGrad: the leaf whose .grad receives the gradient.
   std::weak_ptr<detail::TensorImpl> leaf;
   // Non-leaf outputs that retain their grad, by output number.

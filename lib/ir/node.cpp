@@ -119,6 +119,17 @@ thread_local bool tl_site_api = false;
 
 Site current_site() { return tl_site; }
 
+SiteScope::SiteScope(Site site) : saved_(tl_site), saved_api_(tl_site_api) {
+  if (!site) return; // an unknown place leaves the current one
+  tl_site = site;
+  tl_site_api = true;
+}
+
+SiteScope::~SiteScope() {
+  tl_site = saved_;
+  tl_site_api = saved_api_;
+}
+
 Site intern_site(std::string_view text) {
   static std::mutex mu;
   static auto* pool = new std::set<std::string, std::less<>>; // never freed: nodes keep pointers

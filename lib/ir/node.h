@@ -41,6 +41,21 @@ Site make_site(std::string_view file, uint32_t line, std::string_view what);
 // An interned copy of `text`.
 Site intern_site(std::string_view text);
 
+// Makes `site` (when known) current while it lives, as an API call's would
+// be (API calls inside keep it): the backward of an op builds its nodes at
+// the op's site.
+class SiteScope {
+public:
+  explicit SiteScope(Site site);
+  ~SiteScope();
+  SiteScope(const SiteScope&) = delete;
+  SiteScope& operator=(const SiteScope&) = delete;
+
+private:
+  Site saved_;
+  bool saved_api_;
+};
+
 struct Node {
   Op op;
   DType dtype;
