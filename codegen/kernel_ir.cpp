@@ -37,11 +37,6 @@ const char* stride_kind(StrideKind s) {
   return "?";
 }
 
-std::string short_dtype(DType t) {
-  std::string n = dtype_name(t);
-  return n.substr(n.find('.') + 1);
-}
-
 } // namespace
 
 uint64_t Kernel::hash() const {
@@ -71,7 +66,8 @@ std::string Kernel::difference(const Kernel& o) const {
     if (a.role != b.role)
       return fmt::format("slot{} is {}, not {}", i, slot_role(a.role), slot_role(b.role));
     if (a.dtype != b.dtype)
-      return fmt::format("slot{} is {}, not {}", i, short_dtype(a.dtype), short_dtype(b.dtype));
+      return fmt::format("slot{} is {}, not {}", i, short_dtype_name(a.dtype),
+                         short_dtype_name(b.dtype));
     if (a.stride != b.stride)
       return fmt::format("slot{} is {}, not {}", i, stride_kind(a.stride), stride_kind(b.stride));
     if (a.rstride != b.rstride)
@@ -111,11 +107,11 @@ std::string Kernel::str() const {
   std::string s = fmt::format("kernel {} {{\n", name);
   for (size_t i = 0; i < slots.size(); ++i)
     s += fmt::format("  slot{} = {} {} {}{}\n", i, slot_role(slots[i].role),
-                     short_dtype(slots[i].dtype), stride_kind(slots[i].stride),
+                     short_dtype_name(slots[i].dtype), stride_kind(slots[i].stride),
                      has_reduction() ? fmt::format(", reduce {}", stride_kind(slots[i].rstride))
                                      : "");
   for (size_t i = 0; i < params.size(); ++i)
-    s += fmt::format("  param{} : {}\n", i, short_dtype(params[i]));
+    s += fmt::format("  param{} : {}\n", i, short_dtype_name(params[i]));
   for (size_t i = 0; i < values.size(); ++i) {
     const Value& v = values[i];
     std::string rhs;
@@ -138,7 +134,7 @@ std::string Kernel::str() const {
         rhs += fmt::format("{}%{}", k ? ", " : " ", v.src[k]);
     }
     }
-    s += fmt::format("  %{} : {} = {}\n", i, short_dtype(v.dtype), rhs);
+    s += fmt::format("  %{} : {} = {}\n", i, short_dtype_name(v.dtype), rhs);
   }
   for (const auto& st : stores)
     s += fmt::format("  store slot{}, %{}\n", st.slot, st.value);

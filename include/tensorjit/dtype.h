@@ -44,6 +44,8 @@ bool is_floating_point(DType t);
 bool is_integral(DType t, bool include_bool = false);
 // "torch.float32", as PyTorch prints it.
 std::string dtype_name(DType t);
+// "float32": the name without the module, as the text forms write it.
+std::string short_dtype_name(DType t);
 // NumPy's type string for the host byte order, e.g. "<f4", "|b1".
 std::string numpy_str(DType t);
 

@@ -44,6 +44,8 @@ std::string dtype_name(DType t) {
   return names[static_cast<int>(t)];
 }
 
+std::string short_dtype_name(DType t) { return dtype_name(t).substr(6); }
+
 std::string numpy_str(DType t) {
   // NumPy has no bfloat16: it is exposed as raw 16-bit words.
   static const char* names[] = {"|b1", "|u1", "|i1", "<i2", "<i4",

@@ -32,10 +32,6 @@ std::vector<NodePtr> nodes_of(const std::vector<Tensor>& tensors) {
   return out;
 }
 
-std::string shape_text(const std::vector<int64_t>& v) {
-  return fmt::format("[{}]", fmt::join(v, ", "));
-}
-
 // "%3": the id print_graph gives a node of `roots`' graph.
 std::unordered_map<const Node*, size_t> ids_of(const std::vector<NodePtr>& roots) {
   std::unordered_map<const Node*, size_t> id;
@@ -46,7 +42,7 @@ std::unordered_map<const Node*, size_t> ids_of(const std::vector<NodePtr>& roots
 }
 
 std::string kernel_header(size_t i, const rt::Launch& l) {
-  return fmt::format("kernel {} {} over {}{}", i, l.kernel.name, shape_text(l.domain),
+  return fmt::format("kernel {} {} over {}{}", i, l.kernel.name, shape_str(l.domain),
                      l.r > 1 ? fmt::format(" reducing {}", l.r) : "");
 }
 
@@ -97,7 +93,7 @@ std::string dot_text(const std::vector<NodePtr>& simple, const detail::Plan& p) 
   auto label = [&](const Node& n) {
     std::string extra = n.op == Op::Const ? " " + n.value.str() : "";
     return fmt::format("  n{} [label=\"%{} {}{}\\n{}{}\"];\n", id[&n], id[&n], name(n.op), extra,
-                       dtype_name(n.dtype).substr(6), shape_text(n.shape));
+                       short_dtype_name(n.dtype), shape_str(n.shape));
   };
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     out += fmt::format("  subgraph cluster_{} {{\n    label=\"{}\";\n", k,
@@ -227,28 +223,41 @@ const std::vector<std::string>& stages() {
 
 namespace {
 
-std::string dump_now(const std::vector<NodePtr>& roots, std::string_view stage,
-                     const std::vector<std::string>& output_names) {
-  PrintOptions named;
-  named.output_names = output_names;
-  if (stage == "graph") return print_graph(roots, named);
-  std::vector<NodePtr> simple = passes::simplify(roots);
-  if (stage == "simplified") return print_graph(simple, named);
-  detail::Plan p = detail::plan(simple);
-  if (stage == "schedule") return schedule_text(simple, p);
-  if (stage == "dot") return dot_text(simple, p);
-  if (stage == "kernel" || stage == "llvm" || stage == "asm" || stage == "cuda" || stage == "ptx")
-    return per_kernel(p, stage);
-  throw Error(fmt::format("dump: unknown stage '{}' (expected one of {})", stage,
-                          fmt::join(stages(), ", ")));
-}
+// The stages of one graph. Several stages share its simplification and its
+// plan, each made once, when a stage first needs it.
+class StageDumper {
+public:
+  StageDumper(const std::vector<NodePtr>& roots, const std::vector<std::string>& output_names)
+      : roots_(roots) {
+    named_.output_names = output_names;
+  }
+
+  std::string text(std::string_view stage) {
+    if (stage == "graph") return print_graph(roots_, named_);
+    if (!simple_) simple_ = passes::simplify(roots_);
+    if (stage == "simplified") return print_graph(*simple_, named_);
+    if (!plan_) plan_ = detail::plan(*simple_);
+    if (stage == "schedule") return schedule_text(*simple_, *plan_);
+    if (stage == "dot") return dot_text(*simple_, *plan_);
+    if (stage == "kernel" || stage == "llvm" || stage == "asm" || stage == "cuda" || stage == "ptx")
+      return per_kernel(*plan_, stage);
+    throw Error(fmt::format("dump: unknown stage '{}' (expected one of {})", stage,
+                            fmt::join(stages(), ", ")));
+  }
+
+private:
+  const std::vector<NodePtr>& roots_;
+  PrintOptions named_;
+  std::optional<std::vector<NodePtr>> simple_;
+  std::optional<detail::Plan> plan_;
+};
 
 } // namespace
 
 std::string dump_nodes(const std::vector<NodePtr>& roots, std::string_view stage,
                        const std::vector<std::string>& output_names) {
   std::string out;
-  detail::with_deep_stack([&] { out = dump_now(roots, stage, output_names); });
+  detail::with_deep_stack([&] { out = StageDumper(roots, output_names).text(stage); });
   return out;
 }
 
@@ -335,23 +344,26 @@ void dump_materialization(const std::vector<ir::NodePtr>& nodes) {
   const int number = counter++;
   std::error_code ec;
   fs::create_directories(config().dump_dir, ec);
-  std::string_view list = config().dump;
-  while (!list.empty()) {
-    size_t comma = list.find(',');
-    std::string stage(list.substr(0, comma));
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    if (stage.empty()) continue;
-    fs::path file = fs::path(config().dump_dir) / fmt::format("{:04}-{}.txt", number, stage);
-    std::string text;
-    try {
-      text = ir::dump_nodes(nodes, stage);
-    } catch (const std::exception& e) {
-      text = fmt::format("# cannot dump '{}': {}\n", stage, e.what());
+  with_deep_stack([&] {
+    ir::StageDumper stages(nodes, {});
+    std::string_view list = config().dump;
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string stage(list.substr(0, comma));
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      if (stage.empty()) continue;
+      fs::path file = fs::path(config().dump_dir) / fmt::format("{:04}-{}.txt", number, stage);
+      std::string text;
+      try {
+        text = stages.text(stage);
+      } catch (const std::exception& e) {
+        text = fmt::format("# cannot dump '{}': {}\n", stage, e.what());
+      }
+      std::ofstream f(file, std::ios::binary);
+      f << text;
+      if (!f) fmt::print(stderr, "[tj] TJ_DUMP: cannot write {}\n", file.string());
     }
-    std::ofstream f(file, std::ios::binary);
-    f << text;
-    if (!f) fmt::print(stderr, "[tj] TJ_DUMP: cannot write {}\n", file.string());
-  }
+  });
 }
 
 } // namespace tj::detail

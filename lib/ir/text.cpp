@@ -17,16 +17,11 @@
 namespace tj::ir {
 namespace {
 
-// "float32": a dtype as the text form writes it (torch.float32 without the module).
-std::string short_name(DType t) { return dtype_name(t).substr(6); }
-
 std::optional<DType> parse_dtype(std::string_view s) {
   for (int i = 0; i < kNumDTypes; ++i)
-    if (short_name(static_cast<DType>(i)) == s) return static_cast<DType>(i);
+    if (short_dtype_name(static_cast<DType>(i)) == s) return static_cast<DType>(i);
   return std::nullopt;
 }
-
-std::string ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 // A value of dtype `t` that reads back to the same bits: floats in the
 // shortest form that round-trips in their own precision.
@@ -47,7 +42,7 @@ Scalar element(const char* p, DType t) {
 }
 
 std::string view_attrs(const View& v) {
-  return fmt::format(" strides={} offset={}", ints(v.strides), v.offset);
+  return fmt::format(" strides={} offset={}", shape_str(v.strides), v.offset);
 }
 
 // The attributes of a node after its operands (docs/ir.md lists them per op).
@@ -63,23 +58,23 @@ std::string attrs(const Node& n) {
   case Op::ReduceProd:
   case Op::ReduceMax:
   case Op::ReduceMin:
-    return " axes=" + ints(n.args);
+    return " axes=" + shape_str(n.args);
   case Op::Permute:
-    return " perm=" + ints(n.args);
+    return " perm=" + shape_str(n.args);
   case Op::Slice: {
     std::vector<int64_t> start, step;
     for (size_t i = 0; i + 1 < n.args.size(); i += 2) {
       start.push_back(n.args[i]);
       step.push_back(n.args[i + 1]);
     }
-    return fmt::format(" start={} step={}", ints(start), ints(step));
+    return fmt::format(" start={} step={}", shape_str(start), shape_str(step));
   }
   case Op::AsStrided:
-    return fmt::format(" strides={} offset={}", ints({n.args.begin(), n.args.end() - 1}),
+    return fmt::format(" strides={} offset={}", shape_str({n.args.begin(), n.args.end() - 1}),
                        n.args.back());
   case Op::Assign:
     return fmt::format(" strides={} offset={} in_place={}",
-                       ints({n.args.begin(), n.args.end() - 2}), n.args[n.args.size() - 2],
+                       shape_str({n.args.begin(), n.args.end() - 2}), n.args[n.args.size() - 2],
                        n.args.back());
   default:
     return "";
@@ -87,7 +82,7 @@ std::string attrs(const Node& n) {
 }
 
 std::string type_str(const Node& n) {
-  std::string s = fmt::format("{}{}", short_name(n.dtype), ints(n.shape));
+  std::string s = fmt::format("{}{}", short_dtype_name(n.dtype), shape_str(n.shape));
   if ((n.op == Op::Const || n.op == Op::Iota || n.op == Op::Philox) && n.device.is_cuda())
     s += " on " + n.device.str();
   return s;
@@ -138,7 +133,7 @@ std::string print_graph(const std::vector<NodePtr>& roots, const PrintOptions& o
     taken.insert(name);
     storages[&st] = name;
     const int64_t count = static_cast<int64_t>(st.nbytes() / itemsize(n->dtype));
-    out += fmt::format("storage {} : {}[{}]", name, short_name(n->dtype), count);
+    out += fmt::format("storage {} : {}[{}]", name, short_dtype_name(n->dtype), count);
     if (st.device().is_cuda()) out += " on " + st.device().str();
     std::shared_ptr<rt::Storage> host = n->storage;
     if (st.device().is_cuda()) host = rt::copy_to_device(host, kCPU);
@@ -388,7 +383,7 @@ private:
     if (!is_floating_point(t)) {
       int64_t v = integer(at);
       if (wrap_to_dtype(v, t) != v)
-        fail(at, fmt::format("{} is out of range for {}", v, short_name(t)));
+        fail(at, fmt::format("{} is out of range for {}", v, short_dtype_name(t)));
       return Scalar(v);
     }
     // strtod reads nan, inf and every decimal form; it needs the whole word.
@@ -666,11 +661,12 @@ private:
     }
     void same(const NodePtr& a, const char* role) const {
       if (a->shape != s)
-        fail(fmt::format("{} has shape {}, not {}", role, ints(a->shape), ints(s)));
+        fail(fmt::format("{} has shape {}, not {}", role, shape_str(a->shape), shape_str(s)));
     }
     void dtype_is(const NodePtr& a, DType want, const char* role) const {
       if (a->dtype != want)
-        fail(fmt::format("{} is {}, not {}", role, short_name(a->dtype), short_name(want)));
+        fail(fmt::format("{} is {}, not {}", role, short_dtype_name(a->dtype),
+                         short_dtype_name(want)));
     }
 
     // Which dtypes each ALU op takes (what the frontend ever builds).
@@ -708,7 +704,7 @@ private:
       default: // the float functions
         ok = fl;
       }
-      if (!ok) fail(fmt::format("does not take {}", short_name(in)));
+      if (!ok) fail(fmt::format("does not take {}", short_dtype_name(in)));
     }
 
     NodePtr build(const std::string& storage_name, const Scalar& v, Device dev) {
@@ -726,8 +722,8 @@ private:
         if (op == Op::Buffer) {
           auto& [st, dt] = p.storages_.at(storage_name);
           if (dt != t)
-            fail(fmt::format("storage '{}' holds {}, not {}", storage_name, short_name(dt),
-                             short_name(t)));
+            fail(fmt::format("storage '{}' holds {}, not {}", storage_name, short_dtype_name(dt),
+                             short_dtype_name(t)));
           view = take_view(s.size());
           check_within(s, view.strides, view.offset,
                        static_cast<int64_t>(st->nbytes() / itemsize(t)), "the storage");
@@ -756,7 +752,7 @@ private:
         if (is_comparison(op)) {
           if (t != kBool) fail("produces bool");
         } else if (t != src[first]->dtype)
-          fail(fmt::format("produces its operands' dtype {}", short_name(src[first]->dtype)));
+          fail(fmt::format("produces its operands' dtype {}", short_dtype_name(src[first]->dtype)));
         break;
       }
       case OpCategory::Cast:
@@ -773,11 +769,11 @@ private:
           want[static_cast<size_t>(args[i])] = 1;
         }
         if (args.empty()) fail("reduces at least one axis");
-        if (s != want) fail(fmt::format("the result's shape is {}", ints(want)));
+        if (s != want) fail(fmt::format("the result's shape is {}", shape_str(want)));
         if (numel(in) == 0) fail("reduces an empty tensor (its value is the identity: a Const)");
         dtype_is(src[0], t, "the operand");
         if (t == kBool || t == kFloat16 || t == kBFloat16)
-          fail(fmt::format("does not accumulate in {} (cast first)", short_name(t)));
+          fail(fmt::format("does not accumulate in {} (cast first)", short_dtype_name(t)));
         break;
       }
       case OpCategory::Movement:
@@ -814,7 +810,7 @@ private:
       switch (op) {
       case Op::Reshape:
         if (numel(in) != numel(s))
-          fail(fmt::format("shape {} is invalid for input of size {}", ints(s), numel(in)));
+          fail(fmt::format("shape {} is invalid for input of size {}", shape_str(s), numel(in)));
         break;
       case Op::Expand:
         if (in.size() != s.size()) fail("keeps the rank");
