@@ -421,7 +421,7 @@ TEST_CASE("CUDA: printing, item, transfers and device errors", "[cuda][gpu]") {
   CHECK(equal(m.t().cuda().cpu(), m.t()));
   CHECK(equal(m.cuda().t().contiguous().cpu(), m.t()));
   CHECK_THROWS_WITH(floor_divide(tensor({1, 2}).cuda(), tensor({0, 1}).cuda()).eval(),
-                    "ZeroDivisionError");
+                    Catch::StartsWith("ZeroDivisionError"));
 }
 
 TEST_CASE("CUDA: large reductions and elementwise kernels", "[cuda][gpu]") {

@@ -41,9 +41,9 @@ TEST_CASE("shape errors", "[errors]") {
 TEST_CASE("run-time errors leave no half-computed state", "[errors]") {
   Tensor a = tensor({1, 2, 3}), z = tensor({1, 0, 1});
   Tensor q = floor_divide(a, z);
-  CHECK_THROWS_WITH(q.eval(), "ZeroDivisionError");
+  CHECK_THROWS_WITH(q.eval(), Catch::StartsWith("ZeroDivisionError"));
   CHECK_FALSE(q.is_realized());
-  CHECK_THROWS_WITH(q.eval(), "ZeroDivisionError");
+  CHECK_THROWS_WITH(q.eval(), Catch::StartsWith("ZeroDivisionError"));
   CHECK(floor_divide(a, tensor({1, 2, 2})).to_vector<int64_t>() == std::vector<int64_t>{1, 1, 1});
 }
 

@@ -61,11 +61,10 @@ std::vector<Tensor> corpus() {
   Tensor i = arange(12, kInt64).reshape({3, 4}) - 5;
   Tensor b = x > 0;
   // Unary float functions.
-  for (auto f : {&Tensor::neg, &Tensor::abs, &Tensor::floor, &Tensor::ceil, &Tensor::round,
-                 &Tensor::trunc, &Tensor::exp, &Tensor::sin, &Tensor::cos, &Tensor::tan,
-                 &Tensor::asin, &Tensor::acos, &Tensor::atan, &Tensor::sinh, &Tensor::cosh,
-                 &Tensor::tanh, &Tensor::erf, &Tensor::reciprocal})
-    out.push_back((x.*f)());
+  for (auto f : {tj::neg, tj::abs, tj::floor, tj::ceil, tj::round, tj::trunc, tj::exp, tj::sin,
+                 tj::cos, tj::tan, tj::asin, tj::acos, tj::atan, tj::sinh, tj::cosh, tj::tanh,
+                 tj::erf, tj::reciprocal})
+    out.push_back(f(x, {}));
   out.push_back((x.abs() + 1).sqrt());
   out.push_back((x.abs() + 1).log());
   out.push_back(log2(x.abs() + 1) + log10(x.abs() + 1) + log1p(x.abs()) + exp2(x) + expm1(x));
@@ -406,7 +405,8 @@ TEST_CASE("Nodes remember where the program built them; dumps and errors say it"
   // The places survive the text form.
   CHECK(ir::print(ir::parse(ir::print({s})).outputs) == ir::print({s}));
 
-  // A scope names what operators build inside it; an error computing it names the scope.
+  // A scope names what operators build inside it (named functions keep their own line); an error
+  // computing it names both.
   Tensor i = arange(4);
   Tensor q;
   int scope_line = 0;
@@ -417,7 +417,65 @@ TEST_CASE("Nodes remember where the program built them; dumps and errors say it"
   }
   CHECK(ir::dump({q}, "graph").find(fmt::format("test_ir_text.cpp:{} (ratios)", scope_line)) !=
         std::string::npos);
-  CHECK_THROWS_WITH(q.sum().item(), Catch::Contains(fmt::format("(while computing values built at "
-                                                                "test_ir_text.cpp:{} (ratios)",
-                                                                scope_line)));
+  CHECK(ir::dump({q}, "graph")
+            .find(fmt::format("test_ir_text.cpp:{} (floor_divide)", scope_line + 1)) !=
+        std::string::npos);
+  CHECK_THROWS_WITH(q.sum().item(), Catch::Contains("(while computing values built at ") &&
+                                        Catch::Contains(fmt::format("test_ir_text.cpp:{} (ratios), "
+                                                                    "test_ir_text.cpp:{} (abs)",
+                                                                    scope_line, scope_line + 1)));
+}
+
+TEST_CASE("Every API function records its caller's line; library-internal calls record none",
+          "[ir][text]") {
+  auto site_of = [](const Tensor& t) { // the place of the output's node, the last one printed
+    std::string g = ir::dump({t}, "graph");
+    size_t end = g.rfind("\noutput");
+    std::string last = g.substr(g.rfind('\n', end - 1) + 1, end - g.rfind('\n', end - 1) - 1);
+    size_t at = last.find(" at \"");
+    return at == std::string::npos ? std::string() : last.substr(at + 5, last.size() - at - 6);
+  };
+  const int line = __LINE__ + 1;
+  Tensor a = randn({4, 3});
+  Tensor b = a.exp();
+  Tensor c = tj::maximum(b, a);
+  Tensor d = c.sum(std::vector<int64_t>{1}, true);
+  Tensor e = a.transpose(0, 1).contiguous();
+  Tensor f = tj::where(a > 0, a, b);
+  Tensor h = tj::cat({a, b}, 0);
+  Tensor k = a.clamp_min(0.5); // an inline function of the header passes its caller on
+  CHECK(site_of(a) == fmt::format("test_ir_text.cpp:{} (randn)", line));
+  CHECK(site_of(b) == fmt::format("test_ir_text.cpp:{} (exp)", line + 1));
+  CHECK(site_of(c) == fmt::format("test_ir_text.cpp:{} (maximum)", line + 2));
+  CHECK(site_of(d) == fmt::format("test_ir_text.cpp:{} (sum)", line + 3));
+  CHECK(site_of(e) == fmt::format("test_ir_text.cpp:{} (contiguous)", line + 4));
+  CHECK(site_of(f) == fmt::format("test_ir_text.cpp:{} (where)", line + 5));
+  CHECK(site_of(h) == fmt::format("test_ir_text.cpp:{} (cat)", line + 6));
+  CHECK(site_of(k) == fmt::format("test_ir_text.cpp:{} (clamp)", line + 7));
+  // Operators have no line of their own: outside a scope their nodes have none, and no node ever
+  // names a file of the library.
+  Tensor m = a * 2 + b;
+  CHECK(site_of(m).empty());
+  for (const Tensor& t : {a, b, c, d, e, f, h, k, m}) {
+    std::string g = ir::dump({t}, "graph");
+    for (size_t at = g.find(" at \""); at != std::string::npos; at = g.find(" at \"", at + 1))
+      CHECK(g.compare(at + 5, 17, "test_ir_text.cpp:") == 0);
+  }
+  // A backend's failure (here LLVM's, refusing an optimization level) names the places too.
+  Tensor x16 = arange(7, kInt16).to(kFloat64);
+  const int failing_line = __LINE__ + 1;
+  Tensor odd = tj::atan2(tj::log10(x16 + 1), tj::cosh(x16));
+  const int saved_opt = config().opt_level;
+  config().opt_level = 9;
+  CHECK_THROWS_WITH(odd.eval(),
+                    Catch::Contains("opt_level 9 is not in 0..3") &&
+                        Catch::Contains(fmt::format("test_ir_text.cpp:{} (atan2)", failing_line)));
+  config().opt_level = saved_opt;
+  CHECK(odd.eval().numel() == 7);
+  // A helper passes its own caller on.
+  auto helper = [](const Tensor& x, Caller where = {}) { return tj::relu(x, where) * 2; };
+  const int helper_line = __LINE__ + 1;
+  Tensor r = helper(a);
+  CHECK(ir::dump({r}, "graph").find(fmt::format("test_ir_text.cpp:{} (relu)", helper_line)) !=
+        std::string::npos);
 }

@@ -20,6 +20,7 @@
 #include "frontend/graph_builders.h"
 #include "frontend/tensor_impl.h"
 #include "interp/interpreter.h"
+#include "support/callable.h"
 #include "support/tolerance.h"
 #include "tensorjit/tensorjit.h"
 
@@ -417,43 +418,45 @@ std::vector<UnaryOp> unary_ops() {
     return UnaryOp{name, fn, R::Float, A::Transcendental, accepts_all()};
   };
   return {
-      {"neg", tj::neg, R::Same, A::Exact, rejects_bool(neg_msg)},
+      {"neg", TJ_FN(tj::neg), R::Same, A::Exact, rejects_bool(neg_msg)},
       {"operator-", [](const Tensor& x) { return -x; }, R::Same, A::Exact, rejects_bool(neg_msg)},
-      {"abs", tj::abs, R::Same, A::Exact, rejects_bool(not_implemented("abs_cpu", tj::kBool))},
-      {"sign", tj::sign, R::Same, A::Exact, accepts_all()},
-      {"ceil", tj::ceil, R::Same, A::Exact, rounding("ceil_vml_cpu")},
-      {"floor", tj::floor, R::Same, A::Exact, rounding("floor_vml_cpu")},
-      {"round", tj::round, R::Same, A::Exact, rounding("round_vml_cpu")},
-      {"trunc", tj::trunc, R::Same, A::Exact, rounding("trunc_vml_cpu")},
-      {"sqrt", tj::sqrt, R::Float, A::Exact, accepts_all()},
-      {"rsqrt", tj::rsqrt, R::Float, A::Exact, accepts_all()},
-      {"reciprocal", tj::reciprocal, R::Float, A::Exact, accepts_all()},
-      {"square", tj::square, R::Square, A::Exact, accepts_all()},
-      math("exp", tj::exp),
-      math("exp2", tj::exp2),
-      math("expm1", tj::expm1),
-      math("log", tj::log),
-      math("log2", tj::log2),
-      math("log10", tj::log10),
-      math("log1p", tj::log1p),
-      math("sin", tj::sin),
-      math("cos", tj::cos),
-      math("tan", tj::tan),
-      math("asin", tj::asin),
-      math("acos", tj::acos),
-      math("atan", tj::atan),
-      math("sinh", tj::sinh),
-      math("cosh", tj::cosh),
-      math("tanh", tj::tanh),
-      math("erf", tj::erf),
+      {"abs", TJ_FN(tj::abs), R::Same, A::Exact,
+       rejects_bool(not_implemented("abs_cpu", tj::kBool))},
+      {"sign", TJ_FN(tj::sign), R::Same, A::Exact, accepts_all()},
+      {"ceil", TJ_FN(tj::ceil), R::Same, A::Exact, rounding("ceil_vml_cpu")},
+      {"floor", TJ_FN(tj::floor), R::Same, A::Exact, rounding("floor_vml_cpu")},
+      {"round", TJ_FN(tj::round), R::Same, A::Exact, rounding("round_vml_cpu")},
+      {"trunc", TJ_FN(tj::trunc), R::Same, A::Exact, rounding("trunc_vml_cpu")},
+      {"sqrt", TJ_FN(tj::sqrt), R::Float, A::Exact, accepts_all()},
+      {"rsqrt", TJ_FN(tj::rsqrt), R::Float, A::Exact, accepts_all()},
+      {"reciprocal", TJ_FN(tj::reciprocal), R::Float, A::Exact, accepts_all()},
+      {"square", TJ_FN(tj::square), R::Square, A::Exact, accepts_all()},
+      math("exp", TJ_FN(tj::exp)),
+      math("exp2", TJ_FN(tj::exp2)),
+      math("expm1", TJ_FN(tj::expm1)),
+      math("log", TJ_FN(tj::log)),
+      math("log2", TJ_FN(tj::log2)),
+      math("log10", TJ_FN(tj::log10)),
+      math("log1p", TJ_FN(tj::log1p)),
+      math("sin", TJ_FN(tj::sin)),
+      math("cos", TJ_FN(tj::cos)),
+      math("tan", TJ_FN(tj::tan)),
+      math("asin", TJ_FN(tj::asin)),
+      math("acos", TJ_FN(tj::acos)),
+      math("atan", TJ_FN(tj::atan)),
+      math("sinh", TJ_FN(tj::sinh)),
+      math("cosh", TJ_FN(tj::cosh)),
+      math("tanh", TJ_FN(tj::tanh)),
+      math("erf", TJ_FN(tj::erf)),
       // exp, + and reciprocal each round: a few ulps of the dtype.
-      {"sigmoid", tj::sigmoid, R::Float, A::Transcendental, accepts_all(), 4},
-      {"relu", tj::relu, R::Same, A::Exact, rejects_bool("Boolean inputs not supported for relu")},
-      {"isnan", tj::isnan, R::Bool, A::Exact, accepts_all()},
-      {"isinf", tj::isinf, R::Bool, A::Exact, accepts_all()},
-      {"isfinite", tj::isfinite, R::Bool, A::Exact, accepts_all()},
-      {"logical_not", tj::logical_not, R::Bool, A::Exact, accepts_all()},
-      {"bitwise_not", tj::bitwise_not, R::Same, A::Exact,
+      {"sigmoid", TJ_FN(tj::sigmoid), R::Float, A::Transcendental, accepts_all(), 4},
+      {"relu", TJ_FN(tj::relu), R::Same, A::Exact,
+       rejects_bool("Boolean inputs not supported for relu")},
+      {"isnan", TJ_FN(tj::isnan), R::Bool, A::Exact, accepts_all()},
+      {"isinf", TJ_FN(tj::isinf), R::Bool, A::Exact, accepts_all()},
+      {"isfinite", TJ_FN(tj::isfinite), R::Bool, A::Exact, accepts_all()},
+      {"logical_not", TJ_FN(tj::logical_not), R::Bool, A::Exact, accepts_all()},
+      {"bitwise_not", TJ_FN(tj::bitwise_not), R::Same, A::Exact,
        [](DType t) { return is_float(t) ? not_implemented("bitwise_not_cpu", t) : std::string(); }},
       {"operator~", [](const Tensor& x) { return ~x; }, R::Same, A::Exact,
        [](DType t) { return is_float(t) ? not_implemented("bitwise_not_cpu", t) : std::string(); }},
@@ -1189,26 +1192,28 @@ TEST_CASE("integer division by zero throws ZeroDivisionError", "[oracle][errors]
              {"fmod", [](const Tensor&a, const Tensor&b) { return tj::fmod(a, b); }}}) {
       INFO(name << " on " << dname(t));
       Tensor bad = f(x, zero_somewhere);
-      CHECK_THROWS_WITH(tj::interp::evaluate(tj::detail::node_of(bad)), "ZeroDivisionError");
-      CHECK_THROWS_WITH(bad.eval(), "ZeroDivisionError");
-      CHECK_THROWS_WITH(bad.eval(), "ZeroDivisionError"); // still not computed
-      CHECK_THROWS_WITH(f(x, tj::zeros({1}, tj::dtype(t))).eval(), "ZeroDivisionError");
+      CHECK_THROWS_WITH(tj::interp::evaluate(tj::detail::node_of(bad)),
+                        Catch::StartsWith("ZeroDivisionError"));
+      CHECK_THROWS_WITH(bad.eval(), Catch::StartsWith("ZeroDivisionError"));
+      CHECK_THROWS_WITH(bad.eval(), Catch::StartsWith("ZeroDivisionError")); // still not computed
+      CHECK_THROWS_WITH(f(x, tj::zeros({1}, tj::dtype(t))).eval(),
+                        Catch::StartsWith("ZeroDivisionError"));
       // Constant operands fold at simplification time, with the same error.
       CHECK_THROWS_WITH(f(tj::full({3}, 7, tj::dtype(t)), tj::zeros({3}, tj::dtype(t))).eval(),
-                        "ZeroDivisionError");
+                        Catch::StartsWith("ZeroDivisionError"));
       // Both branches of where are computed, as in PyTorch.
       CHECK_THROWS_WITH(tj::where(zero_somewhere != 0, f(x, zero_somewhere), x).eval(),
-                        "ZeroDivisionError");
+                        Catch::StartsWith("ZeroDivisionError"));
       // A joint materialization fails whole; its other tensors compute afterwards.
       Tensor good = f(x, ok) + 1;
-      CHECK_THROWS_WITH(tj::eval({good, bad}), "ZeroDivisionError");
+      CHECK_THROWS_WITH(tj::eval({good, bad}), Catch::StartsWith("ZeroDivisionError"));
       OracleBatch batch;
       batch.add(good, Accuracy::Exact, std::string(name) + " after a failed joint eval");
       TJ_CHECK_BATCH(batch);
     }
-    CHECK_THROWS_WITH(x.floor_divide(int64_t{0}).eval(), "ZeroDivisionError");
-    CHECK_THROWS_WITH(x.remainder(int64_t{0}).eval(), "ZeroDivisionError");
-    CHECK_THROWS_WITH(x.fmod(int64_t{0}).eval(), "ZeroDivisionError");
+    CHECK_THROWS_WITH(x.floor_divide(int64_t{0}).eval(), Catch::StartsWith("ZeroDivisionError"));
+    CHECK_THROWS_WITH(x.remainder(int64_t{0}).eval(), Catch::StartsWith("ZeroDivisionError"));
+    CHECK_THROWS_WITH(x.fmod(int64_t{0}).eval(), Catch::StartsWith("ZeroDivisionError"));
     // True division and float operands do not throw.
     CHECK_NOTHROW((x / zero_somewhere).eval());
     CHECK_NOTHROW(x.floor_divide(0.0).eval());

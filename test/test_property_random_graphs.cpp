@@ -32,6 +32,7 @@
 #include "frontend/graph_builders.h"
 #include "frontend/tensor_impl.h"
 #include "interp/interpreter.h"
+#include "support/callable.h"
 #include "support/seed.h"
 #include "support/tolerance.h"
 #include "tensorjit/tensorjit.h"
@@ -422,19 +423,20 @@ bool Generator::step() {
   case 3: { // exact unary ops
     make_exact({a});
     using Fn = Tensor (*)(const Tensor&);
-    static const std::vector<std::pair<const char*, Fn>> fns = {{"floor", tj::floor},
-                                                                {"ceil", tj::ceil},
-                                                                {"round", tj::round},
-                                                                {"trunc", tj::trunc},
-                                                                {"sign", tj::sign},
-                                                                {"square", tj::square},
-                                                                {"isnan", tj::isnan},
-                                                                {"isinf", tj::isinf},
-                                                                {"isfinite", tj::isfinite},
-                                                                {"logical_not", tj::logical_not},
-                                                                {"bitwise_not", tj::bitwise_not},
-                                                                {"sqrt", tj::sqrt},
-                                                                {"rsqrt", tj::rsqrt}};
+    static const std::vector<std::pair<const char*, Fn>> fns = {
+        {"floor", TJ_FN(tj::floor)},
+        {"ceil", TJ_FN(tj::ceil)},
+        {"round", TJ_FN(tj::round)},
+        {"trunc", TJ_FN(tj::trunc)},
+        {"sign", TJ_FN(tj::sign)},
+        {"square", TJ_FN(tj::square)},
+        {"isnan", TJ_FN(tj::isnan)},
+        {"isinf", TJ_FN(tj::isinf)},
+        {"isfinite", TJ_FN(tj::isfinite)},
+        {"logical_not", TJ_FN(tj::logical_not)},
+        {"bitwise_not", TJ_FN(tj::bitwise_not)},
+        {"sqrt", TJ_FN(tj::sqrt)},
+        {"rsqrt", TJ_FN(tj::rsqrt)}};
     const auto& [name, fn] = pick(fns);
     add(fmt::format("{}(v{})", name, a), {a}, 0, [a, fn = fn](const Pool& q) { return fn(q[a]); });
     return true;

@@ -1,6 +1,8 @@
 // Storage, views and strides, in-place writes through aliases, indexing,
 // joining and the NumPy bridge: the examples of seeds 001-003 and PyTorch's rules.
 #include <catch2/catch.hpp>
+
+#include "support/callable.h"
 #include <tensorjit/tensorjit.h>
 
 #include <cstring>
@@ -312,45 +314,45 @@ TEST_CASE("every elementwise op has an in-place form that writes through views",
   Tensor base = (arange(12, TensorOptions().dtype(kFloat64)).view({3, 4}) + 1) / 13;
   struct Unary {
     const char* name;
-    Tensor (Tensor::*op)() const;
-    Tensor& (Tensor::*inplace)();
+    Tensor (*op)(const Tensor&);
+    Tensor& (*inplace)(Tensor&);
   };
-  for (Unary u : {Unary{"neg", &Tensor::neg, &Tensor::neg_},
-                  Unary{"abs", &Tensor::abs, &Tensor::abs_},
-                  Unary{"sign", &Tensor::sign, &Tensor::sign_},
-                  Unary{"ceil", &Tensor::ceil, &Tensor::ceil_},
-                  Unary{"floor", &Tensor::floor, &Tensor::floor_},
-                  Unary{"round", &Tensor::round, &Tensor::round_},
-                  Unary{"trunc", &Tensor::trunc, &Tensor::trunc_},
-                  Unary{"sqrt", &Tensor::sqrt, &Tensor::sqrt_},
-                  Unary{"rsqrt", &Tensor::rsqrt, &Tensor::rsqrt_},
-                  Unary{"exp", &Tensor::exp, &Tensor::exp_},
-                  Unary{"exp2", &Tensor::exp2, &Tensor::exp2_},
-                  Unary{"expm1", &Tensor::expm1, &Tensor::expm1_},
-                  Unary{"log", &Tensor::log, &Tensor::log_},
-                  Unary{"log2", &Tensor::log2, &Tensor::log2_},
-                  Unary{"log10", &Tensor::log10, &Tensor::log10_},
-                  Unary{"log1p", &Tensor::log1p, &Tensor::log1p_},
-                  Unary{"sin", &Tensor::sin, &Tensor::sin_},
-                  Unary{"cos", &Tensor::cos, &Tensor::cos_},
-                  Unary{"tan", &Tensor::tan, &Tensor::tan_},
-                  Unary{"asin", &Tensor::asin, &Tensor::asin_},
-                  Unary{"acos", &Tensor::acos, &Tensor::acos_},
-                  Unary{"atan", &Tensor::atan, &Tensor::atan_},
-                  Unary{"sinh", &Tensor::sinh, &Tensor::sinh_},
-                  Unary{"cosh", &Tensor::cosh, &Tensor::cosh_},
-                  Unary{"tanh", &Tensor::tanh, &Tensor::tanh_},
-                  Unary{"sigmoid", &Tensor::sigmoid, &Tensor::sigmoid_},
-                  Unary{"relu", &Tensor::relu, &Tensor::relu_},
-                  Unary{"erf", &Tensor::erf, &Tensor::erf_},
-                  Unary{"reciprocal", &Tensor::reciprocal, &Tensor::reciprocal_},
-                  Unary{"square", &Tensor::square, &Tensor::square_}}) {
+  for (Unary u : {Unary{"neg", TJ_METHOD(neg), TJ_METHOD(neg_)},
+                  Unary{"abs", TJ_METHOD(abs), TJ_METHOD(abs_)},
+                  Unary{"sign", TJ_METHOD(sign), TJ_METHOD(sign_)},
+                  Unary{"ceil", TJ_METHOD(ceil), TJ_METHOD(ceil_)},
+                  Unary{"floor", TJ_METHOD(floor), TJ_METHOD(floor_)},
+                  Unary{"round", TJ_METHOD(round), TJ_METHOD(round_)},
+                  Unary{"trunc", TJ_METHOD(trunc), TJ_METHOD(trunc_)},
+                  Unary{"sqrt", TJ_METHOD(sqrt), TJ_METHOD(sqrt_)},
+                  Unary{"rsqrt", TJ_METHOD(rsqrt), TJ_METHOD(rsqrt_)},
+                  Unary{"exp", TJ_METHOD(exp), TJ_METHOD(exp_)},
+                  Unary{"exp2", TJ_METHOD(exp2), TJ_METHOD(exp2_)},
+                  Unary{"expm1", TJ_METHOD(expm1), TJ_METHOD(expm1_)},
+                  Unary{"log", TJ_METHOD(log), TJ_METHOD(log_)},
+                  Unary{"log2", TJ_METHOD(log2), TJ_METHOD(log2_)},
+                  Unary{"log10", TJ_METHOD(log10), TJ_METHOD(log10_)},
+                  Unary{"log1p", TJ_METHOD(log1p), TJ_METHOD(log1p_)},
+                  Unary{"sin", TJ_METHOD(sin), TJ_METHOD(sin_)},
+                  Unary{"cos", TJ_METHOD(cos), TJ_METHOD(cos_)},
+                  Unary{"tan", TJ_METHOD(tan), TJ_METHOD(tan_)},
+                  Unary{"asin", TJ_METHOD(asin), TJ_METHOD(asin_)},
+                  Unary{"acos", TJ_METHOD(acos), TJ_METHOD(acos_)},
+                  Unary{"atan", TJ_METHOD(atan), TJ_METHOD(atan_)},
+                  Unary{"sinh", TJ_METHOD(sinh), TJ_METHOD(sinh_)},
+                  Unary{"cosh", TJ_METHOD(cosh), TJ_METHOD(cosh_)},
+                  Unary{"tanh", TJ_METHOD(tanh), TJ_METHOD(tanh_)},
+                  Unary{"sigmoid", TJ_METHOD(sigmoid), TJ_METHOD(sigmoid_)},
+                  Unary{"relu", TJ_METHOD(relu), TJ_METHOD(relu_)},
+                  Unary{"erf", TJ_METHOD(erf), TJ_METHOD(erf_)},
+                  Unary{"reciprocal", TJ_METHOD(reciprocal), TJ_METHOD(reciprocal_)},
+                  Unary{"square", TJ_METHOD(square), TJ_METHOD(square_)}}) {
     INFO(u.name);
     Tensor x = base.clone();
     Tensor col = x.narrow(1, 1, 2); // written through a view; the rest stays
     Tensor expect = x.clone();
-    expect.narrow(1, 1, 2).copy_((col.*u.op)());
-    Tensor& r = (col.*u.inplace)();
+    expect.narrow(1, 1, 2).copy_(u.op(col));
+    Tensor& r = u.inplace(col);
     CHECK(&r == &col);
     CHECK(values(x) == values(expect));
   }
@@ -378,14 +380,14 @@ TEST_CASE("every elementwise op has an in-place form that writes through views",
   // Integer division by a zero known now throws now and writes nothing.
   Tensor d = tensor({5, 7, 9}).eval();
   Tensor before = d * 1;
-  CHECK_THROWS_WITH(d.floor_divide_(0), "ZeroDivisionError");
-  CHECK_THROWS_WITH(d.remainder_(0), "ZeroDivisionError");
-  CHECK_THROWS_WITH(d.fmod(0), "ZeroDivisionError");
+  CHECK_THROWS_WITH(d.floor_divide_(0), Catch::StartsWith("ZeroDivisionError"));
+  CHECK_THROWS_WITH(d.remainder_(0), Catch::StartsWith("ZeroDivisionError"));
+  CHECK_THROWS_WITH(d.fmod(0), Catch::StartsWith("ZeroDivisionError"));
   CHECK(values(d) == std::vector<double>{5, 7, 9});
   CHECK(values(before) == std::vector<double>{5, 7, 9});
   // By a zero computed later: the materialization that computes it throws.
   Tensor lazy = d.floor_divide(tensor({1, 0, 2}));
-  CHECK_THROWS_WITH(lazy.eval(), "ZeroDivisionError");
+  CHECK_THROWS_WITH(lazy.eval(), Catch::StartsWith("ZeroDivisionError"));
   CHECK(values(d) == std::vector<double>{5, 7, 9});
 }
 

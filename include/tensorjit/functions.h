@@ -13,31 +13,34 @@
 namespace tj {
 
 // --- creation ---
-Tensor empty(IntArrayRef size, TensorOptions opts = {});
-Tensor zeros(IntArrayRef size, TensorOptions opts = {});
-Tensor ones(IntArrayRef size, TensorOptions opts = {});
-Tensor full(IntArrayRef size, const Scalar& value, TensorOptions opts = {});
-Tensor rand(IntArrayRef size, TensorOptions opts = {});
-Tensor randn(IntArrayRef size, TensorOptions opts = {});
-Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions opts = {});
-Tensor randint(int64_t high, IntArrayRef size, TensorOptions opts = {});
-Tensor randperm(int64_t n, TensorOptions opts = {});
-Tensor arange(const Scalar& end, TensorOptions opts = {});
-Tensor arange(const Scalar& start, const Scalar& end, TensorOptions opts = {});
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions opts = {});
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions opts = {});
+Tensor empty(IntArrayRef size, TensorOptions opts = {}, Caller where = {});
+Tensor zeros(IntArrayRef size, TensorOptions opts = {}, Caller where = {});
+Tensor ones(IntArrayRef size, TensorOptions opts = {}, Caller where = {});
+Tensor full(IntArrayRef size, const Scalar& value, TensorOptions opts = {}, Caller where = {});
+Tensor rand(IntArrayRef size, TensorOptions opts = {}, Caller where = {});
+Tensor randn(IntArrayRef size, TensorOptions opts = {}, Caller where = {});
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions opts = {},
+               Caller where = {});
+Tensor randint(int64_t high, IntArrayRef size, TensorOptions opts = {}, Caller where = {});
+Tensor randperm(int64_t n, TensorOptions opts = {}, Caller where = {});
+Tensor arange(const Scalar& end, TensorOptions opts = {}, Caller where = {});
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions opts = {}, Caller where = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions opts = {},
+              Caller where = {});
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions opts = {},
+                Caller where = {});
 Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base = 10.0,
-                TensorOptions opts = {});
-Tensor eye(int64_t n, TensorOptions opts = {});
-Tensor eye(int64_t n, int64_t m, TensorOptions opts = {});
-Tensor scalar_tensor(const Scalar& v, TensorOptions opts = {});
+                TensorOptions opts = {}, Caller where = {});
+Tensor eye(int64_t n, TensorOptions opts = {}, Caller where = {});
+Tensor eye(int64_t n, int64_t m, TensorOptions opts = {}, Caller where = {});
+Tensor scalar_tensor(const Scalar& v, TensorOptions opts = {}, Caller where = {});
 
-Tensor empty_like(const Tensor& t, TensorOptions opts = {});
-Tensor zeros_like(const Tensor& t, TensorOptions opts = {});
-Tensor ones_like(const Tensor& t, TensorOptions opts = {});
-Tensor full_like(const Tensor& t, const Scalar& value, TensorOptions opts = {});
-Tensor rand_like(const Tensor& t, TensorOptions opts = {});
-Tensor randn_like(const Tensor& t, TensorOptions opts = {});
+Tensor empty_like(const Tensor& t, TensorOptions opts = {}, Caller where = {});
+Tensor zeros_like(const Tensor& t, TensorOptions opts = {}, Caller where = {});
+Tensor ones_like(const Tensor& t, TensorOptions opts = {}, Caller where = {});
+Tensor full_like(const Tensor& t, const Scalar& value, TensorOptions opts = {}, Caller where = {});
+Tensor rand_like(const Tensor& t, TensorOptions opts = {}, Caller where = {});
+Tensor randn_like(const Tensor& t, TensorOptions opts = {}, Caller where = {});
 
 // Seeds the Philox generator; the same seed gives the same numbers everywhere.
 void manual_seed(uint64_t seed);
@@ -64,11 +67,13 @@ private:
   std::vector<NestedList> children_;
   bool is_scalar_;
 };
-Tensor tensor(const NestedList& data, TensorOptions opts = {});
+Tensor tensor(const NestedList& data, TensorOptions opts = {}, Caller where = {});
 template <typename T>
-Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions opts = {});
-template <typename T> Tensor tensor(const std::vector<T>& data, TensorOptions opts = {}) {
-  return tensor<T>(data, {static_cast<int64_t>(data.size())}, opts);
+Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions opts = {},
+              Caller where = {});
+template <typename T>
+Tensor tensor(const std::vector<T>& data, TensorOptions opts = {}, Caller where = {}) {
+  return tensor<T>(data, {static_cast<int64_t>(data.size())}, opts, where);
 }
 
 // --- over user memory (shared, not copied) ---
@@ -87,44 +92,45 @@ void save_npy(const Tensor& tensor, const std::string& path);
 Tensor load_npy(const std::string& path);
 
 // --- elementwise ---
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Scalar& b);
-Tensor pow(const Scalar& a, const Tensor& b);
-Tensor floor_divide(const Tensor& a, const Tensor& b);
-Tensor remainder(const Tensor& a, const Tensor& b);
-Tensor fmod(const Tensor& a, const Tensor& b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor atan2(const Tensor& a, const Tensor& b);
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
-Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
-Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
-Tensor logical_xor(const Tensor& a, const Tensor& b);
-Tensor logical_not(const Tensor& a);
-Tensor bitwise_and(const Tensor& a, const Tensor& b);
-Tensor bitwise_or(const Tensor& a, const Tensor& b);
-Tensor bitwise_xor(const Tensor& a, const Tensor& b);
-Tensor bitwise_not(const Tensor& a);
-Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1, Caller where = {});
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1, Caller where = {});
+Tensor mul(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor div(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor pow(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor pow(const Tensor& a, const Scalar& b, Caller where = {});
+Tensor pow(const Scalar& a, const Tensor& b, Caller where = {});
+Tensor floor_divide(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor remainder(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor fmod(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor maximum(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor minimum(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor atan2(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Caller where = {});
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, Caller where = {});
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, Caller where = {});
+Tensor eq(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor ne(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor lt(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor le(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor gt(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor ge(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor logical_and(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor logical_or(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor logical_xor(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor logical_not(const Tensor& a, Caller where = {});
+Tensor bitwise_and(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor bitwise_or(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor bitwise_xor(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor bitwise_not(const Tensor& a, Caller where = {});
+Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
+             Caller where = {});
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
-               bool equal_nan = false);
+               bool equal_nan = false, Caller where = {});
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
               bool equal_nan = false);
 bool equal(const Tensor& a, const Tensor& b);
 
-#define TJ_DECLARE_UNARY(name) Tensor name(const Tensor& a);
+#define TJ_DECLARE_UNARY(name) Tensor name(const Tensor& a, Caller where = {});
 TJ_DECLARE_UNARY(neg)
 TJ_DECLARE_UNARY(abs)
 TJ_DECLARE_UNARY(sign)
@@ -162,79 +168,78 @@ TJ_DECLARE_UNARY(isfinite)
 #undef TJ_DECLARE_UNARY
 
 // --- reductions (see the Tensor members) ---
-Tensor sum(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+Tensor sum(const Tensor& t, std::optional<DType> dtype = std::nullopt, Caller where = {});
 Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim = false,
-           std::optional<DType> dtype = std::nullopt);
-Tensor mean(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+           std::optional<DType> dtype = std::nullopt, Caller where = {});
+Tensor mean(const Tensor& t, std::optional<DType> dtype = std::nullopt, Caller where = {});
 Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim = false,
-            std::optional<DType> dtype = std::nullopt);
-Tensor prod(const Tensor& t, std::optional<DType> dtype = std::nullopt);
-Tensor max(const Tensor& t);
-std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim = false);
-Tensor min(const Tensor& t);
-std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim = false);
-Tensor amax(const Tensor& t, IntArrayRef dims = {}, bool keepdim = false);
-Tensor amin(const Tensor& t, IntArrayRef dims = {}, bool keepdim = false);
-Tensor argmax(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
-Tensor argmin(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
-Tensor var(const Tensor& t, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
-Tensor std(const Tensor& t, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
-Tensor norm(const Tensor& t, double p = 2, IntArrayRef dims = {}, bool keepdim = false);
-Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim = false);
-Tensor all(const Tensor& t);
-Tensor any(const Tensor& t);
+            std::optional<DType> dtype = std::nullopt, Caller where = {});
+Tensor prod(const Tensor& t, std::optional<DType> dtype = std::nullopt, Caller where = {});
+Tensor max(const Tensor& t, Caller where = {});
+std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim = false,
+                               Caller where = {});
+Tensor min(const Tensor& t, Caller where = {});
+std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim = false,
+                               Caller where = {});
+Tensor amax(const Tensor& t, IntArrayRef dims = {}, bool keepdim = false, Caller where = {});
+Tensor amin(const Tensor& t, IntArrayRef dims = {}, bool keepdim = false, Caller where = {});
+Tensor argmax(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+              Caller where = {});
+Tensor argmin(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+              Caller where = {});
+Tensor var(const Tensor& t, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false,
+           Caller where = {});
+Tensor std(const Tensor& t, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false,
+           Caller where = {});
+Tensor norm(const Tensor& t, double p = 2, IntArrayRef dims = {}, bool keepdim = false,
+            Caller where = {});
+Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim = false, Caller where = {});
+Tensor all(const Tensor& t, Caller where = {});
+Tensor any(const Tensor& t, Caller where = {});
 
 // --- linear algebra ---
-Tensor matmul(const Tensor& a, const Tensor& b,
-              std::source_location where = std::source_location::current());
-Tensor mm(const Tensor& a, const Tensor& b,
-          std::source_location where = std::source_location::current());
-Tensor bmm(const Tensor& a, const Tensor& b,
-           std::source_location where = std::source_location::current());
-Tensor mv(const Tensor& a, const Tensor& v,
-          std::source_location where = std::source_location::current());
-Tensor dot(const Tensor& a, const Tensor& b,
-           std::source_location where = std::source_location::current());
+Tensor matmul(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor mm(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor bmm(const Tensor& a, const Tensor& b, Caller where = {});
+Tensor mv(const Tensor& a, const Tensor& v, Caller where = {});
+Tensor dot(const Tensor& a, const Tensor& b, Caller where = {});
 Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayRef dims_b,
-                 std::source_location where = std::source_location::current());
+                 Caller where = {});
 
 namespace nn::functional {
-Tensor softmax(const Tensor& t, int64_t dim,
-               std::source_location where = std::source_location::current());
-Tensor log_softmax(const Tensor& t, int64_t dim,
-                   std::source_location where = std::source_location::current());
+Tensor softmax(const Tensor& t, int64_t dim, Caller where = {});
+Tensor log_softmax(const Tensor& t, int64_t dim, Caller where = {});
 Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& weight = {},
-                  const Tensor& bias = {}, double eps = 1e-5,
-                  std::source_location where = std::source_location::current());
-Tensor relu(const Tensor& t, std::source_location where = std::source_location::current());
-Tensor gelu(const Tensor& t, std::source_location where = std::source_location::current());
+                  const Tensor& bias = {}, double eps = 1e-5, Caller where = {});
+Tensor relu(const Tensor& t, Caller where = {});
+Tensor gelu(const Tensor& t, Caller where = {});
 // x @ weight^T + bias (bias optional).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
-              std::source_location where = std::source_location::current());
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, Caller where = {});
 // The mean of the squared differences.
-Tensor mse_loss(const Tensor& input, const Tensor& target,
-                std::source_location where = std::source_location::current());
+Tensor mse_loss(const Tensor& input, const Tensor& target, Caller where = {});
 // The mean over the batch of -log_softmax(input)[i, target[i]]: input (N, C)
 // logits, target (N) class indices (int64).
-Tensor cross_entropy(const Tensor& input, const Tensor& target,
-                     std::source_location where = std::source_location::current());
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Caller where = {});
 } // namespace nn::functional
 
 // In-place free forms, as torch.sin_(t).
-Tensor& sin_(Tensor& a);
+Tensor& sin_(Tensor& a, Caller where = {});
 // The `out` forms write the result into `out`: it must be castable to out's
 // dtype (PyTorch's rule), and an out of another shape is resized to the
 // result's (every handle on `out` sees the new shape; other views keep the old storage).
-Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
-Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
-Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b);
-Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b);
-Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b);
-Tensor& zeros_out(Tensor& out, IntArrayRef size);
-Tensor& ones_out(Tensor& out, IntArrayRef size);
-Tensor& full_out(Tensor& out, IntArrayRef size, const Scalar& value);
-Tensor& arange_out(Tensor& out, const Scalar& end);
-Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step = 1);
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1,
+                Caller where = {});
+Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1,
+                Caller where = {});
+Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b, Caller where = {});
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b, Caller where = {});
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b, Caller where = {});
+Tensor& zeros_out(Tensor& out, IntArrayRef size, Caller where = {});
+Tensor& ones_out(Tensor& out, IntArrayRef size, Caller where = {});
+Tensor& full_out(Tensor& out, IntArrayRef size, const Scalar& value, Caller where = {});
+Tensor& arange_out(Tensor& out, const Scalar& end, Caller where = {});
+Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step = 1,
+                   Caller where = {});
 
 // --- materialization ---
 // Materializes several tensors in one schedule, so shared work is done once.

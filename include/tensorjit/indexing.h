@@ -49,33 +49,37 @@ private:
 } // namespace indexing
 
 // --- joining ---
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0, Caller where = {});
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0, Caller where = {});
 // Views of consecutive pieces of `split_size` along `dim` (the last may be smaller).
-std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim = 0);
-std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim = 0);
-std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim = 0, Caller where = {});
+std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim = 0,
+                          Caller where = {});
+std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim = 0, Caller where = {});
 
 // --- selection and rearrangement (copies) ---
-Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
-Tensor masked_select(const Tensor& t, const Tensor& mask);
-Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
-Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
-Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value);
-Tensor nonzero(const Tensor& t);
-Tensor flip(const Tensor& t, const std::vector<int64_t>& dims);
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller where = {});
+Tensor masked_select(const Tensor& t, const Tensor& mask, Caller where = {});
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller where = {});
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
+               Caller where = {});
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value,
+               Caller where = {});
+Tensor nonzero(const Tensor& t, Caller where = {});
+Tensor flip(const Tensor& t, const std::vector<int64_t>& dims, Caller where = {});
 Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts,
-            const std::vector<int64_t>& dims = {});
-Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats);
+            const std::vector<int64_t>& dims = {}, Caller where = {});
+Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats, Caller where = {});
 // 1-D input: a matrix with it on diagonal `diagonal`; 2-D: that diagonal (a copy).
-Tensor diag(const Tensor& t, int64_t diagonal = 0);
-Tensor diagonal(const Tensor& t, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
-Tensor trace(const Tensor& t);
-Tensor triu(const Tensor& t, int64_t diagonal = 0);
-Tensor tril(const Tensor& t, int64_t diagonal = 0);
+Tensor diag(const Tensor& t, int64_t diagonal = 0, Caller where = {});
+Tensor diagonal(const Tensor& t, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1,
+                Caller where = {});
+Tensor trace(const Tensor& t, Caller where = {});
+Tensor triu(const Tensor& t, int64_t diagonal = 0, Caller where = {});
+Tensor tril(const Tensor& t, int64_t diagonal = 0, Caller where = {});
 // The sorted distinct values.
-Tensor unique(const Tensor& t);
-Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length);
-Tensor select(const Tensor& t, int64_t dim, int64_t index);
+Tensor unique(const Tensor& t, Caller where = {});
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length, Caller where = {});
+Tensor select(const Tensor& t, int64_t dim, int64_t index, Caller where = {});
 
 } // namespace tj

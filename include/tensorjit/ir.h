@@ -18,8 +18,7 @@ namespace tj::ir {
 // Dumps, kernel listings and errors raised when computing them show it.
 class Scope {
 public:
-  explicit Scope(const char* name, std::source_location where = std::source_location::current())
-      : site_(where, name, false) {}
+  explicit Scope(const char* name, Caller where = {}) : site_(where, name, false) {}
 
 private:
   detail::CallSite site_;

@@ -15,6 +15,7 @@
 #include "tensorjit/error.h"
 #include "tensorjit/options.h"
 #include "tensorjit/scalar.h"
+#include "tensorjit/site.h"
 
 namespace tj {
 
@@ -110,14 +111,14 @@ public:
   TypedStorage storage() const;
 
   // --- conversion ---
-  Tensor to(DType t) const;
-  Tensor to(Device d) const;
-  Tensor to(Device d, DType t) const;
-  Tensor type(DType t) const { return to(t); }
-  Tensor cpu() const;
-  Tensor cuda() const; // to cuda:0
-  Tensor contiguous() const;
-  Tensor clone() const;
+  Tensor to(DType t, Caller where = {}) const;
+  Tensor to(Device d, Caller where = {}) const;
+  Tensor to(Device d, DType t, Caller where = {}) const;
+  Tensor type(DType t, Caller where = {}) const { return to(t, where); }
+  Tensor cpu(Caller where = {}) const;
+  Tensor cuda(Caller where = {}) const; // to cuda:0
+  Tensor contiguous(Caller where = {}) const;
+  Tensor clone(Caller where = {}) const;
   Tensor detach() const;
   Tensor& detach_();
   Tensor& requires_grad_(bool b = true);
@@ -139,234 +140,253 @@ public:
   bool retains_grad() const;
 
   // --- views and shape ---
-  Tensor view(IntArrayRef shape) const;
-  Tensor reshape(IntArrayRef shape) const;
-  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
-  Tensor squeeze() const;
-  Tensor squeeze(int64_t dim) const;
-  Tensor unsqueeze(int64_t dim) const;
-  Tensor permute(IntArrayRef dims) const;
-  Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor t() const;
-  Tensor T() const;  // all dims reversed
-  Tensor mT() const; // the last two dims swapped
-  Tensor& t_();
-  Tensor& transpose_(int64_t d0, int64_t d1);
-  Tensor expand(IntArrayRef shape) const;
-  Tensor expand_as(const Tensor& other) const;
-  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
-  Tensor select(int64_t dim, int64_t index) const;
+  Tensor view(IntArrayRef shape, Caller where = {}) const;
+  Tensor reshape(IntArrayRef shape, Caller where = {}) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1, Caller where = {}) const;
+  Tensor squeeze(Caller where = {}) const;
+  Tensor squeeze(int64_t dim, Caller where = {}) const;
+  Tensor unsqueeze(int64_t dim, Caller where = {}) const;
+  Tensor permute(IntArrayRef dims, Caller where = {}) const;
+  Tensor transpose(int64_t d0, int64_t d1, Caller where = {}) const;
+  Tensor t(Caller where = {}) const;
+  Tensor T(Caller where = {}) const;  // all dims reversed
+  Tensor mT(Caller where = {}) const; // the last two dims swapped
+  Tensor& t_(Caller where = {});
+  Tensor& transpose_(int64_t d0, int64_t d1, Caller where = {});
+  Tensor expand(IntArrayRef shape, Caller where = {}) const;
+  Tensor expand_as(const Tensor& other, Caller where = {}) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length, Caller where = {}) const;
+  Tensor select(int64_t dim, int64_t index, Caller where = {}) const;
   // Python's t[start:stop:step] along `dim` (bounds clamped, step > 0).
   Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt,
-               std::optional<int64_t> stop = std::nullopt, int64_t step = 1) const;
-  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+               std::optional<int64_t> stop = std::nullopt, int64_t step = 1,
+               Caller where = {}) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1, Caller where = {}) const;
   Tensor operator[](int64_t index) const; // select(0, index)
 
   // --- indexing (tensorjit/indexing.h): integers, Slice, None, Ellipsis and
   // "..." give a view; bool and integer tensors a copy (advanced indexing) ---
-  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
-  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& value);
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices, Caller where = {}) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices, Caller where = {}) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& value,
+                     Caller where = {});
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value,
+                     Caller where = {});
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value,
+                     Caller where = {});
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value,
+                     Caller where = {});
 
   // --- elementwise ops ---
-  Tensor add(const Tensor& o, const Scalar& alpha = 1) const;
-  Tensor add(const Scalar& o, const Scalar& alpha = 1) const;
-  Tensor sub(const Tensor& o, const Scalar& alpha = 1) const;
-  Tensor sub(const Scalar& o, const Scalar& alpha = 1) const;
-  Tensor mul(const Tensor& o) const;
-  Tensor mul(const Scalar& o) const;
-  Tensor div(const Tensor& o) const;
-  Tensor div(const Scalar& o) const;
-  Tensor pow(const Tensor& e) const;
-  Tensor pow(const Scalar& e) const;
-  Tensor floor_divide(const Tensor& o) const;
-  Tensor floor_divide(const Scalar& o) const;
-  Tensor remainder(const Tensor& o) const;
-  Tensor remainder(const Scalar& o) const;
-  Tensor fmod(const Tensor& o) const;
-  Tensor fmod(const Scalar& o) const;
-  Tensor maximum(const Tensor& o) const;
-  Tensor minimum(const Tensor& o) const;
-  Tensor atan2(const Tensor& o) const;
-  Tensor eq(const Tensor& o) const;
-  Tensor eq(const Scalar& o) const;
-  Tensor ne(const Tensor& o) const;
-  Tensor ne(const Scalar& o) const;
-  Tensor lt(const Tensor& o) const;
-  Tensor lt(const Scalar& o) const;
-  Tensor le(const Tensor& o) const;
-  Tensor le(const Scalar& o) const;
-  Tensor gt(const Tensor& o) const;
-  Tensor gt(const Scalar& o) const;
-  Tensor ge(const Tensor& o) const;
-  Tensor ge(const Scalar& o) const;
-  Tensor logical_and(const Tensor& o) const;
-  Tensor logical_or(const Tensor& o) const;
-  Tensor logical_xor(const Tensor& o) const;
-  Tensor logical_not() const;
-  Tensor bitwise_and(const Tensor& o) const;
-  Tensor bitwise_or(const Tensor& o) const;
-  Tensor bitwise_xor(const Tensor& o) const;
-  Tensor bitwise_not() const;
+  Tensor add(const Tensor& o, const Scalar& alpha = 1, Caller where = {}) const;
+  Tensor add(const Scalar& o, const Scalar& alpha = 1, Caller where = {}) const;
+  Tensor sub(const Tensor& o, const Scalar& alpha = 1, Caller where = {}) const;
+  Tensor sub(const Scalar& o, const Scalar& alpha = 1, Caller where = {}) const;
+  Tensor mul(const Tensor& o, Caller where = {}) const;
+  Tensor mul(const Scalar& o, Caller where = {}) const;
+  Tensor div(const Tensor& o, Caller where = {}) const;
+  Tensor div(const Scalar& o, Caller where = {}) const;
+  Tensor pow(const Tensor& e, Caller where = {}) const;
+  Tensor pow(const Scalar& e, Caller where = {}) const;
+  Tensor floor_divide(const Tensor& o, Caller where = {}) const;
+  Tensor floor_divide(const Scalar& o, Caller where = {}) const;
+  Tensor remainder(const Tensor& o, Caller where = {}) const;
+  Tensor remainder(const Scalar& o, Caller where = {}) const;
+  Tensor fmod(const Tensor& o, Caller where = {}) const;
+  Tensor fmod(const Scalar& o, Caller where = {}) const;
+  Tensor maximum(const Tensor& o, Caller where = {}) const;
+  Tensor minimum(const Tensor& o, Caller where = {}) const;
+  Tensor atan2(const Tensor& o, Caller where = {}) const;
+  Tensor eq(const Tensor& o, Caller where = {}) const;
+  Tensor eq(const Scalar& o, Caller where = {}) const;
+  Tensor ne(const Tensor& o, Caller where = {}) const;
+  Tensor ne(const Scalar& o, Caller where = {}) const;
+  Tensor lt(const Tensor& o, Caller where = {}) const;
+  Tensor lt(const Scalar& o, Caller where = {}) const;
+  Tensor le(const Tensor& o, Caller where = {}) const;
+  Tensor le(const Scalar& o, Caller where = {}) const;
+  Tensor gt(const Tensor& o, Caller where = {}) const;
+  Tensor gt(const Scalar& o, Caller where = {}) const;
+  Tensor ge(const Tensor& o, Caller where = {}) const;
+  Tensor ge(const Scalar& o, Caller where = {}) const;
+  Tensor logical_and(const Tensor& o, Caller where = {}) const;
+  Tensor logical_or(const Tensor& o, Caller where = {}) const;
+  Tensor logical_xor(const Tensor& o, Caller where = {}) const;
+  Tensor logical_not(Caller where = {}) const;
+  Tensor bitwise_and(const Tensor& o, Caller where = {}) const;
+  Tensor bitwise_or(const Tensor& o, Caller where = {}) const;
+  Tensor bitwise_xor(const Tensor& o, Caller where = {}) const;
+  Tensor bitwise_not(Caller where = {}) const;
 
-  Tensor neg() const;
-  Tensor abs() const;
-  Tensor sign() const;
-  Tensor ceil() const;
-  Tensor floor() const;
-  Tensor round() const;
-  Tensor trunc() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor exp() const;
-  Tensor exp2() const;
-  Tensor expm1() const;
-  Tensor log() const;
-  Tensor log2() const;
-  Tensor log10() const;
-  Tensor log1p() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor tan() const;
-  Tensor asin() const;
-  Tensor acos() const;
-  Tensor atan() const;
-  Tensor sinh() const;
-  Tensor cosh() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  Tensor gelu() const;
-  Tensor erf() const;
-  Tensor reciprocal() const;
-  Tensor square() const;
-  Tensor isnan() const;
-  Tensor isinf() const;
-  Tensor isfinite() const;
-  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
-  Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
-  Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
-  Tensor where(const Tensor& cond, const Tensor& other) const;
+  Tensor neg(Caller where = {}) const;
+  Tensor abs(Caller where = {}) const;
+  Tensor sign(Caller where = {}) const;
+  Tensor ceil(Caller where = {}) const;
+  Tensor floor(Caller where = {}) const;
+  Tensor round(Caller where = {}) const;
+  Tensor trunc(Caller where = {}) const;
+  Tensor sqrt(Caller where = {}) const;
+  Tensor rsqrt(Caller where = {}) const;
+  Tensor exp(Caller where = {}) const;
+  Tensor exp2(Caller where = {}) const;
+  Tensor expm1(Caller where = {}) const;
+  Tensor log(Caller where = {}) const;
+  Tensor log2(Caller where = {}) const;
+  Tensor log10(Caller where = {}) const;
+  Tensor log1p(Caller where = {}) const;
+  Tensor sin(Caller where = {}) const;
+  Tensor cos(Caller where = {}) const;
+  Tensor tan(Caller where = {}) const;
+  Tensor asin(Caller where = {}) const;
+  Tensor acos(Caller where = {}) const;
+  Tensor atan(Caller where = {}) const;
+  Tensor sinh(Caller where = {}) const;
+  Tensor cosh(Caller where = {}) const;
+  Tensor tanh(Caller where = {}) const;
+  Tensor sigmoid(Caller where = {}) const;
+  Tensor relu(Caller where = {}) const;
+  Tensor gelu(Caller where = {}) const;
+  Tensor erf(Caller where = {}) const;
+  Tensor reciprocal(Caller where = {}) const;
+  Tensor square(Caller where = {}) const;
+  Tensor isnan(Caller where = {}) const;
+  Tensor isinf(Caller where = {}) const;
+  Tensor isfinite(Caller where = {}) const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
+               Caller where = {}) const;
+  Tensor clamp_min(const Scalar& min, Caller where = {}) const {
+    return clamp(min, std::nullopt, where);
+  }
+  Tensor clamp_max(const Scalar& max, Caller where = {}) const {
+    return clamp(std::nullopt, max, where);
+  }
+  Tensor where(const Tensor& cond, const Tensor& other, Caller where = {}) const;
   bool allclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8,
                 bool equal_nan = false) const;
-  Tensor isclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8,
-                 bool equal_nan = false) const;
+  Tensor isclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
+                 Caller where = {}) const;
   bool equal(const Tensor& o) const;
 
   // --- linear algebra ---
-  Tensor matmul(const Tensor& o,
-                std::source_location where = std::source_location::current()) const;
-  Tensor mm(const Tensor& o) const;
-  Tensor mv(const Tensor& v) const;
-  Tensor dot(const Tensor& o) const;
+  Tensor matmul(const Tensor& o, Caller where = {}) const;
+  Tensor mm(const Tensor& o, Caller where = {}) const;
+  Tensor mv(const Tensor& v, Caller where = {}) const;
+  Tensor dot(const Tensor& o, Caller where = {}) const;
 
   // --- reductions (dims empty: all dims) ---
-  Tensor sum(std::optional<DType> dtype = std::nullopt) const;
-  Tensor sum(IntArrayRef dims, bool keepdim = false,
-             std::optional<DType> dtype = std::nullopt) const;
-  Tensor mean(std::optional<DType> dtype = std::nullopt) const;
-  Tensor mean(IntArrayRef dims, bool keepdim = false,
-              std::optional<DType> dtype = std::nullopt) const;
-  Tensor prod(std::optional<DType> dtype = std::nullopt) const;
-  Tensor prod(int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
-  Tensor max() const;
-  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
-  Tensor min() const;
-  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
-  Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
-  Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
-  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
-  Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
-  Tensor norm(double p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
-  Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
-  Tensor all() const;
-  Tensor all(int64_t dim, bool keepdim = false) const;
-  Tensor any() const;
-  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor sum(std::optional<DType> dtype = std::nullopt, Caller where = {}) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt,
+             Caller where = {}) const;
+  Tensor mean(std::optional<DType> dtype = std::nullopt, Caller where = {}) const;
+  Tensor mean(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt,
+              Caller where = {}) const;
+  Tensor prod(std::optional<DType> dtype = std::nullopt, Caller where = {}) const;
+  Tensor prod(int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt,
+              Caller where = {}) const;
+  Tensor max(Caller where = {}) const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false, Caller where = {}) const;
+  Tensor min(Caller where = {}) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false, Caller where = {}) const;
+  Tensor amax(IntArrayRef dims = {}, bool keepdim = false, Caller where = {}) const;
+  Tensor amin(IntArrayRef dims = {}, bool keepdim = false, Caller where = {}) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                Caller where = {}) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                Caller where = {}) const;
+  Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false,
+             Caller where = {}) const;
+  Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false,
+             Caller where = {}) const;
+  Tensor norm(double p = 2, IntArrayRef dims = {}, bool keepdim = false, Caller where = {}) const;
+  Tensor logsumexp(IntArrayRef dims, bool keepdim = false, Caller where = {}) const;
+  Tensor all(Caller where = {}) const;
+  Tensor all(int64_t dim, bool keepdim = false, Caller where = {}) const;
+  Tensor any(Caller where = {}) const;
+  Tensor any(int64_t dim, bool keepdim = false, Caller where = {}) const;
 
   // In-place forms write into this tensor's storage: every view of it sees the change.
-  Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
-  Tensor& add_(const Scalar& o, const Scalar& alpha = 1);
-  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
-  Tensor& sub_(const Scalar& o, const Scalar& alpha = 1);
-  Tensor& mul_(const Tensor& o);
-  Tensor& mul_(const Scalar& o);
-  Tensor& div_(const Tensor& o);
-  Tensor& div_(const Scalar& o);
-  Tensor& zero_();
-  Tensor& fill_(const Scalar& v);
-  Tensor& fill_(const Tensor& v); // a 0-d tensor
-  Tensor& copy_(const Tensor& src);
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1, Caller where = {});
+  Tensor& add_(const Scalar& o, const Scalar& alpha = 1, Caller where = {});
+  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1, Caller where = {});
+  Tensor& sub_(const Scalar& o, const Scalar& alpha = 1, Caller where = {});
+  Tensor& mul_(const Tensor& o, Caller where = {});
+  Tensor& mul_(const Scalar& o, Caller where = {});
+  Tensor& div_(const Tensor& o, Caller where = {});
+  Tensor& div_(const Scalar& o, Caller where = {});
+  Tensor& zero_(Caller where = {});
+  Tensor& fill_(const Scalar& v, Caller where = {});
+  Tensor& fill_(const Tensor& v, Caller where = {}); // a 0-d tensor
+  Tensor& copy_(const Tensor& src, Caller where = {});
   // The in-place form of every elementwise op: the result is cast to this
   // tensor's dtype when PyTorch allows it (not float into int), and broadcast
   // to its shape when it can be.
-  Tensor& neg_();
-  Tensor& abs_();
-  Tensor& sign_();
-  Tensor& ceil_();
-  Tensor& floor_();
-  Tensor& round_();
-  Tensor& trunc_();
-  Tensor& sqrt_();
-  Tensor& rsqrt_();
-  Tensor& exp_();
-  Tensor& exp2_();
-  Tensor& expm1_();
-  Tensor& log_();
-  Tensor& log2_();
-  Tensor& log10_();
-  Tensor& log1p_();
-  Tensor& sin_();
-  Tensor& cos_();
-  Tensor& tan_();
-  Tensor& asin_();
-  Tensor& acos_();
-  Tensor& atan_();
-  Tensor& sinh_();
-  Tensor& cosh_();
-  Tensor& tanh_();
-  Tensor& sigmoid_();
-  Tensor& relu_();
-  Tensor& erf_();
-  Tensor& reciprocal_();
-  Tensor& square_();
-  Tensor& logical_not_();
-  Tensor& bitwise_not_();
-  Tensor& pow_(const Tensor& e);
-  Tensor& pow_(const Scalar& e);
-  Tensor& floor_divide_(const Tensor& o);
-  Tensor& floor_divide_(const Scalar& o);
-  Tensor& remainder_(const Tensor& o);
-  Tensor& remainder_(const Scalar& o);
-  Tensor& fmod_(const Tensor& o);
-  Tensor& fmod_(const Scalar& o);
-  Tensor& atan2_(const Tensor& o);
-  Tensor& eq_(const Tensor& o);
-  Tensor& eq_(const Scalar& o);
-  Tensor& ne_(const Tensor& o);
-  Tensor& ne_(const Scalar& o);
-  Tensor& lt_(const Tensor& o);
-  Tensor& lt_(const Scalar& o);
-  Tensor& le_(const Tensor& o);
-  Tensor& le_(const Scalar& o);
-  Tensor& gt_(const Tensor& o);
-  Tensor& gt_(const Scalar& o);
-  Tensor& ge_(const Tensor& o);
-  Tensor& ge_(const Scalar& o);
-  Tensor& logical_and_(const Tensor& o);
-  Tensor& logical_or_(const Tensor& o);
-  Tensor& logical_xor_(const Tensor& o);
-  Tensor& bitwise_and_(const Tensor& o);
-  Tensor& bitwise_or_(const Tensor& o);
-  Tensor& bitwise_xor_(const Tensor& o);
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
-  Tensor& clamp_min_(const Scalar& min) { return clamp_(min, std::nullopt); }
-  Tensor& clamp_max_(const Scalar& max) { return clamp_(std::nullopt, max); }
+  Tensor& neg_(Caller where = {});
+  Tensor& abs_(Caller where = {});
+  Tensor& sign_(Caller where = {});
+  Tensor& ceil_(Caller where = {});
+  Tensor& floor_(Caller where = {});
+  Tensor& round_(Caller where = {});
+  Tensor& trunc_(Caller where = {});
+  Tensor& sqrt_(Caller where = {});
+  Tensor& rsqrt_(Caller where = {});
+  Tensor& exp_(Caller where = {});
+  Tensor& exp2_(Caller where = {});
+  Tensor& expm1_(Caller where = {});
+  Tensor& log_(Caller where = {});
+  Tensor& log2_(Caller where = {});
+  Tensor& log10_(Caller where = {});
+  Tensor& log1p_(Caller where = {});
+  Tensor& sin_(Caller where = {});
+  Tensor& cos_(Caller where = {});
+  Tensor& tan_(Caller where = {});
+  Tensor& asin_(Caller where = {});
+  Tensor& acos_(Caller where = {});
+  Tensor& atan_(Caller where = {});
+  Tensor& sinh_(Caller where = {});
+  Tensor& cosh_(Caller where = {});
+  Tensor& tanh_(Caller where = {});
+  Tensor& sigmoid_(Caller where = {});
+  Tensor& relu_(Caller where = {});
+  Tensor& erf_(Caller where = {});
+  Tensor& reciprocal_(Caller where = {});
+  Tensor& square_(Caller where = {});
+  Tensor& logical_not_(Caller where = {});
+  Tensor& bitwise_not_(Caller where = {});
+  Tensor& pow_(const Tensor& e, Caller where = {});
+  Tensor& pow_(const Scalar& e, Caller where = {});
+  Tensor& floor_divide_(const Tensor& o, Caller where = {});
+  Tensor& floor_divide_(const Scalar& o, Caller where = {});
+  Tensor& remainder_(const Tensor& o, Caller where = {});
+  Tensor& remainder_(const Scalar& o, Caller where = {});
+  Tensor& fmod_(const Tensor& o, Caller where = {});
+  Tensor& fmod_(const Scalar& o, Caller where = {});
+  Tensor& atan2_(const Tensor& o, Caller where = {});
+  Tensor& eq_(const Tensor& o, Caller where = {});
+  Tensor& eq_(const Scalar& o, Caller where = {});
+  Tensor& ne_(const Tensor& o, Caller where = {});
+  Tensor& ne_(const Scalar& o, Caller where = {});
+  Tensor& lt_(const Tensor& o, Caller where = {});
+  Tensor& lt_(const Scalar& o, Caller where = {});
+  Tensor& le_(const Tensor& o, Caller where = {});
+  Tensor& le_(const Scalar& o, Caller where = {});
+  Tensor& gt_(const Tensor& o, Caller where = {});
+  Tensor& gt_(const Scalar& o, Caller where = {});
+  Tensor& ge_(const Tensor& o, Caller where = {});
+  Tensor& ge_(const Scalar& o, Caller where = {});
+  Tensor& logical_and_(const Tensor& o, Caller where = {});
+  Tensor& logical_or_(const Tensor& o, Caller where = {});
+  Tensor& logical_xor_(const Tensor& o, Caller where = {});
+  Tensor& bitwise_and_(const Tensor& o, Caller where = {});
+  Tensor& bitwise_or_(const Tensor& o, Caller where = {});
+  Tensor& bitwise_xor_(const Tensor& o, Caller where = {});
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
+                 Caller where = {});
+  Tensor& clamp_min_(const Scalar& min, Caller where = {}) {
+    return clamp_(min, std::nullopt, where);
+  }
+  Tensor& clamp_max_(const Scalar& max, Caller where = {}) {
+    return clamp_(std::nullopt, max, where);
+  }
 
 private:
   std::shared_ptr<detail::TensorImpl> impl_;

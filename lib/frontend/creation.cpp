@@ -105,25 +105,33 @@ void manual_seed(uint64_t seed) {
   g.offset = 0;
 }
 
-Tensor empty(IntArrayRef size, TensorOptions o) {
+Tensor empty(IntArrayRef size, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "empty");
   ir::check_sizes(size);
   Device dev = check_device(o);
   return finish(ir::make_empty(o.dtype_or(default_dtype()), size, dev), o);
 }
-Tensor full(IntArrayRef size, const Scalar& v, TensorOptions o) {
+Tensor full(IntArrayRef size, const Scalar& v, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "full");
   ir::check_sizes(size);
   Device dev = check_device(o);
   return finish(fe::constant(v, dtype_for_value(v, o), size, dev), o);
 }
-Tensor zeros(IntArrayRef size, TensorOptions o) {
+Tensor zeros(IntArrayRef size, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "zeros");
   return full(size, 0.0, o.dtype(o.dtype_or(default_dtype())));
 }
-Tensor ones(IntArrayRef size, TensorOptions o) {
+Tensor ones(IntArrayRef size, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "ones");
   return full(size, 1.0, o.dtype(o.dtype_or(default_dtype())));
 }
-Tensor scalar_tensor(const Scalar& v, TensorOptions o) { return full({}, v, o); }
+Tensor scalar_tensor(const Scalar& v, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "scalar_tensor");
+  return full({}, v, o);
+}
 
-Tensor rand(IntArrayRef size, TensorOptions o) {
+Tensor rand(IntArrayRef size, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "rand");
   ir::check_sizes(size);
   Device dev = check_device(o);
   DType t = float_dtype(o, "check_uniform_bounds");
@@ -131,7 +139,8 @@ Tensor rand(IntArrayRef size, TensorOptions o) {
   return finish(uniform(size, t, seed, off, 0, dev), o);
 }
 
-Tensor randn(IntArrayRef size, TensorOptions o) {
+Tensor randn(IntArrayRef size, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "randn");
   ir::check_sizes(size);
   Device dev = check_device(o);
   DType t = float_dtype(o, dev.is_cuda() ? "normal_kernel_cuda" : "normal_kernel_cpu");
@@ -152,7 +161,8 @@ Tensor randn(IntArrayRef size, TensorOptions o) {
   return out;
 }
 
-Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o) {
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "randint");
   ir::check_sizes(size);
   Device dev = check_device(o);
   if (low >= high)
@@ -170,11 +180,13 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o) {
                          fe::constant(low, kInt64));
   return finish(fe::cast(v, t), o);
 }
-Tensor randint(int64_t high, IntArrayRef size, TensorOptions o) {
+Tensor randint(int64_t high, IntArrayRef size, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "randint");
   return randint(0, high, size, o);
 }
 
-Tensor randperm(int64_t n, TensorOptions o) {
+Tensor randperm(int64_t n, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "randperm");
   if (n < 0) throw Error(fmt::format("n must be non-negative, got{}", n));
   // Sort random keys: a permutation drawn from the same Philox stream.
   std::vector<int64_t> keys = randint(0, int64_t{1} << 62, {n}).to_vector<int64_t>();
@@ -186,11 +198,17 @@ Tensor randperm(int64_t n, TensorOptions o) {
   return tensor<int64_t>(perm, {n}, o.dtype(o.dtype_or(kInt64)));
 }
 
-Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o); }
-Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o) {
+Tensor arange(const Scalar& end, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "arange");
+  return arange(0, end, 1, o);
+}
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "arange");
   return arange(start, end, 1, o);
 }
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o,
+              Caller caller) {
+  detail::CallSite site(caller, "arange");
   Device dev = check_device(o);
   bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
   DType t = o.dtype_or(floating ? default_dtype() : kInt64);
@@ -217,7 +235,9 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   return finish(fe::cast(v, t), o);
 }
 
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions o) {
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions o,
+                Caller caller) {
+  detail::CallSite site(caller, "linspace");
   Device dev = check_device(o);
   if (steps < 0) throw Error("number of steps must be non-negative");
   DType t = o.dtype_or(default_dtype());
@@ -236,15 +256,20 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   return finish(fe::cast(fe::where(first_half, up, down), t), o);
 }
 
-Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base,
-                TensorOptions o) {
+Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base, TensorOptions o,
+                Caller caller) {
+  detail::CallSite site(caller, "logspace");
   DType t = o.dtype_or(default_dtype());
   Tensor exps = linspace(start, end, steps, o.dtype(kFloat64));
   return finish(fe::cast(fe::binary(Op::Pow, fe::constant(base, kFloat64), node_of(exps)), t), o);
 }
 
-Tensor eye(int64_t n, TensorOptions o) { return eye(n, n, o); }
-Tensor eye(int64_t n, int64_t m, TensorOptions o) {
+Tensor eye(int64_t n, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "eye");
+  return eye(n, n, o);
+}
+Tensor eye(int64_t n, int64_t m, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "eye");
   Device dev = check_device(o);
   if (n < 0) throw Error(fmt::format("n must be greater or equal to 0, got {}", n));
   if (m < 0) throw Error(fmt::format("m must be greater or equal to 0, got {}", m));
@@ -258,14 +283,30 @@ static TensorOptions like(const Tensor& t, const TensorOptions& o) {
   return o.dtype(o.dtype_or(t.dtype())).device(o.device_opt().value_or(t.device()));
 }
 
-Tensor empty_like(const Tensor& t, TensorOptions o) { return empty(t.sizes(), like(t, o)); }
-Tensor zeros_like(const Tensor& t, TensorOptions o) { return zeros(t.sizes(), like(t, o)); }
-Tensor ones_like(const Tensor& t, TensorOptions o) { return ones(t.sizes(), like(t, o)); }
-Tensor full_like(const Tensor& t, const Scalar& v, TensorOptions o) {
+Tensor empty_like(const Tensor& t, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "empty_like");
+  return empty(t.sizes(), like(t, o));
+}
+Tensor zeros_like(const Tensor& t, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "zeros_like");
+  return zeros(t.sizes(), like(t, o));
+}
+Tensor ones_like(const Tensor& t, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "ones_like");
+  return ones(t.sizes(), like(t, o));
+}
+Tensor full_like(const Tensor& t, const Scalar& v, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "full_like");
   return full(t.sizes(), v, like(t, o));
 }
-Tensor rand_like(const Tensor& t, TensorOptions o) { return rand(t.sizes(), like(t, o)); }
-Tensor randn_like(const Tensor& t, TensorOptions o) { return randn(t.sizes(), like(t, o)); }
+Tensor rand_like(const Tensor& t, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "rand_like");
+  return rand(t.sizes(), like(t, o));
+}
+Tensor randn_like(const Tensor& t, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "randn_like");
+  return randn(t.sizes(), like(t, o));
+}
 
 // --- over user memory ---
 namespace {
@@ -356,7 +397,8 @@ Tensor from_scalars(const std::vector<Scalar>& vals, const Shape& shape, DType t
 
 } // namespace
 
-Tensor tensor(const NestedList& data, TensorOptions o) {
+Tensor tensor(const NestedList& data, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "tensor");
   Shape shape;
   bool any_float = false, any_int = false, all_bool = true;
   infer_shape(data, 0, shape, any_float, any_int, all_bool);
@@ -370,7 +412,8 @@ Tensor tensor(const NestedList& data, TensorOptions o) {
 }
 
 template <typename T>
-Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions o) {
+Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions o, Caller caller) {
+  detail::CallSite site(caller, "tensor");
   ir::check_sizes(shape);
   if (ir::numel(shape) != static_cast<int64_t>(data.size()))
     throw Error(fmt::format("shape '{}' is invalid for input of size {}", ir::shape_str(shape),
@@ -388,13 +431,13 @@ Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions o) {
     vals.emplace_back(static_cast<T>(v));
   return from_scalars(vals, shape, o.dtype_or(natural), o);
 }
-template Tensor tensor<float>(const std::vector<float>&, IntArrayRef, TensorOptions);
-template Tensor tensor<double>(const std::vector<double>&, IntArrayRef, TensorOptions);
-template Tensor tensor<int64_t>(const std::vector<int64_t>&, IntArrayRef, TensorOptions);
-template Tensor tensor<int32_t>(const std::vector<int32_t>&, IntArrayRef, TensorOptions);
-template Tensor tensor<int16_t>(const std::vector<int16_t>&, IntArrayRef, TensorOptions);
-template Tensor tensor<int8_t>(const std::vector<int8_t>&, IntArrayRef, TensorOptions);
-template Tensor tensor<uint8_t>(const std::vector<uint8_t>&, IntArrayRef, TensorOptions);
-template Tensor tensor<bool>(const std::vector<bool>&, IntArrayRef, TensorOptions);
+template Tensor tensor<float>(const std::vector<float>&, IntArrayRef, TensorOptions, Caller);
+template Tensor tensor<double>(const std::vector<double>&, IntArrayRef, TensorOptions, Caller);
+template Tensor tensor<int64_t>(const std::vector<int64_t>&, IntArrayRef, TensorOptions, Caller);
+template Tensor tensor<int32_t>(const std::vector<int32_t>&, IntArrayRef, TensorOptions, Caller);
+template Tensor tensor<int16_t>(const std::vector<int16_t>&, IntArrayRef, TensorOptions, Caller);
+template Tensor tensor<int8_t>(const std::vector<int8_t>&, IntArrayRef, TensorOptions, Caller);
+template Tensor tensor<uint8_t>(const std::vector<uint8_t>&, IntArrayRef, TensorOptions, Caller);
+template Tensor tensor<bool>(const std::vector<bool>&, IntArrayRef, TensorOptions, Caller);
 
 } // namespace tj

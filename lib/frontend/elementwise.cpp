@@ -245,75 +245,116 @@ Tensor float_unary(Op op, const Tensor& a) {
 } // namespace
 
 // --- binary API ---
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "add");
   return add_impl(operand(a), operand(b), alpha);
 }
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "sub");
   return sub_impl(operand(a), operand(b), alpha);
 }
-Tensor mul(const Tensor& a, const Tensor& b) { return mul_impl(operand(a), operand(b)); }
-Tensor div(const Tensor& a, const Tensor& b) { return div_impl(operand(a), operand(b)); }
-Tensor pow(const Tensor& a, const Tensor& b) { return pow_impl(operand(a), operand(b)); }
-Tensor pow(const Tensor& a, const Scalar& b) { return pow_impl(operand(a), operand(b)); }
-Tensor pow(const Scalar& a, const Tensor& b) { return pow_impl(operand(a), operand(b)); }
-Tensor floor_divide(const Tensor& a, const Tensor& b) {
+Tensor mul(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "mul");
+  return mul_impl(operand(a), operand(b));
+}
+Tensor div(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "div");
+  return div_impl(operand(a), operand(b));
+}
+Tensor pow(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "pow");
+  return pow_impl(operand(a), operand(b));
+}
+Tensor pow(const Tensor& a, const Scalar& b, Caller caller) {
+  detail::CallSite site(caller, "pow");
+  return pow_impl(operand(a), operand(b));
+}
+Tensor pow(const Scalar& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "pow");
+  return pow_impl(operand(a), operand(b));
+}
+Tensor floor_divide(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "floor_divide");
   return floor_divide_impl(operand(a), operand(b));
 }
-Tensor remainder(const Tensor& a, const Tensor& b) {
+Tensor remainder(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "remainder");
   return remainder_impl(operand(a), operand(b));
 }
-Tensor fmod(const Tensor& a, const Tensor& b) { return fmod_impl(operand(a), operand(b)); }
-Tensor maximum(const Tensor& a, const Tensor& b) {
+Tensor fmod(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "fmod");
+  return fmod_impl(operand(a), operand(b));
+}
+Tensor maximum(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "maximum");
   DType t = fe::result_type({operand(a), operand(b)});
   return recorded(Op::Max, operand(a), operand(b), wrap(bin(Op::Max, operand(a), operand(b), t)));
 }
-Tensor minimum(const Tensor& a, const Tensor& b) {
+Tensor minimum(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "minimum");
   DType t = fe::result_type({operand(a), operand(b)});
   return recorded(Op::Min, operand(a), operand(b), wrap(bin(Op::Min, operand(a), operand(b), t)));
 }
-Tensor atan2(const Tensor& a, const Tensor& b) {
+Tensor atan2(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "atan2");
   DType t = float_type(fe::result_type({operand(a), operand(b)}));
   return recorded(Op::Atan2, operand(a), operand(b),
                   wrap(bin(Op::Atan2, operand(a), operand(b), t)));
 }
-Tensor eq(const Tensor& a, const Tensor& b) {
+Tensor eq(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "eq");
   return compare(Op::CmpEq, operand(a), operand(b), false);
 }
-Tensor ne(const Tensor& a, const Tensor& b) {
+Tensor ne(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "ne");
   return compare(Op::CmpNe, operand(a), operand(b), false);
 }
-Tensor lt(const Tensor& a, const Tensor& b) {
+Tensor lt(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "lt");
   return compare(Op::CmpLt, operand(a), operand(b), false);
 }
-Tensor le(const Tensor& a, const Tensor& b) {
+Tensor le(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "le");
   return compare(Op::CmpLe, operand(a), operand(b), false);
 }
-Tensor gt(const Tensor& a, const Tensor& b) {
+Tensor gt(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "gt");
   return compare(Op::CmpLt, operand(a), operand(b), true);
 }
-Tensor ge(const Tensor& a, const Tensor& b) {
+Tensor ge(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "ge");
   return compare(Op::CmpLe, operand(a), operand(b), true);
 }
-Tensor logical_and(const Tensor& a, const Tensor& b) {
+Tensor logical_and(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "logical_and");
   return wrap(fe::binary(Op::And, truthy(node_of(a)), truthy(node_of(b))));
 }
-Tensor logical_or(const Tensor& a, const Tensor& b) {
+Tensor logical_or(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "logical_or");
   return wrap(fe::binary(Op::Or, truthy(node_of(a)), truthy(node_of(b))));
 }
-Tensor logical_xor(const Tensor& a, const Tensor& b) {
+Tensor logical_xor(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "logical_xor");
   return wrap(fe::binary(Op::Xor, truthy(node_of(a)), truthy(node_of(b))));
 }
-Tensor logical_not(const Tensor& a) { return wrap(fe::unary(Op::Not, truthy(node_of(a)))); }
-Tensor bitwise_and(const Tensor& a, const Tensor& b) {
+Tensor logical_not(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "logical_not");
+  return wrap(fe::unary(Op::Not, truthy(node_of(a))));
+}
+Tensor bitwise_and(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "bitwise_and");
   return bitwise(Op::And, operand(a), operand(b), "bitwise_and");
 }
-Tensor bitwise_or(const Tensor& a, const Tensor& b) {
+Tensor bitwise_or(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "bitwise_or");
   return bitwise(Op::Or, operand(a), operand(b), "bitwise_or");
 }
-Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
+Tensor bitwise_xor(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "bitwise_xor");
   return bitwise(Op::Xor, operand(a), operand(b), "bitwise_xor");
 }
-Tensor bitwise_not(const Tensor& a) {
+Tensor bitwise_not(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "bitwise_not");
   NodePtr x = node_of(a);
   if (!is_integral(x->dtype, true))
     throw Error(
@@ -321,7 +362,8 @@ Tensor bitwise_not(const Tensor& a) {
   return wrap(fe::unary(x->dtype == kBool ? Op::Not : Op::BitNot, x));
 }
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "where");
   NodePtr c = node_of(cond);
   if (c->dtype != kBool)
     throw Error(fmt::format(
@@ -337,16 +379,19 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
              });
   return out;
 }
-Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, Caller caller) {
+  detail::CallSite site(caller, "where");
   DType t = fe::result_type({operand(a), operand(b)});
   return where(cond, a.to(t), wrap(fe::constant(b, t)));
 }
-Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "where");
   DType t = fe::result_type({operand(a), operand(b)});
   return where(cond, wrap(fe::constant(a, t)), b.to(t));
 }
 
-Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi, Caller caller) {
+  detail::CallSite site(caller, "clamp");
   if (!lo && !hi) throw Error("torch.clamp: At least one of 'min' or 'max' must not be None");
   Operand x = operand(a);
   DType t = lo && hi ? fe::result_type({x, operand(*lo), operand(*hi)})
@@ -370,7 +415,9 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
   return out;
 }
 
-Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan,
+               Caller caller) {
+  detail::CallSite site(caller, "isclose");
   if (a.dtype() != b.dtype())
     throw Error(fmt::format("{} did not match {}", fe::cpp_type_name(a.dtype()),
                             fe::cpp_type_name(b.dtype())));
@@ -411,17 +458,20 @@ bool equal(const Tensor& a, const Tensor& b) {
 }
 
 // --- unary API ---
-Tensor neg(const Tensor& a) {
+Tensor neg(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "neg");
   if (a.dtype() == kBool)
     throw Error("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                 "to invert a mask, use the `~` or `logical_not()` operator instead.");
   return recorded(Op::Neg, a, wrap(fe::unary(Op::Neg, node_of(a))));
 }
-Tensor abs(const Tensor& a) {
+Tensor abs(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "abs");
   if (a.dtype() == kBool) throw Error("\"abs_cpu\" not implemented for 'Bool'");
   return recorded(Op::Abs, a, wrap(fe::unary(Op::Abs, node_of(a))));
 }
-Tensor sign(const Tensor& a) {
+Tensor sign(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "sign");
   NodePtr x = node_of(a);
   if (x->dtype == kBool) return a;
   DType t = x->dtype;
@@ -435,7 +485,8 @@ Tensor sign(const Tensor& a) {
   return out;
 }
 #define TJ_ROUNDING(name, op)                                                                      \
-  Tensor name(const Tensor& a) {                                                                   \
+  Tensor name(const Tensor& a, Caller caller) {                                                    \
+    detail::CallSite site(caller, #name);                                                          \
     reject_bool(a.dtype(), #name "_vml_cpu");                                                      \
     return is_floating_point(a.dtype()) ? recorded(op, a, wrap(fe::unary(op, node_of(a))))         \
                                         : a.clone();                                               \
@@ -446,7 +497,10 @@ TJ_ROUNDING(round, Op::Round)
 TJ_ROUNDING(trunc, Op::Trunc)
 #undef TJ_ROUNDING
 #define TJ_FLOAT_UNARY(name, op)                                                                   \
-  Tensor name(const Tensor& a) { return float_unary(op, a); }
+  Tensor name(const Tensor& a, Caller caller) {                                                    \
+    detail::CallSite site(caller, #name);                                                          \
+    return float_unary(op, a);                                                                     \
+  }
 TJ_FLOAT_UNARY(sqrt, Op::Sqrt)
 TJ_FLOAT_UNARY(exp, Op::Exp)
 TJ_FLOAT_UNARY(exp2, Op::Exp2)
@@ -468,13 +522,18 @@ TJ_FLOAT_UNARY(erf, Op::Erf)
 TJ_FLOAT_UNARY(reciprocal, Op::Recip)
 #undef TJ_FLOAT_UNARY
 
-Tensor rsqrt(const Tensor& a) {
+Tensor rsqrt(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "rsqrt");
   Tensor out = reciprocal(sqrt(a));
   ag::rename(out, "RsqrtBackward0");
   return out;
 }
-Tensor square(const Tensor& a) { return pow(a, 2); } // bool squares to int64, as in PyTorch
-Tensor sigmoid(const Tensor& a) {
+Tensor square(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "square");
+  return pow(a, 2);
+} // bool squares to int64, as in PyTorch
+Tensor sigmoid(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "sigmoid");
   NodePtr x = node_of(a);
   DType t = float_type(x->dtype);
   x = fe::cast(x, t);
@@ -484,7 +543,8 @@ Tensor sigmoid(const Tensor& a) {
              [](const Grads& g, const Saved& s) { return Grads{g[0] * s[0] * (1 - s[0])}; });
   return out;
 }
-Tensor relu(const Tensor& a) {
+Tensor relu(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "relu");
   if (a.dtype() == kBool) throw Error("Boolean inputs not supported for relu");
   NodePtr x = node_of(a);
   Tensor out = wrap(fe::binary(Op::Max, x, fe::constant(0, x->dtype)));
@@ -493,7 +553,8 @@ Tensor relu(const Tensor& a) {
   });
   return out;
 }
-Tensor gelu(const Tensor& a) {
+Tensor gelu(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "gelu");
   // PyTorch's default (approximate='none'): x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype))
@@ -512,18 +573,21 @@ Tensor gelu(const Tensor& a) {
   });
   return out;
 }
-Tensor isnan(const Tensor& a) {
+Tensor isnan(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "isnan");
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape, x->device));
   return wrap(fe::binary(Op::CmpNe, x, x));
 }
-Tensor isinf(const Tensor& a) {
+Tensor isinf(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "isinf");
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape, x->device));
   return wrap(fe::binary(Op::CmpEq, fe::unary(Op::Abs, x),
                          fe::constant(std::numeric_limits<double>::infinity(), x->dtype)));
 }
-Tensor isfinite(const Tensor& a) {
+Tensor isfinite(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "isfinite");
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(true, kBool, x->shape, x->device));
   return wrap(fe::binary(Op::CmpLt, fe::unary(Op::Abs, x),
@@ -531,87 +595,164 @@ Tensor isfinite(const Tensor& a) {
 }
 
 // --- Tensor members and operators, in terms of the functions above ---
-Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const {
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha, Caller caller) const {
+  detail::CallSite site(caller, "add");
   return add_impl(operand(*this), operand(o), alpha);
 }
-Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const {
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha, Caller caller) const {
+  detail::CallSite site(caller, "add");
   return add_impl(operand(*this), operand(o), alpha);
 }
-Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const {
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha, Caller caller) const {
+  detail::CallSite site(caller, "sub");
   return sub_impl(operand(*this), operand(o), alpha);
 }
-Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const {
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha, Caller caller) const {
+  detail::CallSite site(caller, "sub");
   return sub_impl(operand(*this), operand(o), alpha);
 }
-Tensor Tensor::mul(const Tensor& o) const { return mul_impl(operand(*this), operand(o)); }
-Tensor Tensor::mul(const Scalar& o) const { return mul_impl(operand(*this), operand(o)); }
-Tensor Tensor::div(const Tensor& o) const { return div_impl(operand(*this), operand(o)); }
-Tensor Tensor::div(const Scalar& o) const { return div_impl(operand(*this), operand(o)); }
-Tensor Tensor::pow(const Tensor& e) const { return pow_impl(operand(*this), operand(e)); }
-Tensor Tensor::pow(const Scalar& e) const { return pow_impl(operand(*this), operand(e)); }
-Tensor Tensor::floor_divide(const Tensor& o) const {
+Tensor Tensor::mul(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "mul");
+  return mul_impl(operand(*this), operand(o));
+}
+Tensor Tensor::mul(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "mul");
+  return mul_impl(operand(*this), operand(o));
+}
+Tensor Tensor::div(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "div");
+  return div_impl(operand(*this), operand(o));
+}
+Tensor Tensor::div(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "div");
+  return div_impl(operand(*this), operand(o));
+}
+Tensor Tensor::pow(const Tensor& e, Caller caller) const {
+  detail::CallSite site(caller, "pow");
+  return pow_impl(operand(*this), operand(e));
+}
+Tensor Tensor::pow(const Scalar& e, Caller caller) const {
+  detail::CallSite site(caller, "pow");
+  return pow_impl(operand(*this), operand(e));
+}
+Tensor Tensor::floor_divide(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "floor_divide");
   return floor_divide_impl(operand(*this), operand(o));
 }
-Tensor Tensor::floor_divide(const Scalar& o) const {
+Tensor Tensor::floor_divide(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "floor_divide");
   return floor_divide_impl(operand(*this), operand(o));
 }
-Tensor Tensor::remainder(const Tensor& o) const {
+Tensor Tensor::remainder(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "remainder");
   return remainder_impl(operand(*this), operand(o));
 }
-Tensor Tensor::remainder(const Scalar& o) const {
+Tensor Tensor::remainder(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "remainder");
   return remainder_impl(operand(*this), operand(o));
 }
-Tensor Tensor::fmod(const Tensor& o) const { return fmod_impl(operand(*this), operand(o)); }
-Tensor Tensor::fmod(const Scalar& o) const { return fmod_impl(operand(*this), operand(o)); }
-Tensor Tensor::maximum(const Tensor& o) const { return tj::maximum(*this, o); }
-Tensor Tensor::minimum(const Tensor& o) const { return tj::minimum(*this, o); }
-Tensor Tensor::atan2(const Tensor& o) const { return tj::atan2(*this, o); }
-Tensor Tensor::eq(const Tensor& o) const {
+Tensor Tensor::fmod(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "fmod");
+  return fmod_impl(operand(*this), operand(o));
+}
+Tensor Tensor::fmod(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "fmod");
+  return fmod_impl(operand(*this), operand(o));
+}
+Tensor Tensor::maximum(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "maximum");
+  return tj::maximum(*this, o);
+}
+Tensor Tensor::minimum(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "minimum");
+  return tj::minimum(*this, o);
+}
+Tensor Tensor::atan2(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "atan2");
+  return tj::atan2(*this, o);
+}
+Tensor Tensor::eq(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "eq");
   return compare(Op::CmpEq, operand(*this), operand(o), false);
 }
-Tensor Tensor::eq(const Scalar& o) const {
+Tensor Tensor::eq(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "eq");
   return compare(Op::CmpEq, operand(*this), operand(o), false);
 }
-Tensor Tensor::ne(const Tensor& o) const {
+Tensor Tensor::ne(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "ne");
   return compare(Op::CmpNe, operand(*this), operand(o), false);
 }
-Tensor Tensor::ne(const Scalar& o) const {
+Tensor Tensor::ne(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "ne");
   return compare(Op::CmpNe, operand(*this), operand(o), false);
 }
-Tensor Tensor::lt(const Tensor& o) const {
+Tensor Tensor::lt(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "lt");
   return compare(Op::CmpLt, operand(*this), operand(o), false);
 }
-Tensor Tensor::lt(const Scalar& o) const {
+Tensor Tensor::lt(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "lt");
   return compare(Op::CmpLt, operand(*this), operand(o), false);
 }
-Tensor Tensor::le(const Tensor& o) const {
+Tensor Tensor::le(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "le");
   return compare(Op::CmpLe, operand(*this), operand(o), false);
 }
-Tensor Tensor::le(const Scalar& o) const {
+Tensor Tensor::le(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "le");
   return compare(Op::CmpLe, operand(*this), operand(o), false);
 }
-Tensor Tensor::gt(const Tensor& o) const {
+Tensor Tensor::gt(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "gt");
   return compare(Op::CmpLt, operand(*this), operand(o), true);
 }
-Tensor Tensor::gt(const Scalar& o) const {
+Tensor Tensor::gt(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "gt");
   return compare(Op::CmpLt, operand(*this), operand(o), true);
 }
-Tensor Tensor::ge(const Tensor& o) const {
+Tensor Tensor::ge(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "ge");
   return compare(Op::CmpLe, operand(*this), operand(o), true);
 }
-Tensor Tensor::ge(const Scalar& o) const {
+Tensor Tensor::ge(const Scalar& o, Caller caller) const {
+  detail::CallSite site(caller, "ge");
   return compare(Op::CmpLe, operand(*this), operand(o), true);
 }
-Tensor Tensor::logical_and(const Tensor& o) const { return tj::logical_and(*this, o); }
-Tensor Tensor::logical_or(const Tensor& o) const { return tj::logical_or(*this, o); }
-Tensor Tensor::logical_xor(const Tensor& o) const { return tj::logical_xor(*this, o); }
-Tensor Tensor::logical_not() const { return tj::logical_not(*this); }
-Tensor Tensor::bitwise_and(const Tensor& o) const { return tj::bitwise_and(*this, o); }
-Tensor Tensor::bitwise_or(const Tensor& o) const { return tj::bitwise_or(*this, o); }
-Tensor Tensor::bitwise_xor(const Tensor& o) const { return tj::bitwise_xor(*this, o); }
-Tensor Tensor::bitwise_not() const { return tj::bitwise_not(*this); }
+Tensor Tensor::logical_and(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "logical_and");
+  return tj::logical_and(*this, o);
+}
+Tensor Tensor::logical_or(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "logical_or");
+  return tj::logical_or(*this, o);
+}
+Tensor Tensor::logical_xor(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "logical_xor");
+  return tj::logical_xor(*this, o);
+}
+Tensor Tensor::logical_not(Caller caller) const {
+  detail::CallSite site(caller, "logical_not");
+  return tj::logical_not(*this);
+}
+Tensor Tensor::bitwise_and(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "bitwise_and");
+  return tj::bitwise_and(*this, o);
+}
+Tensor Tensor::bitwise_or(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "bitwise_or");
+  return tj::bitwise_or(*this, o);
+}
+Tensor Tensor::bitwise_xor(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "bitwise_xor");
+  return tj::bitwise_xor(*this, o);
+}
+Tensor Tensor::bitwise_not(Caller caller) const {
+  detail::CallSite site(caller, "bitwise_not");
+  return tj::bitwise_not(*this);
+}
 #define TJ_MEMBER_UNARY(name)                                                                      \
-  Tensor Tensor::name() const { return tj::name(*this); }
+  Tensor Tensor::name(Caller caller) const { return tj::name(*this, caller); }
 TJ_MEMBER_UNARY(neg)
 TJ_MEMBER_UNARY(abs)
 TJ_MEMBER_UNARY(sign)
@@ -647,16 +788,20 @@ TJ_MEMBER_UNARY(isnan)
 TJ_MEMBER_UNARY(isinf)
 TJ_MEMBER_UNARY(isfinite)
 #undef TJ_MEMBER_UNARY
-Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
+Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi, Caller caller) const {
+  detail::CallSite site(caller, "clamp");
   return tj::clamp(*this, lo, hi);
 }
-Tensor Tensor::where(const Tensor& cond, const Tensor& other) const {
+Tensor Tensor::where(const Tensor& cond, const Tensor& other, Caller caller) const {
+  detail::CallSite site(caller, "where");
   return tj::where(cond, *this, other);
 }
 bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
   return tj::allclose(*this, o, rtol, atol, equal_nan);
 }
-Tensor Tensor::isclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
+Tensor Tensor::isclose(const Tensor& o, double rtol, double atol, bool equal_nan,
+                       Caller caller) const {
+  detail::CallSite site(caller, "isclose");
   return tj::isclose(*this, o, rtol, atol, equal_nan);
 }
 bool Tensor::equal(const Tensor& o) const { return tj::equal(*this, o); }

@@ -301,25 +301,35 @@ Tensor put_positions(const Tensor& view, const Positions& positions, const Tenso
 
 // --- Tensor::index and index_put_ ---
 
-Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices, Caller caller) const {
+  detail::CallSite site(caller, "index");
   return index(std::vector<TensorIndex>(indices));
 }
-Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
+Tensor Tensor::index(const std::vector<TensorIndex>& indices, Caller caller) const {
+  detail::CallSite site(caller, "index");
   Parsed p = parse(*this, indices);
   if (p.advanced.empty()) return p.view;
   return gather_positions(p.view, select_positions(p.view, p.advanced));
 }
 
-Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value) {
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value,
+                           Caller caller) {
+  detail::CallSite site(caller, "index_put_");
   return index_put_(std::vector<TensorIndex>(indices), value);
 }
-Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value) {
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value,
+                           Caller caller) {
+  detail::CallSite site(caller, "index_put_");
   return index_put_(std::vector<TensorIndex>(indices), value);
 }
-Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Scalar& value) {
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Scalar& value,
+                           Caller caller) {
+  detail::CallSite site(caller, "index_put_");
   return index_put_(indices, full({}, value, TensorOptions().dtype(dtype()).device(device())));
 }
-Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value,
+                           Caller caller) {
+  detail::CallSite site(caller, "index_put_");
   Parsed p = parse(*this, indices);
   if (p.advanced.empty()) {
     p.view.copy_(value);
@@ -348,7 +358,8 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
 
 // --- joining ---
 
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "cat");
   if (tensors.empty()) throw Error("torch.cat(): expected a non-empty list of Tensors");
   // PyTorch skips 1-D empty tensors, a legacy placeholder for "nothing".
   std::vector<Tensor> parts;
@@ -408,7 +419,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   return out;
 }
 
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "stack");
   if (tensors.empty()) throw Error("stack expects a non-empty TensorList");
   for (size_t i = 1; i < tensors.size(); ++i)
     if (tensors[i].sizes() != tensors[0].sizes())
@@ -424,7 +436,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   return out;
 }
 
-std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "split");
   if (split_size < 0)
     throw Error(
         fmt::format("split expects split_size be non-negative, but got split_size={}", split_size));
@@ -441,7 +454,9 @@ std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
   return out;
 }
 
-std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim) {
+std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim,
+                          Caller caller) {
+  detail::CallSite site(caller, "split");
   int64_t d = ir::wrap_dim(dim, t.dim());
   int64_t total = 0;
   for (int64_t s : sizes)
@@ -459,7 +474,8 @@ std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, in
   return out;
 }
 
-std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {
+std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "chunk");
   if (chunks <= 0)
     throw Error(fmt::format("chunk expects `chunks` to be greater than 0, got: {}", chunks));
   int64_t d = ir::wrap_dim(dim, t.dim());
@@ -469,7 +485,8 @@ std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {
 
 // --- selection ---
 
-Tensor nonzero(const Tensor& t) {
+Tensor nonzero(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "nonzero");
   HostValues v(t);
   std::vector<int64_t> hits;
   const bool is_float = t.is_floating_point();
@@ -485,7 +502,8 @@ Tensor nonzero(const Tensor& t) {
   });
 }
 
-Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
+  detail::CallSite site(caller, "index_select");
   if (index.dim() > 1) throw Error("index_select(): Index is supposed to be a vector");
   if (!is_index_dtype(index.dtype()))
     throw Error("index_select(): Expected dtype int32 or int64 for index");
@@ -495,7 +513,8 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   return t.index(ix);
 }
 
-Tensor masked_select(const Tensor& t, const Tensor& mask) {
+Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
+  detail::CallSite site(caller, "masked_select");
   if (mask.dtype() != kBool)
     throw Error(fmt::format("masked_select: expected BoolTensor for mask"));
   Shape s = ir::broadcast_shapes(t.sizes(), mask.sizes());
@@ -536,7 +555,8 @@ std::vector<int64_t> dim_positions(const Tensor& t, int64_t d, const Tensor& ind
 }
 } // namespace
 
-Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
+  detail::CallSite site(caller, "gather");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
   check_gather_shapes("gather", t, d, index);
   Selection sel{index.sizes(), dim_positions(t, d, index)};
@@ -545,7 +565,9 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   return out;
 }
 
-Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
+               Caller caller) {
+  detail::CallSite site(caller, "scatter");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
   check_gather_shapes("scatter", t, d, index);
   if (src.dtype() != t.dtype())
@@ -559,11 +581,14 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
                        "ScatterBackward0");
 }
 
-Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value) {
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value,
+               Caller caller) {
+  detail::CallSite site(caller, "scatter");
   return scatter(t, dim, index, full(index.sizes(), value, t.options()));
 }
 
-Tensor flip(const Tensor& t, const std::vector<int64_t>& dims) {
+Tensor flip(const Tensor& t, const std::vector<int64_t>& dims, Caller caller) {
+  detail::CallSite site(caller, "flip");
   std::vector<bool> seen(static_cast<size_t>(t.dim()), false);
   ir::NodePtr n = detail::node_of(t);
   size_t unique = 0;
@@ -586,7 +611,9 @@ Tensor flip(const Tensor& t, const std::vector<int64_t>& dims) {
   return out;
 }
 
-Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
+Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims,
+            Caller caller) {
+  detail::CallSite site(caller, "roll");
   if (dims.empty()) {
     if (shifts.size() != 1)
       throw Error(
@@ -607,7 +634,8 @@ Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vect
   return out;
 }
 
-Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats) {
+Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats, Caller caller) {
+  detail::CallSite site(caller, "repeat");
   if (static_cast<int64_t>(repeats.size()) < t.dim())
     throw Error("Number of dimensions of repeat dims can not be smaller than number of dimensions "
                 "of tensor");
@@ -627,7 +655,8 @@ Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats) {
   return out;
 }
 
-Tensor diag(const Tensor& t, int64_t k) {
+Tensor diag(const Tensor& t, int64_t k, Caller caller) {
+  detail::CallSite site(caller, "diag");
   if (t.dim() == 1) {
     int64_t n = t.size(0) + (k < 0 ? -k : k);
     Tensor out = zeros({n, n}, t.options());
@@ -645,11 +674,13 @@ Tensor diag(const Tensor& t, int64_t k) {
   throw Error(fmt::format("diag(): Supports 1D or 2D tensors. Got {}D", t.dim()));
 }
 
-Tensor diagonal(const Tensor& t, int64_t offset, int64_t dim1, int64_t dim2) {
+Tensor diagonal(const Tensor& t, int64_t offset, int64_t dim1, int64_t dim2, Caller caller) {
+  detail::CallSite site(caller, "diagonal");
   return t.diagonal(offset, dim1, dim2);
 }
 
-Tensor trace(const Tensor& t) {
+Tensor trace(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "trace");
   if (t.dim() != 2)
     throw Error(fmt::format("trace: expected a matrix, but got tensor with dim {}", t.dim()));
   Tensor out = t.diagonal().sum();
@@ -670,18 +701,21 @@ Tensor triangle(const Tensor& t, int64_t k, bool upper, const char* name) {
 }
 } // namespace
 
-Tensor triu(const Tensor& t, int64_t k) {
+Tensor triu(const Tensor& t, int64_t k, Caller caller) {
+  detail::CallSite site(caller, "triu");
   Tensor out = triangle(t, k, true, "triu");
   autograd::rename(out, "TriuBackward0");
   return out;
 }
-Tensor tril(const Tensor& t, int64_t k) {
+Tensor tril(const Tensor& t, int64_t k, Caller caller) {
+  detail::CallSite site(caller, "tril");
   Tensor out = triangle(t, k, false, "tril");
   autograd::rename(out, "TrilBackward0");
   return out;
 }
 
-Tensor unique(const Tensor& t) {
+Tensor unique(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "unique");
   TensorOptions o = TensorOptions().dtype(t.dtype()).device(t.device());
   if (t.is_floating_point()) {
     std::vector<double> v = t.to_vector<double>();
@@ -703,9 +737,13 @@ Tensor unique(const Tensor& t) {
       .to(t.device());
 }
 
-Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length, Caller caller) {
+  detail::CallSite site(caller, "narrow");
   return t.narrow(dim, start, length);
 }
-Tensor select(const Tensor& t, int64_t dim, int64_t index) { return t.select(dim, index); }
+Tensor select(const Tensor& t, int64_t dim, int64_t index, Caller caller) {
+  detail::CallSite site(caller, "select");
+  return t.select(dim, index);
+}
 
 } // namespace tj

@@ -119,8 +119,8 @@ Tensor recorded_product(const char* name, const Tensor& a, const Tensor& b, Tens
 
 } // namespace
 
-Tensor dot(const Tensor& a, const Tensor& b, std::source_location where) {
-  detail::CallSite site(where, "dot");
+Tensor dot(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "dot");
   NodePtr x = node_of(a), y = node_of(b);
   if (x->ndim() != 1 || y->ndim() != 1)
     throw Error(
@@ -138,8 +138,8 @@ Tensor dot(const Tensor& a, const Tensor& b, std::source_location where) {
       {k, 1}, {1, 1});
 }
 
-Tensor mv(const Tensor& a, const Tensor& v, std::source_location where) {
-  detail::CallSite site(where, "mv");
+Tensor mv(const Tensor& a, const Tensor& v, Caller caller) {
+  detail::CallSite site(caller, "mv");
   NodePtr x = node_of(a), y = node_of(v);
   if (x->ndim() != 2 || y->ndim() != 1)
     throw Error(
@@ -154,8 +154,8 @@ Tensor mv(const Tensor& a, const Tensor& v, std::source_location where) {
       {y->shape[0], 1}, {x->shape[0], 1});
 }
 
-Tensor mm(const Tensor& a, const Tensor& b, std::source_location where) {
-  detail::CallSite site(where, "mm");
+Tensor mm(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "mm");
   NodePtr x = node_of(a), y = node_of(b);
   if (x->ndim() != 2) throw Error(fmt::format("self must be a matrix"));
   if (y->ndim() != 2) throw Error(fmt::format("mat2 must be a matrix"));
@@ -167,8 +167,8 @@ Tensor mm(const Tensor& a, const Tensor& b, std::source_location where) {
                           {x->shape[0], y->shape[1]});
 }
 
-Tensor bmm(const Tensor& a, const Tensor& b, std::source_location where) {
-  detail::CallSite site(where, "bmm");
+Tensor bmm(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "bmm");
   NodePtr x = node_of(a), y = node_of(b);
   if (x->ndim() != 3) throw Error("batch1 must be a 3D tensor");
   if (y->ndim() != 3) throw Error("batch2 must be a 3D tensor");
@@ -181,8 +181,8 @@ Tensor bmm(const Tensor& a, const Tensor& b, std::source_location where) {
                           {x->shape[0], x->shape[1], y->shape[2]});
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b, std::source_location where) {
-  detail::CallSite site(where, "matmul");
+Tensor matmul(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "matmul");
   NodePtr x = node_of(a), y = node_of(b);
   int64_t da = x->ndim(), db = y->ndim();
   if (da == 0 || db == 0)
@@ -232,8 +232,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::source_location where) {
 }
 
 Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayRef dims_b,
-                 std::source_location where) {
-  detail::CallSite site(where, "tensordot");
+                 Caller caller) {
+  detail::CallSite site(caller, "tensordot");
   if (dims_a.size() != dims_b.size())
     throw Error(fmt::format("both dimension lists should have same length"));
   NodePtr x = node_of(a), y = node_of(b);
@@ -268,11 +268,18 @@ Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayR
   return mm(am, bm).reshape(out);
 }
 
-Tensor Tensor::matmul(const Tensor& o, std::source_location where) const {
-  return tj::matmul(*this, o, where);
+Tensor Tensor::matmul(const Tensor& o, Caller caller) const { return tj::matmul(*this, o, caller); }
+Tensor Tensor::mm(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "mm");
+  return tj::mm(*this, o);
 }
-Tensor Tensor::mm(const Tensor& o) const { return tj::mm(*this, o); }
-Tensor Tensor::mv(const Tensor& v) const { return tj::mv(*this, v); }
-Tensor Tensor::dot(const Tensor& o) const { return tj::dot(*this, o); }
+Tensor Tensor::mv(const Tensor& v, Caller caller) const {
+  detail::CallSite site(caller, "mv");
+  return tj::mv(*this, v);
+}
+Tensor Tensor::dot(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "dot");
+  return tj::dot(*this, o);
+}
 
 } // namespace tj

@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "frontend/materialize.h"
@@ -188,23 +189,31 @@ void Materializer::run(const std::vector<sched::Target>& targets) {
       fmt::print(stderr, "[tj] schedule: {} over [{}]{}: {}\n", launches[i].kernel.name,
                  fmt::join(launches[i].domain, ", "),
                  launches[i].r > 1 ? fmt::format(" reducing {}", launches[i].r) : "", info[i].why);
-  try {
-    rt::execute(launches);
-  } catch (const Error& e) {
+  // Whatever fails, nothing can be trusted as computed: every buffer the plan promised is
+  // forgotten. Errors, the user's (tj::Error) and the backends' (a compiler's, a driver's), name
+  // the places of the user's program whose values were being computed.
+  auto forget = [&] {
     for (const auto& n : marked)
       n->realized.reset();
-    // Name the places of the user's program whose values were being computed.
+  };
+  auto annotated = [&](const char* what) {
     std::vector<ir::Site> sites;
     for (const auto& k : info)
       for (ir::Site s : k.sites())
         if (std::find(sites.begin(), sites.end(), s) == sites.end()) sites.push_back(s);
-    if (sites.empty()) throw;
-    throw Error(
-        fmt::format("{}\n(while computing values built at {})", e.what(), fmt::join(sites, ", ")));
+    if (sites.empty()) return std::string(what);
+    return fmt::format("{}\n(while computing values built at {})", what, fmt::join(sites, ", "));
+  };
+  try {
+    rt::execute(launches);
+  } catch (const Error& e) {
+    forget();
+    throw Error(annotated(e.what()));
+  } catch (const std::runtime_error& e) {
+    forget();
+    throw std::runtime_error(annotated(e.what()));
   } catch (...) {
-    // Nothing can be trusted as computed: forget every buffer the plan promised.
-    for (const auto& n : marked)
-      n->realized.reset();
+    forget();
     throw;
   }
 }

@@ -293,13 +293,17 @@ void check_float(const NodePtr& x, const char* msg) {
 
 } // namespace
 
-Tensor sum(const Tensor& t, std::optional<DType> dtype) {
+Tensor sum(const Tensor& t, std::optional<DType> dtype, Caller caller) {
+  detail::CallSite site(caller, "sum");
   return sum_prod(Op::ReduceSum, t, {}, false, dtype, "SumBackward0");
 }
-Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
+           Caller caller) {
+  detail::CallSite site(caller, "sum");
   return sum_prod(Op::ReduceSum, t, dims, keepdim, dtype, "SumBackward1");
 }
-Tensor prod(const Tensor& t, std::optional<DType> dtype) {
+Tensor prod(const Tensor& t, std::optional<DType> dtype, Caller caller) {
+  detail::CallSite site(caller, "prod");
   return sum_prod(Op::ReduceProd, t, {}, false, dtype, "ProdBackward0");
 }
 
@@ -324,35 +328,51 @@ Tensor mean_impl(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<
 }
 } // namespace
 
-Tensor mean(const Tensor& t, std::optional<DType> dtype) {
+Tensor mean(const Tensor& t, std::optional<DType> dtype, Caller caller) {
+  detail::CallSite site(caller, "mean");
   return mean_impl(t, {}, false, dtype, "MeanBackward0");
 }
-Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
+            Caller caller) {
+  detail::CallSite site(caller, "mean");
   return mean_impl(t, dims, keepdim, dtype, "MeanBackward1");
 }
 
-Tensor max(const Tensor& t) { return extremum(Op::ReduceMax, t, {}, false, "max", "MaxBackward1"); }
-Tensor min(const Tensor& t) { return extremum(Op::ReduceMin, t, {}, false, "min", "MinBackward1"); }
-std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
+Tensor max(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "max");
+  return extremum(Op::ReduceMax, t, {}, false, "max", "MaxBackward1");
+}
+Tensor min(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "min");
+  return extremum(Op::ReduceMin, t, {}, false, "min", "MinBackward1");
+}
+std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "max");
   return extremum_at(Op::ReduceMax, t, dim, keepdim, "max");
 }
-std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim) {
+std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "min");
   return extremum_at(Op::ReduceMin, t, dim, keepdim, "min");
 }
-Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim) {
+Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "amax");
   return extremum(Op::ReduceMax, t, dims, keepdim, "amax", "AmaxBackward0");
 }
-Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim) {
+Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "amin");
   return extremum(Op::ReduceMin, t, dims, keepdim, "amin", "AminBackward0");
 }
-Tensor argmax(const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
+Tensor argmax(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "argmax");
   return arg_extremum(Op::ReduceMax, t, dim, keepdim, "argmax");
 }
-Tensor argmin(const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
+Tensor argmin(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "argmin");
   return arg_extremum(Op::ReduceMin, t, dim, keepdim, "argmin");
 }
 
-Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
+Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "var");
   NodePtr x = node_of(t);
   check_float(x, "std and var only support floating point and complex dtypes.");
   auto axes = normalize_dims(dims, x->ndim());
@@ -367,7 +387,8 @@ Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) 
       });
   return y;
 }
-Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
+Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "std");
   NodePtr x = node_of(t);
   check_float(x, "std and var only support floating point and complex dtypes.");
   auto axes = normalize_dims(dims, x->ndim());
@@ -385,7 +406,8 @@ Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) 
   return y;
 }
 
-Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim) {
+Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "norm");
   NodePtr x = node_of(t);
   check_float(x, "linalg.vector_norm: Expected a floating point or complex tensor as input.");
   auto axes = normalize_dims(dims, x->ndim());
@@ -420,7 +442,8 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim) {
   return y;
 }
 
-Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim) {
+Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim, Caller caller) {
+  detail::CallSite site(caller, "logsumexp");
   NodePtr x = float_input(t);
   auto axes = normalize_dims(dims, x->ndim());
   DType dt = x->dtype;
@@ -438,8 +461,14 @@ Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim) {
   return y;
 }
 
-Tensor all(const Tensor& t) { return t.all(); }
-Tensor any(const Tensor& t) { return t.any(); }
+Tensor all(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "all");
+  return t.all();
+}
+Tensor any(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "any");
+  return t.any();
+}
 
 namespace {
 Tensor all_any(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Op op) {
@@ -451,59 +480,101 @@ Tensor all_any(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Op op)
 }
 } // namespace
 
-Tensor Tensor::sum(std::optional<DType> dtype) const { return tj::sum(*this, dtype); }
-Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) const {
+Tensor Tensor::sum(std::optional<DType> dtype, Caller caller) const {
+  detail::CallSite site(caller, "sum");
+  return tj::sum(*this, dtype);
+}
+Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
+                   Caller caller) const {
+  detail::CallSite site(caller, "sum");
   return tj::sum(*this, dims, keepdim, dtype);
 }
-Tensor Tensor::mean(std::optional<DType> dtype) const { return tj::mean(*this, dtype); }
-Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) const {
+Tensor Tensor::mean(std::optional<DType> dtype, Caller caller) const {
+  detail::CallSite site(caller, "mean");
+  return tj::mean(*this, dtype);
+}
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
+                    Caller caller) const {
+  detail::CallSite site(caller, "mean");
   return tj::mean(*this, dims, keepdim, dtype);
 }
-Tensor Tensor::prod(std::optional<DType> dtype) const { return tj::prod(*this, dtype); }
-Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const {
+Tensor Tensor::prod(std::optional<DType> dtype, Caller caller) const {
+  detail::CallSite site(caller, "prod");
+  return tj::prod(*this, dtype);
+}
+Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype, Caller caller) const {
+  detail::CallSite site(caller, "prod");
   return sum_prod(Op::ReduceProd, *this, {dim}, keepdim, dtype, "ProdBackward1");
 }
-Tensor Tensor::max() const { return tj::max(*this); }
-std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+Tensor Tensor::max(Caller caller) const {
+  detail::CallSite site(caller, "max");
+  return tj::max(*this);
+}
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "max");
   return tj::max(*this, dim, keepdim);
 }
-Tensor Tensor::min() const { return tj::min(*this); }
-std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+Tensor Tensor::min(Caller caller) const {
+  detail::CallSite site(caller, "min");
+  return tj::min(*this);
+}
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "min");
   return tj::min(*this, dim, keepdim);
 }
-Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return tj::amax(*this, dims, keepdim); }
-Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return tj::amin(*this, dims, keepdim); }
-Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
+Tensor Tensor::amax(IntArrayRef dims, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "amax");
+  return tj::amax(*this, dims, keepdim);
+}
+Tensor Tensor::amin(IntArrayRef dims, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "amin");
+  return tj::amin(*this, dims, keepdim);
+}
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "argmax");
   return tj::argmax(*this, dim, keepdim);
 }
-Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "argmin");
   return tj::argmin(*this, dim, keepdim);
 }
-Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const {
+Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "var");
   return tj::var(*this, dims, correction, keepdim);
 }
-Tensor Tensor::std(IntArrayRef dims, int64_t correction, bool keepdim) const {
+Tensor Tensor::std(IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "std");
   return tj::std(*this, dims, correction, keepdim);
 }
-Tensor Tensor::norm(double p, IntArrayRef dims, bool keepdim) const {
+Tensor Tensor::norm(double p, IntArrayRef dims, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "norm");
   return tj::norm(*this, p, dims, keepdim);
 }
-Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const {
+Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "logsumexp");
   return tj::logsumexp(*this, dims, keepdim);
 }
-Tensor Tensor::all() const { return all_any(*this, std::nullopt, false, Op::ReduceMin); }
-Tensor Tensor::all(int64_t dim, bool keepdim) const {
+Tensor Tensor::all(Caller caller) const {
+  detail::CallSite site(caller, "all");
+  return all_any(*this, std::nullopt, false, Op::ReduceMin);
+}
+Tensor Tensor::all(int64_t dim, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "all");
   return all_any(*this, dim, keepdim, Op::ReduceMin);
 }
-Tensor Tensor::any() const { return all_any(*this, std::nullopt, false, Op::ReduceMax); }
-Tensor Tensor::any(int64_t dim, bool keepdim) const {
+Tensor Tensor::any(Caller caller) const {
+  detail::CallSite site(caller, "any");
+  return all_any(*this, std::nullopt, false, Op::ReduceMax);
+}
+Tensor Tensor::any(int64_t dim, bool keepdim, Caller caller) const {
+  detail::CallSite site(caller, "any");
   return all_any(*this, dim, keepdim, Op::ReduceMax);
 }
 
 namespace nn::functional {
 
-Tensor softmax(const Tensor& t, int64_t dim, std::source_location where) {
-  detail::CallSite site(where, "softmax");
+Tensor softmax(const Tensor& t, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "softmax");
   NodePtr x = float_input(t);
   std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
   Tensor y;
@@ -521,8 +592,8 @@ Tensor softmax(const Tensor& t, int64_t dim, std::source_location where) {
   return y;
 }
 
-Tensor log_softmax(const Tensor& t, int64_t dim, std::source_location where) {
-  detail::CallSite site(where, "log_softmax");
+Tensor log_softmax(const Tensor& t, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "log_softmax");
   NodePtr x = float_input(t);
   Tensor y;
   std::vector<int64_t> axes;
@@ -542,8 +613,8 @@ Tensor log_softmax(const Tensor& t, int64_t dim, std::source_location where) {
 }
 
 Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& weight,
-                  const Tensor& bias, double eps, std::source_location where) {
-  detail::CallSite site(where, "layer_norm");
+                  const Tensor& bias, double eps, Caller caller) {
+  detail::CallSite site(caller, "layer_norm");
   NodePtr x = node_of(t);
   size_t n = normalized_shape.size();
   bool ok = n >= 1 && n <= x->shape.size() &&
@@ -586,20 +657,19 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
   return out;
 }
 
-Tensor relu(const Tensor& t, std::source_location where) {
-  detail::CallSite site(where, "relu");
+Tensor relu(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "relu");
   return tj::relu(t);
 }
-Tensor gelu(const Tensor& t, std::source_location where) {
-  detail::CallSite site(where, "gelu");
+Tensor gelu(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "gelu");
   return tj::gelu(t);
 }
 
 // The composites below record through their parts; their last node takes
 // PyTorch's name for the op.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-              std::source_location where) {
-  detail::CallSite site(where, "linear");
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Caller caller) {
+  detail::CallSite site(caller, "linear");
   Tensor y = x.matmul(weight.t());
   if (!bias.defined()) return y;
   y = y + bias;
@@ -607,16 +677,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   return y;
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, std::source_location where) {
-  detail::CallSite site(where, "mse_loss");
+Tensor mse_loss(const Tensor& input, const Tensor& target, Caller caller) {
+  detail::CallSite site(caller, "mse_loss");
   Tensor d = input - target;
   Tensor out = (d * d).mean();
   ag::rename(out, "MseLossBackward0");
   return out;
 }
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, std::source_location where) {
-  detail::CallSite site(where, "cross_entropy");
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Caller caller) {
+  detail::CallSite site(caller, "cross_entropy");
   if (input.dim() != 2)
     throw Error(fmt::format("cross_entropy: expected input of shape (N, C), got {}",
                             ir::shape_str(input.sizes())));

@@ -446,7 +446,8 @@ Tensor moved(const Tensor& x, Device dst) {
 } // namespace
 
 // --- conversion ---
-Tensor Tensor::to(DType t) const {
+Tensor Tensor::to(DType t, Caller caller) const {
+  detail::CallSite site(caller, "to");
   if (t == dtype()) return *this;
   Tensor out = wrap(fe::cast(node_of(*this), t));
   // The engine casts the gradient back to the input's dtype.
@@ -455,7 +456,8 @@ Tensor Tensor::to(DType t) const {
       [](const std::vector<Tensor>& grads, const std::vector<Tensor>&) { return grads; });
   return out;
 }
-Tensor Tensor::to(Device d) const {
+Tensor Tensor::to(Device d, Caller caller) const {
+  detail::CallSite site(caller, "to");
   Device dst = rt::checked_device(d);
   if (device() == dst) return *this;
   Tensor out;
@@ -469,9 +471,18 @@ Tensor Tensor::to(Device d) const {
                    });
   return out;
 }
-Tensor Tensor::to(Device d, DType t) const { return to(d).to(t); }
-Tensor Tensor::cpu() const { return to(kCPU); }
-Tensor Tensor::cuda() const { return to(Device(kCUDA)); }
+Tensor Tensor::to(Device d, DType t, Caller caller) const {
+  detail::CallSite site(caller, "to");
+  return to(d).to(t);
+}
+Tensor Tensor::cpu(Caller caller) const {
+  detail::CallSite site(caller, "cpu");
+  return to(kCPU);
+}
+Tensor Tensor::cuda(Caller caller) const {
+  detail::CallSite site(caller, "cuda");
+  return to(Device(kCUDA));
+}
 namespace {
 // A copy in fresh, contiguous memory: a Cast to its own dtype.
 Tensor copy_of(const Tensor& t) {
@@ -506,8 +517,12 @@ bool is_dense(const Tensor& t, const std::vector<int64_t>& order) {
 }
 } // namespace
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy_of(*this); }
-Tensor Tensor::clone() const {
+Tensor Tensor::contiguous(Caller caller) const {
+  detail::CallSite site(caller, "contiguous");
+  return is_contiguous() ? *this : copy_of(*this);
+}
+Tensor Tensor::clone(Caller caller) const {
+  detail::CallSite site(caller, "clone");
   // PyTorch's preserve_format: a dense layout keeps its strides (read in
   // memory order, the copy holds each element where the original does); any
   // other layout without broadcast dims gets dense strides in the same order.
@@ -616,7 +631,8 @@ const char* kViewError = "view size is not compatible with input tensor's size a
                          ".reshape(...) instead.";
 } // namespace
 
-Tensor Tensor::view(IntArrayRef shape) const {
+Tensor Tensor::view(IntArrayRef shape, Caller caller) const {
+  detail::CallSite site(caller, "view");
   Shape s = infer_size(shape, numel());
   return view_op(*this, "ViewBackward0", [&](Geometry g) {
     auto st = ir::view_strides(g.sizes, g.strides, s);
@@ -624,12 +640,14 @@ Tensor Tensor::view(IntArrayRef shape) const {
     return Geometry{s, *st, g.offset};
   });
 }
-Tensor Tensor::reshape(IntArrayRef shape) const {
+Tensor Tensor::reshape(IntArrayRef shape, Caller caller) const {
+  detail::CallSite site(caller, "reshape");
   Shape s = infer_size(shape, numel());
   if (ir::view_strides(sizes(), stride(), s)) return view(s);
   return copy_of(*this).view(s);
 }
-Tensor Tensor::flatten(int64_t start, int64_t end) const {
+Tensor Tensor::flatten(int64_t start, int64_t end, Caller caller) const {
+  detail::CallSite site(caller, "flatten");
   if (dim() == 0) return reshape({1});
   start = ir::wrap_dim(start, dim());
   end = ir::wrap_dim(end, dim());
@@ -643,14 +661,16 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   s.insert(s.end(), sizes().begin() + end + 1, sizes().end());
   return reshape(s);
 }
-Tensor Tensor::squeeze() const {
+Tensor Tensor::squeeze(Caller caller) const {
+  detail::CallSite site(caller, "squeeze");
   return view_op(*this, "SqueezeBackward0", [](Geometry g) {
     for (int64_t d = static_cast<int64_t>(g.sizes.size()); d-- > 0;)
       if (g.sizes[d] == 1) erase_dim(g, d);
     return g;
   });
 }
-Tensor Tensor::squeeze(int64_t d) const {
+Tensor Tensor::squeeze(int64_t d, Caller caller) const {
+  detail::CallSite site(caller, "squeeze");
   d = ir::wrap_dim(d, std::max<int64_t>(dim(), 1));
   const bool drop = dim() > 0 && sizes()[d] == 1;
   return view_op(*this, "SqueezeBackward1", [&](Geometry g) {
@@ -658,7 +678,8 @@ Tensor Tensor::squeeze(int64_t d) const {
     return g;
   });
 }
-Tensor Tensor::unsqueeze(int64_t d) const {
+Tensor Tensor::unsqueeze(int64_t d, Caller caller) const {
+  detail::CallSite site(caller, "unsqueeze");
   d = ir::wrap_dim(d, dim() + 1);
   return view_op(*this, "UnsqueezeBackward0", [&](Geometry g) {
     const int64_t nd = static_cast<int64_t>(g.sizes.size());
@@ -668,7 +689,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
     return g;
   });
 }
-Tensor Tensor::permute(IntArrayRef dims) const {
+Tensor Tensor::permute(IntArrayRef dims, Caller caller) const {
+  detail::CallSite site(caller, "permute");
   if (static_cast<int64_t>(dims.size()) != dim())
     throw Error(
         fmt::format("permute(sparse_coo): number of dimensions in the tensor input does not "
@@ -721,20 +743,24 @@ void become(Tensor& self, const Tensor& v) {
   if (v.impl()->grad_fn) autograd::set_history(self, v.impl()->grad_fn, v.impl()->output_nr);
 }
 } // namespace
-Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+Tensor Tensor::transpose(int64_t d0, int64_t d1, Caller caller) const {
+  detail::CallSite site(caller, "transpose");
   return transposed(*this, d0, d1, "TransposeBackward0");
 }
-Tensor Tensor::t() const {
+Tensor Tensor::t(Caller caller) const {
+  detail::CallSite site(caller, "t");
   check_t(dim());
   return transposed(*this, 0, dim() < 2 ? 0 : 1, "TBackward0");
 }
-Tensor Tensor::T() const {
+Tensor Tensor::T(Caller caller) const {
+  detail::CallSite site(caller, "T");
   std::vector<int64_t> rev(dim());
   for (int64_t i = 0; i < dim(); ++i)
     rev[i] = dim() - 1 - i;
   return permute(rev);
 }
-Tensor Tensor::mT() const {
+Tensor Tensor::mT(Caller caller) const {
+  detail::CallSite site(caller, "mT");
   if (dim() < 2)
     throw Error(fmt::format("tensor.mT is only supported on matrices or batches of matrices. Got "
                             "{}-D tensor.",
@@ -742,18 +768,21 @@ Tensor Tensor::mT() const {
   return transpose(-2, -1);
 }
 // The in-place view ops change this tensor's own view of its storage.
-Tensor& Tensor::t_() {
+Tensor& Tensor::t_(Caller caller) {
+  detail::CallSite site(caller, "t_");
   check_t(dim());
   check_inplace_grad(*this);
   become(*this, t());
   return *this;
 }
-Tensor& Tensor::transpose_(int64_t d0, int64_t d1) {
+Tensor& Tensor::transpose_(int64_t d0, int64_t d1, Caller caller) {
+  detail::CallSite site(caller, "transpose_");
   check_inplace_grad(*this);
   become(*this, transpose(d0, d1));
   return *this;
 }
-Tensor Tensor::expand(IntArrayRef shape) const {
+Tensor Tensor::expand(IntArrayRef shape, Caller caller) const {
+  detail::CallSite site(caller, "expand");
   Shape s = fe::expanded_shape(sizes(), shape, dtype());
   size_t lead = s.size() - sizes().size();
   std::vector<int64_t> st(s.size(), 0); // new and broadcast dims read one element
@@ -767,8 +796,12 @@ Tensor Tensor::expand(IntArrayRef shape) const {
                    });
   return v;
 }
-Tensor Tensor::expand_as(const Tensor& o) const { return expand(o.sizes()); }
-Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+Tensor Tensor::expand_as(const Tensor& o, Caller caller) const {
+  detail::CallSite site(caller, "expand_as");
+  return expand(o.sizes());
+}
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length, Caller caller) const {
+  detail::CallSite site(caller, "narrow");
   if (dim() == 0) throw Error("narrow() cannot be applied to a 0-dim tensor.");
   d = ir::wrap_dim(d, dim());
   int64_t n = sizes()[d];
@@ -786,7 +819,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
     return g;
   });
 }
-Tensor Tensor::select(int64_t d, int64_t index) const {
+Tensor Tensor::select(int64_t d, int64_t index, Caller caller) const {
+  detail::CallSite site(caller, "select");
   if (dim() == 0) throw Error("select() cannot be applied to a 0-dim tensor.");
   d = ir::wrap_dim(d, dim());
   int64_t n = sizes()[d];
@@ -801,7 +835,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   });
 }
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop,
-                     int64_t step) const {
+                     int64_t step, Caller caller) const {
+  detail::CallSite site(caller, "slice");
   if (dim() == 0) throw Error("slice() cannot be applied to a 0-dim tensor.");
   if (step <= 0) throw Error("slice step must be positive");
   d = ir::wrap_dim(d, dim());
@@ -820,7 +855,8 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
     return g;
   });
 }
-Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
+Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2, Caller caller) const {
+  detail::CallSite site(caller, "diagonal");
   d1 = ir::wrap_dim(d1, dim());
   d2 = ir::wrap_dim(d2, dim());
   if (d1 == d2) throw Error(fmt::format("diagonal dimensions cannot be identical {}, {}", d1, d2));
@@ -951,36 +987,49 @@ template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast
 
 } // namespace
 
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "add_");
   return mutate(*this, [&] { return add(o, alpha); });
 }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "add_");
   return mutate(*this, [&] { return add(o, alpha); });
 }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "sub_");
   return mutate(*this, [&] { return sub(o, alpha); });
 }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "sub_");
   return mutate(*this, [&] { return sub(o, alpha); });
 }
-Tensor& Tensor::mul_(const Tensor& o) {
+Tensor& Tensor::mul_(const Tensor& o, Caller caller) {
+  detail::CallSite site(caller, "mul_");
   return mutate(*this, [&] { return mul(o); });
 }
-Tensor& Tensor::mul_(const Scalar& o) {
+Tensor& Tensor::mul_(const Scalar& o, Caller caller) {
+  detail::CallSite site(caller, "mul_");
   return mutate(*this, [&] { return mul(o); });
 }
-Tensor& Tensor::div_(const Tensor& o) {
+Tensor& Tensor::div_(const Tensor& o, Caller caller) {
+  detail::CallSite site(caller, "div_");
   return mutate(*this, [&] { return div(o); });
 }
-Tensor& Tensor::div_(const Scalar& o) {
+Tensor& Tensor::div_(const Scalar& o, Caller caller) {
+  detail::CallSite site(caller, "div_");
   return mutate(*this, [&] { return div(o); });
 }
-Tensor& Tensor::zero_() { return fill_(0); }
-Tensor& Tensor::fill_(const Scalar& v) {
+Tensor& Tensor::zero_(Caller caller) {
+  detail::CallSite site(caller, "zero_");
+  return fill_(0);
+}
+Tensor& Tensor::fill_(const Scalar& v, Caller caller) {
+  detail::CallSite site(caller, "fill_");
   return mutate(
       *this, [&] { return wrap(fe::constant(v, dtype(), sizes(), device())); }, true);
 }
-Tensor& Tensor::fill_(const Tensor& v) {
+Tensor& Tensor::fill_(const Tensor& v, Caller caller) {
+  detail::CallSite site(caller, "fill_");
   if (v.dim() != 0)
     throw Error(fmt::format("fill_ only supports 0-dimension value tensor but got tensor with {} "
                             "dimensions.",
@@ -988,7 +1037,8 @@ Tensor& Tensor::fill_(const Tensor& v) {
   return mutate(
       *this, [&] { return v.to(device()); }, true);
 }
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src, Caller caller) {
+  detail::CallSite site(caller, "copy_");
   // Copies may cross devices: the values come to this tensor's device.
   return mutate(
       *this, [&] { return src.device() == device() ? src : src.to(device()); }, true);
@@ -998,7 +1048,8 @@ Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
 
 // In-place forms: each is its op's result written back through mutate().
 #define TJ_INPLACE_UNARY(name)                                                                     \
-  Tensor& Tensor::name##_() {                                                                      \
+  Tensor& Tensor::name##_(Caller caller) {                                                         \
+    detail::CallSite site(caller, #name "_");                                                      \
     return mutate(*this, [&] { return name(); });                                                  \
   }
 TJ_INPLACE_UNARY(neg)
@@ -1036,7 +1087,8 @@ TJ_INPLACE_UNARY(bitwise_not)
 #undef TJ_INPLACE_UNARY
 
 #define TJ_INPLACE_BINARY(name, Other)                                                             \
-  Tensor& Tensor::name##_(const Other& o) {                                                        \
+  Tensor& Tensor::name##_(const Other& o, Caller caller) {                                         \
+    detail::CallSite site(caller, #name "_");                                                      \
     return mutate(*this, [&] { return name(o); });                                                 \
   }
 #define TJ_INPLACE_BINARY_BOTH(name)                                                               \
@@ -1062,11 +1114,15 @@ TJ_INPLACE_BINARY(bitwise_xor, Tensor)
 #undef TJ_INPLACE_BINARY_BOTH
 #undef TJ_INPLACE_BINARY
 
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Caller caller) {
+  detail::CallSite site(caller, "clamp_");
   return mutate(*this, [&] { return clamp(min, max); });
 }
 
-Tensor& sin_(Tensor& a) { return a.sin_(); }
+Tensor& sin_(Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "sin_");
+  return a.sin_();
+}
 
 namespace {
 // Writes `result` into `out` by PyTorch's rules for out= arguments.
@@ -1094,32 +1150,45 @@ Tensor& write_out(Tensor& out, const Tensor& result, const char* op) {
 }
 } // namespace
 
-Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "add_out");
   return write_out(out, add(a, b, alpha), "add");
 }
-Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "sub_out");
   return write_out(out, sub(a, b, alpha), "sub");
 }
-Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) {
+Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "mul_out");
   return write_out(out, mul(a, b), "mul");
 }
-Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b) {
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "div_out");
   return write_out(out, div(a, b), "div");
 }
-Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "matmul_out");
   return write_out(out, matmul(a, b), "matmul");
 }
-Tensor& zeros_out(Tensor& out, IntArrayRef size) {
+Tensor& zeros_out(Tensor& out, IntArrayRef size, Caller caller) {
+  detail::CallSite site(caller, "zeros_out");
   return write_out(out, zeros(size, out.options()), "zeros");
 }
-Tensor& ones_out(Tensor& out, IntArrayRef size) {
+Tensor& ones_out(Tensor& out, IntArrayRef size, Caller caller) {
+  detail::CallSite site(caller, "ones_out");
   return write_out(out, ones(size, out.options()), "ones");
 }
-Tensor& full_out(Tensor& out, IntArrayRef size, const Scalar& value) {
+Tensor& full_out(Tensor& out, IntArrayRef size, const Scalar& value, Caller caller) {
+  detail::CallSite site(caller, "full_out");
   return write_out(out, full(size, value, out.options()), "full");
 }
-Tensor& arange_out(Tensor& out, const Scalar& end) { return arange_out(out, 0, end, 1); }
-Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step) {
+Tensor& arange_out(Tensor& out, const Scalar& end, Caller caller) {
+  detail::CallSite site(caller, "arange_out");
+  return arange_out(out, 0, end, 1);
+}
+Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step,
+                   Caller caller) {
+  detail::CallSite site(caller, "arange_out");
   return write_out(out, arange(start, end, step, out.options()), "arange");
 }
 

@@ -9,7 +9,9 @@
 
 #include <bit>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <source_location>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -119,17 +121,6 @@ thread_local bool tl_site_api = false;
 
 Site current_site() { return tl_site; }
 
-SiteScope::SiteScope(Site site) : saved_(tl_site), saved_api_(tl_site_api) {
-  if (!site) return; // an unknown place leaves the current one
-  tl_site = site;
-  tl_site_api = true;
-}
-
-SiteScope::~SiteScope() {
-  tl_site = saved_;
-  tl_site_api = saved_api_;
-}
-
 Site intern_site(std::string_view text) {
   static std::mutex mu;
   static auto* pool = new std::set<std::string, std::less<>>; // never freed: nodes keep pointers
@@ -149,16 +140,36 @@ Site make_site(std::string_view file, uint32_t line, std::string_view what) {
 
 namespace tj::detail {
 
-CallSite::CallSite(const std::source_location& where, const char* what, bool api)
+namespace {
+
+// Calls from the library's own sources (lib/, include/, tools/): their place means nothing to the
+// user. The sources' root is where this file's name, under whatever path mapping the build used,
+// leaves off "lib/ir/node.cpp".
+bool from_library(std::string_view file) {
+  static const std::optional<std::string_view> root = []() -> std::optional<std::string_view> {
+    std::string_view self = std::source_location::current().file_name();
+    constexpr std::string_view tail = "lib/ir/node.cpp";
+    if (!self.ends_with(tail)) return std::nullopt;
+    return self.substr(0, self.size() - tail.size());
+  }();
+  if (!root || !file.starts_with(*root)) return false;
+  file.remove_prefix(root->size());
+  return file.starts_with("lib/") || file.starts_with("include/") || file.starts_with("tools/");
+}
+
+} // namespace
+
+CallSite::CallSite(const Caller& caller, const char* what, bool api)
     : saved_(ir::tl_site), saved_api_(ir::tl_site_api) {
   if (api && ir::tl_site_api) return;
+  const std::source_location& where = caller.location();
   if (!api) { // a user's scope: its name may be any string, so no cache
     ir::tl_site = ir::make_site(where.file_name(), where.line(), what);
     ir::tl_site_api = false;
     return;
   }
-  // API calls repeat (a loop of ops) and name themselves with literals:
-  // their text is made once per place.
+  // API calls repeat (a loop of ops) and name themselves with literals: their text is made once
+  // per place. A null entry is a call from the library itself, which leaves the enclosing site.
   using Key = std::tuple<const char*, uint32_t, const char*>;
   struct Hash {
     size_t operator()(const Key& k) const {
@@ -168,9 +179,17 @@ CallSite::CallSite(const std::source_location& where, const char* what, bool api
   };
   thread_local std::unordered_map<Key, ir::Site, Hash> known;
   auto [it, fresh] = known.try_emplace(Key{where.file_name(), where.line(), what}, nullptr);
-  if (fresh) it->second = ir::make_site(where.file_name(), where.line(), what);
+  if (fresh && !from_library(where.file_name()))
+    it->second = ir::make_site(where.file_name(), where.line(), what);
+  if (!it->second) return;
   ir::tl_site = it->second;
-  ir::tl_site_api = api;
+  ir::tl_site_api = true;
+}
+
+CallSite::CallSite(const char* site) : saved_(ir::tl_site), saved_api_(ir::tl_site_api) {
+  if (!site) return; // an unknown place leaves the current one
+  ir::tl_site = site;
+  ir::tl_site_api = true;
 }
 
 CallSite::~CallSite() {

@@ -12,6 +12,7 @@
 #include "storage.h"
 #include "tensorjit/dtype.h"
 #include "tensorjit/scalar.h"
+#include "tensorjit/site.h"
 
 namespace tj::ir {
 
@@ -44,17 +45,7 @@ Site intern_site(std::string_view text);
 // Makes `site` (when known) current while it lives, as an API call's would
 // be (API calls inside keep it): the backward of an op builds its nodes at
 // the op's site.
-class SiteScope {
-public:
-  explicit SiteScope(Site site);
-  ~SiteScope();
-  SiteScope(const SiteScope&) = delete;
-  SiteScope& operator=(const SiteScope&) = delete;
-
-private:
-  Site saved_;
-  bool saved_api_;
-};
+using SiteScope = detail::CallSite;
 
 struct Node {
   Op op;

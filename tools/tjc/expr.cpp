@@ -900,22 +900,23 @@ Tables::Tables() {
 }
 
 void Tables::creation() {
-  using Make = Tensor (*)(IntArrayRef, TensorOptions);
+  using Make = Tensor (*)(IntArrayRef, TensorOptions, Caller);
   static const std::pair<const char*, Make> makers[] = {{"empty", tj::empty},
                                                         {"zeros", tj::zeros},
                                                         {"ones", tj::ones},
                                                         {"rand", tj::rand},
                                                         {"randn", tj::randn}};
   for (auto [name, make] : makers)
-    def({name}, kTorch, [make = make](Args& a) { return make(a.sizes(0, "size"), a.options()); });
-  using MakeLike = Tensor (*)(const Tensor&, TensorOptions);
+    def({name}, kTorch,
+        [make = make](Args& a) { return make(a.sizes(0, "size"), a.options(), {}); });
+  using MakeLike = Tensor (*)(const Tensor&, TensorOptions, Caller);
   static const std::pair<const char*, MakeLike> like_makers[] = {{"empty_like", tj::empty_like},
                                                                  {"zeros_like", tj::zeros_like},
                                                                  {"ones_like", tj::ones_like},
                                                                  {"rand_like", tj::rand_like},
                                                                  {"randn_like", tj::randn_like}};
   for (auto [name, make] : like_makers)
-    def({name}, kTorch, [make = make](Args& a) { return make(a.self(), a.options()); });
+    def({name}, kTorch, [make = make](Args& a) { return make(a.self(), a.options(), {}); });
   def({"full"}, kTorch, [](Args& a) {
     return tj::full(a.sizes(0, "size", false), a.scalar(1, "fill_value"), a.options());
   });
@@ -987,8 +988,8 @@ void Tables::creation() {
 void Tables::elementwise() {
   struct Unary {
     const char* name;
-    Tensor (*fn)(const Tensor&);
-    Tensor& (Tensor::*inplace)();
+    Tensor (*fn)(const Tensor&, Caller);
+    Tensor& (Tensor::*inplace)(Caller);
   };
   // The unary functions of functions.h, with their in-place methods.
   static const Unary unary[] = {{"neg", tj::neg, &Tensor::neg_},
@@ -1031,11 +1032,11 @@ void Tables::elementwise() {
   for (const Unary& u : unary) {
     std::string_view n = u.name;
     bool functional = n == "relu" || n == "gelu" || n == "sigmoid" || n == "tanh";
-    def({n}, TM | (functional ? kF : 0), [fn = u.fn](Args& a) { return fn(a.self()); });
+    def({n}, TM | (functional ? kF : 0), [fn = u.fn](Args& a) { return fn(a.self(), {}); });
     if (u.inplace)
       def({std::string(n) + "_"}, kMethod, [ip = u.inplace](Args& a) {
         Tensor t = a.self();
-        return (t.*ip)();
+        return (t.*ip)({});
       });
   }
   // Binary ops take a tensor or a Python number on either side, as the operators do.
@@ -1081,7 +1082,7 @@ void Tables::elementwise() {
       return inplace_value(t, op, a.need(1, other), s);
     });
   }
-  using Binary = Tensor (*)(const Tensor&, const Tensor&);
+  using Binary = Tensor (*)(const Tensor&, const Tensor&, Caller);
   static const std::pair<const char*, Binary> tensor_only[] = {
       {"maximum", tj::maximum},
       {"minimum", tj::minimum},
@@ -1089,15 +1090,15 @@ void Tables::elementwise() {
       {"logical_and", tj::logical_and},
       {"logical_or", tj::logical_or},
       {"logical_xor", tj::logical_xor},
-      {"matmul", [](const Tensor& a, const Tensor& b) { return tj::matmul(a, b); }},
-      {"mm", [](const Tensor& a, const Tensor& b) { return tj::mm(a, b); }},
-      {"bmm", [](const Tensor& a, const Tensor& b) { return tj::bmm(a, b); }},
-      {"mv", [](const Tensor& a, const Tensor& b) { return tj::mv(a, b); }},
-      {"dot", [](const Tensor& a, const Tensor& b) { return tj::dot(a, b); }},
+      {"matmul", tj::matmul},
+      {"mm", tj::mm},
+      {"bmm", tj::bmm},
+      {"mv", tj::mv},
+      {"dot", tj::dot},
       {"masked_select", tj::masked_select}};
   for (auto [name, fn] : tensor_only)
-    def({name}, TM, [fn = fn](Args& a) { return fn(a.self(), a.tensor(1, "other")); });
-  using Inplace = Tensor& (Tensor::*)(const Tensor&);
+    def({name}, TM, [fn = fn](Args& a) { return fn(a.self(), a.tensor(1, "other"), {}); });
+  using Inplace = Tensor& (Tensor::*)(const Tensor&, Caller);
   static const std::pair<const char*, Inplace> tensor_only_[] = {
       {"atan2_", &Tensor::atan2_},
       {"logical_and_", &Tensor::logical_and_},
@@ -1107,7 +1108,7 @@ void Tables::elementwise() {
   for (auto [name, fn] : tensor_only_)
     def({name}, kMethod, [fn = fn](Args& a) {
       Tensor t = a.self();
-      return (t.*fn)(a.tensor(1, "other"));
+      return (t.*fn)(a.tensor(1, "other"), {});
     });
   def({"fmod", "fmod_"}, TM, [](Args& a) {
     Tensor t = a.self();
@@ -1211,16 +1212,16 @@ void Tables::shapes() {
   def({"diagonal"}, TM, [](Args& a) {
     return a.self().diagonal(a.i64(1, "offset", 0), a.i64(2, "dim1", 0), a.i64(3, "dim2", 1));
   });
-  using WithInt = Tensor (*)(const Tensor&, int64_t);
+  using WithInt = Tensor (*)(const Tensor&, int64_t, Caller);
   static const std::pair<const char*, WithInt> with_diagonal[] = {
       {"diag", tj::diag}, {"triu", tj::triu}, {"tril", tj::tril}};
   for (auto [name, fn] : with_diagonal)
-    def({name}, TM, [fn = fn](Args& a) { return fn(a.self(), a.i64(1, "diagonal", 0)); });
-  using Plain = Tensor (*)(const Tensor&);
+    def({name}, TM, [fn = fn](Args& a) { return fn(a.self(), a.i64(1, "diagonal", 0), {}); });
+  using Plain = Tensor (*)(const Tensor&, Caller);
   static const std::pair<const char*, Plain> plain[] = {
       {"trace", tj::trace}, {"unique", tj::unique}, {"nonzero", tj::nonzero}};
   for (auto [name, fn] : plain)
-    def({name}, TM, [fn = fn](Args& a) { return fn(a.self()); });
+    def({name}, TM, [fn = fn](Args& a) { return fn(a.self(), {}); });
   def({"roll"}, TM, [](Args& a) {
     return roll(a.self(), a.to_ints(a.need(1, "shifts"), "shifts"), a.ints(2, "dims"));
   });
