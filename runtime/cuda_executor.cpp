@@ -118,10 +118,8 @@ Need need_of(const Launch& l) {
   int dev = 0;
   for (const auto& s : l.slots)
     if (s.storage) dev = s.storage->device().index();
-  int64_t total = 1;
-  for (int64_t d : l.domain)
-    total *= d;
-  return {&l.kernel, std::max<int>(1, int(l.domain.size())), total <= INT32_MAX, dev, total};
+  CudaForm f = cuda_form(l);
+  return {&l.kernel, f.nd, f.index32, dev, f.total};
 }
 
 int64_t pow2_at_least(int64_t x) {

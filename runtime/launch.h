@@ -1,5 +1,8 @@
 // A kernel launch: a kernel of the kernel IR bound to memory over an iteration space.
 #pragma once
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -22,6 +25,21 @@ struct Launch {
   std::vector<SlotBinding> slots; // parallel to kernel.slots
   std::vector<uint64_t> params;   // parallel to kernel.params
 };
+
+// The shape a launch's kernel is compiled in for a GPU: the rank of its domain (at least 1), and
+// whether 32-bit indices cover its `total` elements. The CUDA executor and the dumps of CUDA
+// source and PTX agree through this.
+struct CudaForm {
+  int nd;
+  bool index32;
+  int64_t total;
+};
+inline CudaForm cuda_form(const Launch& l) {
+  int64_t total = 1;
+  for (int64_t d : l.domain)
+    total *= d;
+  return {std::max<int>(1, static_cast<int>(l.domain.size())), total <= INT32_MAX, total};
+}
 
 // Runs launches in order on their device: on the CPU, compiled kernels split
 // each iteration space over the thread pool; on a GPU, one launch each.

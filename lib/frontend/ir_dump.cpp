@@ -142,11 +142,8 @@ std::string per_kernel(const detail::Plan& p, std::string_view stage) {
     } else if (stage == "asm") {
       out += llvmjit::emit_asm(l.kernel, opt);
     } else {
-      int64_t total = 1;
-      for (int64_t d : l.domain)
-        total *= d;
-      int nd = std::max<int>(1, static_cast<int>(l.domain.size()));
-      cudagen::Source src = cudagen::generate(l.kernel, nd, total <= INT32_MAX);
+      rt::CudaForm f = rt::cuda_form(l);
+      cudagen::Source src = cudagen::generate(l.kernel, f.nd, f.index32);
       if (stage == "cuda")
         out += src.code;
       else {

@@ -20,12 +20,6 @@
 
 namespace tj::detail {
 namespace {
-void run_with_deep_stack(const std::function<void()>& fn);
-} // namespace
-
-void with_deep_stack(const std::function<void()>& fn) { run_with_deep_stack(fn); }
-
-namespace {
 
 // The passes recurse over the graph. Deep graphs (up to TJ_MAX_GRAPH_NODES)
 // run on a thread whose stack is reserved large enough for them; the memory
@@ -33,7 +27,9 @@ namespace {
 constexpr int64_t kInlineDepth = 256;
 constexpr size_t kDeepStack = size_t{1} << 30;
 
-void run_with_deep_stack(const std::function<void()>& fn) {
+} // namespace
+
+void with_deep_stack(const std::function<void()>& fn) {
   struct Job {
     const std::function<void()>* fn;
     std::exception_ptr error;
@@ -60,6 +56,8 @@ void run_with_deep_stack(const std::function<void()>& fn) {
   pthread_join(thread, nullptr);
   if (job.error) std::rethrow_exception(job.error);
 }
+
+namespace {
 
 // Carries out a materialization, or (with a plan) only plans it: then no
 // kernel runs and no storage is written, and the buffers the planning
@@ -92,19 +90,17 @@ void realize(const std::vector<ir::NodePtr>& nodes) {
     depth = std::max(depth, n->depth);
   if (!config().dump.empty()) dump_materialization(nodes);
   if (depth > kInlineDepth)
-    run_with_deep_stack([&] { Materializer().realize_now(nodes); });
+    with_deep_stack([&] { Materializer().realize_now(nodes); });
   else
     Materializer().realize_now(nodes);
 }
 
 Plan plan(const std::vector<ir::NodePtr>& nodes) {
   Plan p;
-  run_with_deep_stack([&] {
-    std::vector<ir::NodePtr> todo;
-    for (const auto& n : nodes)
-      if (!n->realized && n->op != ir::Op::Buffer) todo.push_back(n);
-    if (!todo.empty()) Materializer(&p).realize_now(todo);
-  });
+  std::vector<ir::NodePtr> todo;
+  for (const auto& n : nodes)
+    if (!n->realized && n->op != ir::Op::Buffer) todo.push_back(n);
+  if (!todo.empty()) Materializer(&p).realize_now(todo);
   return p;
 }
 

@@ -17,7 +17,8 @@ struct PlannedKernel {
 
 // The kernels that computing `nodes` would launch, in order (pending
 // in-place writes first, planned into copies). Nothing runs, no memory is
-// written and no node is left realized.
+// written and no node is left realized. Runs its recursive passes on the
+// caller's stack: call it inside with_deep_stack.
 struct Plan {
   std::vector<PlannedKernel> kernels;
 };
