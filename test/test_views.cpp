@@ -389,6 +389,21 @@ TEST_CASE("every elementwise op has an in-place form that writes through views",
   Tensor lazy = d.floor_divide(tensor({1, 0, 2}));
   CHECK_THROWS_WITH(lazy.eval(), Catch::StartsWith("ZeroDivisionError"));
   CHECK(values(d) == std::vector<double>{5, 7, 9});
+  // Written in place, a division by a tensor is computed at the call, as PyTorch does: a zero
+  // throws there, and the tensor and its aliases keep their values instead of a write that can
+  // never happen.
+  Tensor alias = d.view({3});
+  CHECK_THROWS_WITH(d.floor_divide_(tensor({1, 0, 2}) * 1), Catch::StartsWith("ZeroDivisionError"));
+  CHECK_THROWS_WITH(d.fmod_(tensor({0, 1, 2})), Catch::StartsWith("ZeroDivisionError"));
+  CHECK(values(alias) == std::vector<double>{5, 7, 9});
+  CHECK(values(d) == std::vector<double>{5, 7, 9});
+  d.remainder_(tensor({2, 4, 5}));
+  CHECK(values(alias) == std::vector<double>{1, 3, 4});
+  // A nonzero constant divisor cannot fail: the write stays lazy.
+  Tensor e = tensor({8, 9}).eval();
+  e.floor_divide_(2);
+  CHECK_FALSE(e.is_realized());
+  CHECK(values(e) == std::vector<double>{4, 4});
 }
 
 TEST_CASE("out variants cast, resize and check as PyTorch", "[views][inplace]") {

@@ -976,6 +976,9 @@ template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast
   if (!any_cast && !can_cast(v->dtype, self.dtype()))
     throw Error(fmt::format("result type {} can't be cast to the desired output type {}",
                             fe::cpp_type_name(v->dtype), fe::cpp_type_name(self.dtype())));
+  // A value that may fail to compute (an integer division by a tensor) is computed now, as
+  // PyTorch would: if it fails, nothing was written and no alias sees a write that cannot happen.
+  if (v->may_fail && !v->realized) detail::realize({v});
   Tensor written = record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v));
   if (written.impl() != value.impl()) v = node_of(written);
   detail::write(self, fe::cast(v, self.dtype()), exclusive);

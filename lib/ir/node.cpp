@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <mutex>
 #include <optional>
@@ -228,6 +229,11 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   for (const auto& s : n->src)
     depth = std::max(depth, s->realized ? 0 : s->depth);
   n->depth = is_leaf(op) ? 0 : depth + 1;
+  const bool divides = (op == Op::Div || op == Op::Mod) && is_integral(dtype, true) &&
+                       !(n->src[1]->op == Op::Const && n->src[1]->value.to_int() != 0);
+  n->may_fail = divides || std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) {
+                  return s->may_fail && !s->realized;
+                });
 
   // Candidates are kept alive until the lock is released: dropping the last
   // reference while holding it would re-enter the table from ~Node.

@@ -63,6 +63,9 @@ struct Node {
   Device device;
   size_t hash = 0;
   int64_t depth = 0; // longest path of unrealized nodes below, this one included
+  // Computing it may raise: an integer division by a divisor not known to be
+  // nonzero lies among the unrealized nodes below (this one included).
+  bool may_fail = false;
   // Metadata, not identity: passes and the parser fill it in on shared nodes.
   mutable std::atomic<Site> site = nullptr;
 
