@@ -260,6 +260,20 @@ TEST_CASE("gradcheck: reductions", "[autograd][gradcheck]") {
   two_zeros[1][0] = 0;
   gradcheck("prod with two zeros", [](const auto& t) { return t[0].prod(1); }, {two_zeros});
   gradcheck(
+      "cumsum", [](const auto& t) { return t[0].cumsum(1); }, {x}, true);
+  gradcheck(
+      "cumsum dim 0", [](const auto& t) { return t[0].cumsum(0) * t[0]; }, {x}, true);
+  gradcheck(
+      "cumprod", [](const auto& t) { return t[0].cumprod(1); }, {x}, true);
+  gradcheck("cumprod with a zero", [](const auto& t) { return t[0].cumprod(1); }, {one_zero});
+  gradcheck("cumprod with two zeros", [](const auto& t) { return t[0].cumprod(-1); }, {two_zeros});
+  // Longer than one block of the blocked scan: 40 = 2 blocks of 16 and a padded third.
+  Tensor row = uniform({2, 40}, 0.8, 1.2);
+  gradcheck(
+      "cumsum of 40", [](const auto& t) { return t[0].cumsum(1); }, {row}, true);
+  gradcheck(
+      "cumprod of 40", [](const auto& t) { return t[0].cumprod(1); }, {row}, true);
+  gradcheck(
       "max", [](const auto& t) { return t[0].max(); }, {x}, true);
   gradcheck(
       "min", [](const auto& t) { return t[0].min(); }, {x}, true);

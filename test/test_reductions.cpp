@@ -117,6 +117,74 @@ TEST_CASE("softmax, log_softmax, layer_norm", "[reduce]") {
       "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[5, 17]");
 }
 
+TEST_CASE("cumsum and cumprod match a sequential scan in every dtype and length",
+          "[reduce][scan]") {
+  // PyTorch's CPU kernels: one running value in double (float for 16-bit floats, int64 for
+  // integers), each output rounded once.
+  auto reference = [](const std::vector<double>& x, const Shape& s, int64_t d, bool prod) {
+    std::vector<double> out(x.size());
+    int64_t inner = 1;
+    for (size_t k = d + 1; k < s.size(); ++k)
+      inner *= s[k];
+    const int64_t n = s[d],
+                  outer = static_cast<int64_t>(x.size()) / std::max<int64_t>(1, n * inner);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double acc = prod ? 1 : 0;
+        for (int64_t j = 0; j < n; ++j) {
+          size_t at = (o * n + j) * inner + i;
+          acc = prod ? acc * x[at] : acc + x[at];
+          out[at] = acc;
+        }
+      }
+    return out;
+  };
+  manual_seed(7);
+  for (int64_t n : {0, 1, 5, 16, 17, 33, 256, 300, 4099}) {
+    for (DType t : {kFloat32, kFloat64, kInt32, kInt64, kUInt8, kBool, kFloat16}) {
+      for (bool prod : {false, true}) {
+        INFO("n " << n << " " << dtype_name(t) << (prod ? " cumprod" : " cumsum"));
+        const Shape s{3, n, 2};
+        Tensor x = prod ? (rand(s, kFloat64) * 0.4 + 0.8) : randn(s, kFloat64) * 3;
+        if (is_integral(t, true)) x = prod ? (rand(s) * 2).floor() : (rand(s) * 7).floor() - 2;
+        x = x.to(t).eval();
+        for (int64_t dim : {1, -1, 0}) {
+          Tensor y = prod ? x.cumprod(dim) : cumsum(x, dim);
+          CHECK(y.dtype() == (is_integral(t, true) ? kInt64 : t));
+          CHECK(y.sizes() == s);
+          CHECK(y.is_contiguous());
+          std::vector<double> want =
+              reference(x.to_vector<double>(), s, dim < 0 ? dim + 3 : dim, prod);
+          std::vector<double> got = y.to_vector<double>();
+          REQUIRE(got.size() == want.size());
+          const double rel = t == kFloat16 ? 2e-3 : t == kFloat32 ? 1e-6 : 1e-12;
+          for (size_t i = 0; i < got.size(); ++i)
+            if (got[i] != Approx(want[i]).epsilon(rel).margin(t == kFloat16 ? 1e-3 : 1e-9)) {
+              FAIL_CHECK("element " << i << ": " << got[i] << " != " << want[i]);
+              break;
+            }
+        }
+      }
+    }
+  }
+  // As printed by PyTorch.
+  CHECK(cumsum(tensor({1, 2, 3}), 0).str() == "tensor([1, 3, 6])");
+  CHECK(tensor({{1., 2., 0.5}, {3., 0., 4.}}).cumprod(1).str() ==
+        "tensor([[1., 2., 1.],\n        [3., 0., 0.]])");
+  CHECK(cumsum(tensor({true, true, false}), 0).str() == "tensor([1, 2, 2])");
+  CHECK(cumsum(tensor(5), 0).str() == "tensor(5)");
+  CHECK(cumsum(tensor({1, 2}), 0, kFloat64).str() == "tensor([1., 3.], dtype=torch.float64)");
+  CHECK(arange(6).view({2, 3}).t().cumsum(0).str() ==
+        "tensor([[ 0,  3],\n        [ 1,  7],\n        [ 3, 12]])");
+  CHECK_THROWS_WITH(cumsum(ones({2, 3}), 2),
+                    "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  // A float32 sum of a million ones is exact, as the accumulation is wide.
+  CHECK(ones({1 << 20}).cumsum(0)[-1].item<double>() == double(1 << 20));
+  Tensor w = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  CHECK(w.cumsum(0).grad_fn()->name() == "CumsumBackward0");
+  CHECK(w.cumprod(0).grad_fn()->name() == "CumprodBackward0");
+}
+
 TEST_CASE("a reduction fuses its producers and consumers", "[reduce][fusion]") {
   Tensor x = rand({64, 256});
   x.eval();

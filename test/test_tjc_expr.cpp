@@ -355,3 +355,9 @@ TEST_CASE("tjc expr: random programs fail only with tj::Error", "[tjc]") {
     }
   }
 }
+
+TEST_CASE("tjc -e: cumsum and cumprod with PyTorch's arguments", "[tjc]") {
+  CHECK(run("print(torch.cumsum(torch.tensor([1, 2, 3]), 0))") == "tensor([1, 3, 6])\n");
+  CHECK(run("x = torch.arange(6.).reshape(2, 3)\nprint(x.cumprod(dim=1, dtype=torch.float64))") ==
+        "tensor([[ 0.,  0.,  0.],\n        [ 3., 12., 60.]], dtype=torch.float64)\n");
+}

@@ -194,6 +194,10 @@ Tensor std(const Tensor& t, IntArrayRef dims = {}, int64_t correction = 1, bool 
 Tensor norm(const Tensor& t, double p = 2, IntArrayRef dims = {}, bool keepdim = false,
             Caller where = {});
 Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim = false, Caller where = {});
+Tensor cumsum(const Tensor& t, int64_t dim, std::optional<DType> dtype = std::nullopt,
+              Caller where = {});
+Tensor cumprod(const Tensor& t, int64_t dim, std::optional<DType> dtype = std::nullopt,
+               Caller where = {});
 Tensor all(const Tensor& t, Caller where = {});
 Tensor any(const Tensor& t, Caller where = {});
 

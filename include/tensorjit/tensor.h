@@ -299,6 +299,9 @@ public:
              Caller where = {}) const;
   Tensor norm(double p = 2, IntArrayRef dims = {}, bool keepdim = false, Caller where = {}) const;
   Tensor logsumexp(IntArrayRef dims, bool keepdim = false, Caller where = {}) const;
+  // Prefix sums and products along `dim`; integer inputs give int64 unless `dtype` says.
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt, Caller where = {}) const;
+  Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt, Caller where = {}) const;
   Tensor all(Caller where = {}) const;
   Tensor all(int64_t dim, bool keepdim = false, Caller where = {}) const;
   Tensor any(Caller where = {}) const;

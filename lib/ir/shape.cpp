@@ -105,6 +105,7 @@ view_strides(const Shape& old_shape, const std::vector<int64_t>& old_strides, co
 }
 
 bool is_contiguous(const Shape& shape, const std::vector<int64_t>& strides) {
+  if (numel(shape) == 0) return true; // as PyTorch: no element is out of place
   int64_t expected = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] == 1) continue;

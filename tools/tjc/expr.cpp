@@ -1264,6 +1264,12 @@ void Tables::reductions() {
     auto dims = a.to_ints(*dim, "dim");
     return sum ? t.sum(dims, keep, dt) : t.mean(dims, keep, dt);
   });
+  def({"cumsum", "cumprod"}, TM, [](Args& a) {
+    Tensor t = a.self();
+    int64_t dim = a.i64(1, "dim");
+    auto dt = a.opt_dtype();
+    return a.fn == "cumsum" ? t.cumsum(dim, dt) : t.cumprod(dim, dt);
+  });
   def({"prod"}, TM, [](Args& a) {
     Tensor t = a.self();
     auto dim = a.opt_i64(1, "dim");
