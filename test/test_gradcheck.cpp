@@ -267,12 +267,13 @@ TEST_CASE("gradcheck: reductions", "[autograd][gradcheck]") {
       "cumprod", [](const auto& t) { return t[0].cumprod(1); }, {x}, true);
   gradcheck("cumprod with a zero", [](const auto& t) { return t[0].cumprod(1); }, {one_zero});
   gradcheck("cumprod with two zeros", [](const auto& t) { return t[0].cumprod(-1); }, {two_zeros});
-  // Longer than one block of the blocked scan: 40 = 2 blocks of 16 and a padded third.
-  Tensor row = uniform({2, 40}, 0.8, 1.2);
+  // Longer than the blocked scan's blocks: 70 = 8 blocks of 8 and a padded ninth, whose totals
+  // take another level.
+  Tensor row = uniform({2, 70}, 0.8, 1.2);
   gradcheck(
-      "cumsum of 40", [](const auto& t) { return t[0].cumsum(1); }, {row}, true);
+      "cumsum of 70", [](const auto& t) { return t[0].cumsum(1); }, {row}, true);
   gradcheck(
-      "cumprod of 40", [](const auto& t) { return t[0].cumprod(1); }, {row}, true);
+      "cumprod of 70", [](const auto& t) { return t[0].cumprod(1); }, {row}, true);
   gradcheck(
       "max", [](const auto& t) { return t[0].max(); }, {x}, true);
   gradcheck(
