@@ -178,6 +178,10 @@ TEST_CASE("cumsum and cumprod match a sequential scan in every dtype and length"
         "tensor([[ 0,  3],\n        [ 1,  7],\n        [ 3, 12]])");
   CHECK_THROWS_WITH(cumsum(ones({2, 3}), 2),
                     "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  // A sum starts from +0, as PyTorch's: negative zeros alone sum to +0.0, in every lane.
+  for (int64_t n : {1, 7, 8, 9, 64})
+    for (double v : full({n}, -0.0, kFloat64).cumsum(0).to_vector<double>())
+      CHECK_FALSE(std::signbit(v));
   // A float32 sum of a million ones is exact, as the accumulation is wide.
   CHECK(ones({1 << 20}).cumsum(0)[-1].item<double>() == double(1 << 20));
   Tensor w = tensor({1.0, 2.0, 3.0}).requires_grad_();

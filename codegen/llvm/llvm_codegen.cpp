@@ -58,17 +58,20 @@ std::string to_string(llvm::Error e) { return llvm::toString(std::move(e)); }
 // elementwise kernel fell from 4.8 to 3.3 ms):
 //  - epilogue vectorization, a second, narrower vector loop for what the main vector loop leaves
 //    over: at most VF*UF-1 elements per loop, which the scalar loop finishes;
-//  - loop strength reduction, rewriting base + i*stride addresses into running pointers: x86
-//    addressing modes take base + index*scale as they are.
+//  - on x86, loop strength reduction, rewriting base + i*stride addresses into running pointers:
+//    x86 addressing modes take base + index*scale as they are.
 // LLVM offers both only as its command-line options, which are process-wide: they are set once,
-// before the first kernel, through each option's own parser, and skipped if this LLVM lacks one.
-void set_llvm_options() {
+// before the first kernel, through each option's own parser; an option this LLVM lacks, or one
+// the embedding program set itself, is left alone.
+void set_llvm_options(bool x86) {
   auto& registered = llvm::cl::getRegisteredOptions();
-  for (auto [name, value] :
-       {std::pair{"enable-epilogue-vectorization", "false"}, std::pair{"disable-lsr", "true"}}) {
+  auto set = [&](const char* name, const char* value) {
     auto it = registered.find(name);
-    if (it != registered.end()) (void)it->second->addOccurrence(0, name, value);
-  }
+    if (it != registered.end() && it->second->getNumOccurrences() == 0)
+      (void)it->second->addOccurrence(0, name, value);
+  };
+  set("enable-epilogue-vectorization", "false");
+  if (x86) set("disable-lsr", "true");
 }
 
 struct HostTarget {
@@ -84,9 +87,9 @@ const HostTarget& host() {
   static const HostTarget h = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    set_llvm_options();
     HostTarget t;
     t.triple = llvm::sys::getProcessTriple();
+    set_llvm_options(llvm::Triple(t.triple).getArch() == llvm::Triple::x86_64);
     t.cpu = llvm::sys::getHostCPUName().str();
     auto features = llvm::sys::getHostCPUFeatures();
     std::vector<std::string> all, on;

@@ -7,10 +7,11 @@
 namespace tj {
 
 // The place in the user's source that called an API function. Every function
-// that builds tensors takes one as its last argument, defaulted: `Caller
-// where = {}` captures the line of the call (the default argument of the
-// constructor is evaluated where the outer default is used). Pass one on to
-// attribute a helper's tensors to its own caller:
+// that builds tensors from others or from values takes one as its last
+// argument (those that wrap memory, from_blob and load_npy, do not),
+// defaulted: `Caller where = {}` captures the line of the call (the default
+// argument of the constructor is evaluated where the outer default is used).
+// Pass one on to attribute a helper's tensors to its own caller:
 //   Tensor block(const Tensor& x, tj::Caller where = {}) {
 //     return tj::relu(x.matmul(w, where), where);
 //   }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <stdexcept>
+#include <typeinfo>
 #include <unordered_set>
 
 #include "frontend/materialize.h"
@@ -207,6 +208,7 @@ void Materializer::run(const std::vector<sched::Target>& targets) {
     throw Error(annotated(e.what()));
   } catch (const std::runtime_error& e) {
     forget();
+    if (typeid(e) != typeid(std::runtime_error)) throw; // a subclass keeps its type
     throw std::runtime_error(annotated(e.what()));
   } catch (...) {
     forget();

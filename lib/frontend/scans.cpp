@@ -6,9 +6,10 @@
 // before it. Work is O(kBlock) per element over log_kBlock(n) levels of a few fused kernels, and
 // autograd, the CUDA backend and the text forms need nothing new.
 //
-// As PyTorch's CPU kernels, the scan accumulates in the accumulation dtype (float64 for float32
-// and float64 on the CPU, float32 on a GPU and for 16-bit floats, int64 for integers) and rounds
-// each output once.
+// As PyTorch's CPU kernels, the scan computes in the accumulation dtype (float64 for float32
+// and float64 on the CPU, float32 on a GPU and for 16-bit floats, int64 for integers). Its order
+// of operations is blocked, not sequential: where values cancel (1, 1e16, -1e16 in float64)
+// results differ from PyTorch's by the rounding of the larger partial sums.
 #include "autograd/node.h"
 #include "frontend/tensor_impl.h"
 #include "ir/shape.h"
@@ -43,7 +44,9 @@ Tensor scan_last(const Tensor& x, bool prod) {
   Tensor in_block =
       arange(len, TensorOptions().dtype(kInt64).device(x.device()))
           .bitwise_and(scalar_tensor(kBlock - 1, TensorOptions().dtype(kInt64).device(x.device())));
-  Tensor scanned = padded.narrow(-1, kBlock - 1, len);
+  // Starting from the identity, as a sequential scan does: -0.0 alone sums to +0.0.
+  Tensor scanned =
+      prod ? padded.narrow(-1, kBlock - 1, len) : padded.narrow(-1, kBlock - 1, len) + identity;
   for (int64_t s = 1; s < kBlock; ++s)
     scanned = combine(scanned,
                       where(in_block >= s, padded.narrow(-1, kBlock - 1 - s, len), identity), prod);

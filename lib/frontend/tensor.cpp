@@ -971,14 +971,15 @@ template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast
     if (b != self.sizes())
       throw Error(fmt::format("output with shape {} doesn't match the broadcast shape {}",
                               ir::shape_str(self.sizes()), ir::shape_str(b)));
-    v = fe::expand(v, self.sizes());
   }
   if (!any_cast && !can_cast(v->dtype, self.dtype()))
     throw Error(fmt::format("result type {} can't be cast to the desired output type {}",
                             fe::cpp_type_name(v->dtype), fe::cpp_type_name(self.dtype())));
-  // A value that may fail to compute (an integer division by a tensor) is computed now, as
-  // PyTorch would: if it fails, nothing was written and no alias sees a write that cannot happen.
+  // A value that may fail to compute (an integer division by a tensor) is computed now, before
+  // it is broadcast, as PyTorch would: if it fails, nothing was written and no alias sees a write
+  // that cannot happen.
   if (v->may_fail && !v->realized) detail::realize({v});
+  if (v->shape != self.sizes()) v = fe::expand(v, self.sizes());
   Tensor written = record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v));
   if (written.impl() != value.impl()) v = node_of(written);
   detail::write(self, fe::cast(v, self.dtype()), exclusive);

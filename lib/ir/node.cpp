@@ -150,7 +150,8 @@ bool from_library(std::string_view file) {
   static const std::optional<std::string_view> root = []() -> std::optional<std::string_view> {
     std::string_view self = std::source_location::current().file_name();
     constexpr std::string_view tail = "lib/ir/node.cpp";
-    if (!self.ends_with(tail)) return std::nullopt;
+    // Unknown without a root to tell the library's files from a user's "lib/...".
+    if (!self.ends_with(tail) || self.size() == tail.size()) return std::nullopt;
     return self.substr(0, self.size() - tail.size());
   }();
   if (!root || !file.starts_with(*root)) return false;
@@ -179,9 +180,14 @@ CallSite::CallSite(const Caller& caller, const char* what, bool api)
     }
   };
   thread_local std::unordered_map<Key, ir::Site, Hash> known;
-  auto [it, fresh] = known.try_emplace(Key{where.file_name(), where.line(), what}, nullptr);
-  if (fresh && !from_library(where.file_name()))
-    it->second = ir::make_site(where.file_name(), where.line(), what);
+  const Key key{where.file_name(), where.line(), what};
+  auto it = known.find(key);
+  if (it == known.end()) {
+    ir::Site made = from_library(where.file_name())
+                        ? nullptr
+                        : ir::make_site(where.file_name(), where.line(), what);
+    it = known.emplace(key, made).first;
+  }
   if (!it->second) return;
   ir::tl_site = it->second;
   ir::tl_site_api = true;
