@@ -361,3 +361,14 @@ TEST_CASE("tjc -e: cumsum and cumprod with PyTorch's arguments", "[tjc]") {
   CHECK(run("x = torch.arange(6.).reshape(2, 3)\nprint(x.cumprod(dim=1, dtype=torch.float64))") ==
         "tensor([[ 0.,  0.,  0.],\n        [ 3., 12., 60.]], dtype=torch.float64)\n");
 }
+
+TEST_CASE("tjc expr: tensors record the program's calls and operators as their sites", "[tjc]") {
+  auto r = run_expr("x = randn(4, 8)\nsoftmax(x * 2, 1) + 1", false, "model.tj");
+  REQUIRE(r.tensors.size() == 1);
+  std::string graph = tj::ir::dump(r.tensors, "graph");
+  CHECK(graph.find("ReduceMax %2 axes=[1] : float32[4, 1] at \"model.tj:2:1 (softmax)\"") !=
+        std::string::npos);
+  CHECK(graph.find("at \"model.tj:2:11 (*)\"") != std::string::npos);
+  CHECK(graph.find("at \"model.tj:2:19 (+)\"") != std::string::npos);
+  CHECK(graph.find(".cpp:") == std::string::npos);
+}

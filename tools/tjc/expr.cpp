@@ -66,8 +66,10 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <numbers>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -2382,6 +2384,17 @@ private:
   std::unordered_map<std::string, Value> env_;
   std::string out_;
 
+  // The site a call or an operator of the program builds its tensors at, "<expr>:1:9 (softmax)",
+  // as a C++ program's lines are: dumps and errors computing them name it. Nodes keep sites as
+  // long as they live, so the texts are kept for the process.
+  const char* site_at(int line, int col, std::string_view what) const {
+    static std::mutex mu;
+    static auto* texts = new std::set<std::string, std::less<>>;
+    std::string text = fmt::format("{}:{}:{} ({})", src_.file, line, col, what);
+    std::lock_guard lock(mu);
+    return texts->insert(std::move(text)).first->c_str();
+  }
+
   // Runs f, locating at (line, col) the errors it raises that carry no location yet.
   template <typename F> auto at(int line, int col, F&& f) -> decltype(f()) {
     try {
@@ -2485,6 +2498,8 @@ private:
         else
           kw.emplace_back(n.keywords[i - 1 - npos], eval(*n.kids[i]));
       }
+      const Func* fn = f.get<Func>();
+      tj::detail::CallSite site(fn ? site_at(n.line, n.col, fn->name) : nullptr);
       return at(n, [&] { return checked(call(f, std::move(pos), std::move(kw))); });
     }
     case K::Index: {
@@ -2501,6 +2516,7 @@ private:
       Value v = eval(*n.kids[0]);
       for (size_t i = 0; i < n.ops.size(); ++i) {
         Value rhs = eval(*n.kids[i + 1]);
+        tj::detail::CallSite site(site_at(n.at[i].first, n.at[i].second, op_text(n.ops[i])));
         v = at(n.at[i].first, n.at[i].second, [&] { return checked(binary_op(n.ops[i], v, rhs)); });
       }
       return v;
