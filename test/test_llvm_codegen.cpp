@@ -483,7 +483,7 @@ TEMPLATE_TEST_CASE("llvm: float unary ops", "[llvm]", F32, F64) {
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(ir::name(c.op)) {
-      // 203 elements: the vector loop and the scalar remainder both run.
+      // 203 elements: the vector loop, its epilogue and the scalar remainder all run.
       std::vector<F> x = float_inputs<F>(203, c.lo, c.hi);
       auto y = run_op<D, D>(c.op, {x}, nullptr, opt);
       INFO("opt " << opt);

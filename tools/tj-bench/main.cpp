@@ -191,6 +191,12 @@ int main(int argc, char** argv) {
     run(big);
     const double mat_bytes = 2.0 * double(s) * double(s) * sizeof(float);
     fused_unfused("transposed", mat_bytes, [&] { return big.t() * 2 + 1; });
+    // Narrow rows: a bias over 24 features, so that every kernel call runs a row of 24 (shorter
+    // than the main vector loop's step: the vector epilogue and the remainder do the work).
+    const int64_t feats = 24;
+    tj::Tensor narrow = tj::rand({s * s / feats, feats}, on), bias = tj::rand({feats}, on);
+    tj::eval({narrow, bias});
+    fused_unfused("narrow rows", mat_bytes, [&] { return tj::exp(narrow) * 2 + bias; });
     tj::Tensor target = tj::zeros({2 * s, s}, on); // its half: as large as the copy's buffers
     run(target);
     double t = time_median(reps, [&] {
