@@ -158,19 +158,32 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
       rem /= l.domain[d];
     }
     int32_t local_err = 0;
+    // Rows are short where the innermost dim is (a bias over a few features): from one whole row
+    // to the next in the same plane the bases only step, and are not recomputed.
+    bool stepped = false;
     for (int64_t pos = begin; pos < end;) {
       int64_t n = std::min(l.domain[nd - 1] - idx[nd - 1], end - pos);
-      for (size_t s = 0; s < ns; ++s) {
-        int64_t b = l.slots[s].base;
-        for (size_t d = 0; d < nd; ++d)
-          b += idx[d] * l.slots[s].strides[d];
-        base[s] = b;
-      }
+      if (!stepped)
+        for (size_t s = 0; s < ns; ++s) {
+          int64_t b = l.slots[s].base;
+          for (size_t d = 0; d < nd; ++d)
+            b += idx[d] * l.slots[s].strides[d];
+          base[s] = b;
+        }
       fn(n, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, l.r, rstride);
       pos += n;
+      const bool whole_row = idx[nd - 1] == 0;
       idx[nd - 1] = 0;
+      stepped = false;
       for (size_t d = nd - 1; d-- > 0;) {
-        if (++idx[d] < l.domain[d]) break;
+        if (++idx[d] < l.domain[d]) {
+          if (d == nd - 2 && whole_row) {
+            for (size_t s = 0; s < ns; ++s)
+              base[s] += l.slots[s].strides[d];
+            stepped = true;
+          }
+          break;
+        }
         idx[d] = 0;
       }
     }
