@@ -61,11 +61,21 @@ std::string to_string(llvm::Error e) { return llvm::toString(std::move(e)); }
 // (Epilogue vectorization, the other costly loop transformation, stays: without it a row shorter
 // than the main vector loop's step runs scalar, and exp(x) * 2 + b over rows of 24 or 40 floats
 // ran 2.5-3.4x slower.)
-void set_llvm_options(bool x86) {
+// Returns what cached machine code depends on: the options set here, and those the program set.
+std::string set_llvm_options(bool x86) {
   auto& registered = llvm::cl::getRegisteredOptions();
-  auto it = registered.find("disable-lsr");
-  if (x86 && it != registered.end() && it->second->getNumOccurrences() == 0)
-    (void)it->second->addOccurrence(0, "disable-lsr", "true");
+  std::string state;
+  for (std::string_view name : {"disable-lsr", "enable-epilogue-vectorization"}) {
+    auto it = registered.find(name);
+    if (it == registered.end()) continue;
+    if (it->second->getNumOccurrences() > 0) {
+      state += fmt::format(" {}:program", name);
+    } else if (x86 && name == "disable-lsr") {
+      (void)it->second->addOccurrence(0, name, "true");
+      state += " disable-lsr";
+    }
+  }
+  return state;
 }
 
 struct HostTarget {
@@ -73,6 +83,7 @@ struct HostTarget {
   std::string cpu;
   std::string features; // "+a,-b,...": every feature LLVM reports, for the TargetMachine
   std::string id;       // "cpu +a,+c,...": the enabled ones, sorted
+  std::string options;  // the LLVM options that change machine code (set_llvm_options)
   const llvm::Target* target = nullptr;
   VecIsa isa; // libmvec variants the host can call
 };
@@ -83,7 +94,7 @@ const HostTarget& host() {
     llvm::InitializeNativeTargetAsmPrinter();
     HostTarget t;
     t.triple = llvm::sys::getProcessTriple();
-    set_llvm_options(llvm::Triple(t.triple).getArch() == llvm::Triple::x86_64);
+    t.options = set_llvm_options(llvm::Triple(t.triple).getArch() == llvm::Triple::x86_64);
     t.cpu = llvm::sys::getHostCPUName().str();
     auto features = llvm::sys::getHostCPUFeatures();
     std::vector<std::string> all, on;
@@ -384,7 +395,9 @@ std::string identity(const kir::Kernel& k, int opt_level) {
     if (opt > 0) mpm.addPass(llvm::createModuleToFunctionPassAdaptor(kernel_pipeline(opt)));
     os << "\npipeline opt " << opt << ": ";
     mpm.printPipeline(os, [](llvm::StringRef n) { return n; });
-    os << "\ntarget " << h.id << "\nllvm " << LLVM_VERSION_STRING << "\n" << kCodegenRevision;
+    os << "\ntarget " << h.id << "\nllvm " << LLVM_VERSION_STRING << "\noptions" << h.options
+       << "\n"
+       << kCodegenRevision;
     return s;
   });
 }

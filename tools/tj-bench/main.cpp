@@ -182,6 +182,7 @@ int main(int argc, char** argv) {
   tj::eval({w, b});
   fused_unfused("layer_norm", 2 * in_bytes,
                 [&] { return tj::nn::functional::layer_norm(m, {cols}, w, b); });
+  fused_unfused("cumsum", 2 * in_bytes, [&] { return m.cumsum(1); });
   {
     // Strided access: an elementwise op over a transposed matrix (strided reads,
     // contiguous writes), and an in-place add_ into a column slice of a matrix

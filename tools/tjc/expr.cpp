@@ -2485,6 +2485,7 @@ private:
     }
     case K::Attr: {
       Value obj = eval(*n.kids[0]);
+      tj::detail::CallSite site(site_at(n.line, n.col, n.text));
       return at(n, [&] { return checked(attribute(obj, n.text)); });
     }
     case K::Call: {
@@ -2506,10 +2507,12 @@ private:
       Value obj = eval(*n.kids[0]);
       bool multi = false;
       auto items = index_items(*n.kids[1], multi);
+      tj::detail::CallSite site(site_at(n.line, n.col, "[]"));
       return at(n, [&] { return checked(subscript(obj, items, multi)); });
     }
     case K::Unary: {
       Value x = eval(*n.kids[0]);
+      tj::detail::CallSite site(site_at(n.line, n.col, n.text));
       return at(n, [&] { return unary_op(n.text[0], x); });
     }
     case K::Chain: {
@@ -2527,6 +2530,7 @@ private:
       for (size_t i = 0;; ++i) {
         Value rhs = eval(*n.kids[i + 1]);
         auto [line, col] = n.at[i];
+        tj::detail::CallSite site(site_at(line, col, op_text(n.ops[i])));
         Value r = at(line, col, [&] { return checked(binary_op(n.ops[i], lhs, rhs)); });
         if (i + 1 == n.ops.size() || !at(line, col, [&] { return truthy(r); })) return r;
         lhs = std::move(rhs);
@@ -2563,6 +2567,7 @@ private:
       Value obj = eval(*t.kids[0]);
       bool multi = false;
       auto items = index_items(*t.kids[1], multi);
+      tj::detail::CallSite site(site_at(t.line, t.col, "[]="));
       at(t, [&] { set_item(obj, items, v); });
     } else if (t.kind == K::Attr) {
       Value obj = eval(*t.kids[0]);
@@ -2581,6 +2586,7 @@ private:
     std::vector<IndexItem> items;
     bool multi = false, view = true;
     auto update = [&](const Value& cur) {
+      tj::detail::CallSite site(site_at(s.line, s.col, std::string(op_text(s.op)) + "="));
       return at(s.line, s.col, [&] {
         auto x = cur.get<Tensor>();
         if (!x || !view || s.op == Op::MatMul) return checked(binary_op(s.op, cur, rhs));
@@ -2603,15 +2609,20 @@ private:
         return !v || v->is<NoneV>() || v->is<int64_t>();
       });
     }
-    Value cur = at(t, [&] {
-      return t.kind == K::Index ? subscript(obj, items, multi) : attribute(obj, t.text);
-    });
+    Value cur = [&] {
+      tj::detail::CallSite site(site_at(t.line, t.col, t.kind == K::Index ? "[]" : t.text));
+      return at(t, [&] {
+        return t.kind == K::Index ? subscript(obj, items, multi) : attribute(obj, t.text);
+      });
+    }();
     rhs = eval(*s.value);
     Value next = update(cur);
     if (t.kind == K::Attr)
       at(t, [&] { set_attr(obj, t.text, next); });
-    else if (!view)
+    else if (!view) {
+      tj::detail::CallSite site(site_at(t.line, t.col, "[]="));
       at(t, [&] { set_item(obj, items, next); });
+    }
   }
 
   void run_import(const Stmt& s) {
