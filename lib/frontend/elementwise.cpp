@@ -660,17 +660,12 @@ Tensor Tensor::fmod(const Scalar& o, Caller caller) const {
   return fmod_impl(operand(*this), operand(o));
 }
 Tensor Tensor::maximum(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "maximum");
-  return tj::maximum(*this, o);
+  return tj::maximum(*this, o, caller);
 }
 Tensor Tensor::minimum(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "minimum");
-  return tj::minimum(*this, o);
+  return tj::minimum(*this, o, caller);
 }
-Tensor Tensor::atan2(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "atan2");
-  return tj::atan2(*this, o);
-}
+Tensor Tensor::atan2(const Tensor& o, Caller caller) const { return tj::atan2(*this, o, caller); }
 Tensor Tensor::eq(const Tensor& o, Caller caller) const {
   detail::CallSite site(caller, "eq");
   return compare(Op::CmpEq, operand(*this), operand(o), false);
@@ -720,37 +715,25 @@ Tensor Tensor::ge(const Scalar& o, Caller caller) const {
   return compare(Op::CmpLe, operand(*this), operand(o), true);
 }
 Tensor Tensor::logical_and(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "logical_and");
-  return tj::logical_and(*this, o);
+  return tj::logical_and(*this, o, caller);
 }
 Tensor Tensor::logical_or(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "logical_or");
-  return tj::logical_or(*this, o);
+  return tj::logical_or(*this, o, caller);
 }
 Tensor Tensor::logical_xor(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "logical_xor");
-  return tj::logical_xor(*this, o);
+  return tj::logical_xor(*this, o, caller);
 }
-Tensor Tensor::logical_not(Caller caller) const {
-  detail::CallSite site(caller, "logical_not");
-  return tj::logical_not(*this);
-}
+Tensor Tensor::logical_not(Caller caller) const { return tj::logical_not(*this, caller); }
 Tensor Tensor::bitwise_and(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "bitwise_and");
-  return tj::bitwise_and(*this, o);
+  return tj::bitwise_and(*this, o, caller);
 }
 Tensor Tensor::bitwise_or(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "bitwise_or");
-  return tj::bitwise_or(*this, o);
+  return tj::bitwise_or(*this, o, caller);
 }
 Tensor Tensor::bitwise_xor(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "bitwise_xor");
-  return tj::bitwise_xor(*this, o);
+  return tj::bitwise_xor(*this, o, caller);
 }
-Tensor Tensor::bitwise_not(Caller caller) const {
-  detail::CallSite site(caller, "bitwise_not");
-  return tj::bitwise_not(*this);
-}
+Tensor Tensor::bitwise_not(Caller caller) const { return tj::bitwise_not(*this, caller); }
 #define TJ_MEMBER_UNARY(name)                                                                      \
   Tensor Tensor::name(Caller caller) const { return tj::name(*this, caller); }
 TJ_MEMBER_UNARY(neg)
@@ -789,20 +772,17 @@ TJ_MEMBER_UNARY(isinf)
 TJ_MEMBER_UNARY(isfinite)
 #undef TJ_MEMBER_UNARY
 Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi, Caller caller) const {
-  detail::CallSite site(caller, "clamp");
-  return tj::clamp(*this, lo, hi);
+  return tj::clamp(*this, lo, hi, caller);
 }
 Tensor Tensor::where(const Tensor& cond, const Tensor& other, Caller caller) const {
-  detail::CallSite site(caller, "where");
-  return tj::where(cond, *this, other);
+  return tj::where(cond, *this, other, caller);
 }
 bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
   return tj::allclose(*this, o, rtol, atol, equal_nan);
 }
 Tensor Tensor::isclose(const Tensor& o, double rtol, double atol, bool equal_nan,
                        Caller caller) const {
-  detail::CallSite site(caller, "isclose");
-  return tj::isclose(*this, o, rtol, atol, equal_nan);
+  return tj::isclose(*this, o, rtol, atol, equal_nan, caller);
 }
 bool Tensor::equal(const Tensor& o) const { return tj::equal(*this, o); }
 

@@ -269,17 +269,8 @@ Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayR
 }
 
 Tensor Tensor::matmul(const Tensor& o, Caller caller) const { return tj::matmul(*this, o, caller); }
-Tensor Tensor::mm(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "mm");
-  return tj::mm(*this, o);
-}
-Tensor Tensor::mv(const Tensor& v, Caller caller) const {
-  detail::CallSite site(caller, "mv");
-  return tj::mv(*this, v);
-}
-Tensor Tensor::dot(const Tensor& o, Caller caller) const {
-  detail::CallSite site(caller, "dot");
-  return tj::dot(*this, o);
-}
+Tensor Tensor::mm(const Tensor& o, Caller caller) const { return tj::mm(*this, o, caller); }
+Tensor Tensor::mv(const Tensor& v, Caller caller) const { return tj::mv(*this, v, caller); }
+Tensor Tensor::dot(const Tensor& o, Caller caller) const { return tj::dot(*this, o, caller); }
 
 } // namespace tj

@@ -481,78 +481,57 @@ Tensor all_any(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Op op)
 } // namespace
 
 Tensor Tensor::sum(std::optional<DType> dtype, Caller caller) const {
-  detail::CallSite site(caller, "sum");
-  return tj::sum(*this, dtype);
+  return tj::sum(*this, dtype, caller);
 }
 Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
                    Caller caller) const {
-  detail::CallSite site(caller, "sum");
-  return tj::sum(*this, dims, keepdim, dtype);
+  return tj::sum(*this, dims, keepdim, dtype, caller);
 }
 Tensor Tensor::mean(std::optional<DType> dtype, Caller caller) const {
-  detail::CallSite site(caller, "mean");
-  return tj::mean(*this, dtype);
+  return tj::mean(*this, dtype, caller);
 }
 Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
                     Caller caller) const {
-  detail::CallSite site(caller, "mean");
-  return tj::mean(*this, dims, keepdim, dtype);
+  return tj::mean(*this, dims, keepdim, dtype, caller);
 }
 Tensor Tensor::prod(std::optional<DType> dtype, Caller caller) const {
-  detail::CallSite site(caller, "prod");
-  return tj::prod(*this, dtype);
+  return tj::prod(*this, dtype, caller);
 }
 Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype, Caller caller) const {
   detail::CallSite site(caller, "prod");
   return sum_prod(Op::ReduceProd, *this, {dim}, keepdim, dtype, "ProdBackward1");
 }
-Tensor Tensor::max(Caller caller) const {
-  detail::CallSite site(caller, "max");
-  return tj::max(*this);
-}
+Tensor Tensor::max(Caller caller) const { return tj::max(*this, caller); }
 std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "max");
-  return tj::max(*this, dim, keepdim);
+  return tj::max(*this, dim, keepdim, caller);
 }
-Tensor Tensor::min(Caller caller) const {
-  detail::CallSite site(caller, "min");
-  return tj::min(*this);
-}
+Tensor Tensor::min(Caller caller) const { return tj::min(*this, caller); }
 std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "min");
-  return tj::min(*this, dim, keepdim);
+  return tj::min(*this, dim, keepdim, caller);
 }
 Tensor Tensor::amax(IntArrayRef dims, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "amax");
-  return tj::amax(*this, dims, keepdim);
+  return tj::amax(*this, dims, keepdim, caller);
 }
 Tensor Tensor::amin(IntArrayRef dims, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "amin");
-  return tj::amin(*this, dims, keepdim);
+  return tj::amin(*this, dims, keepdim, caller);
 }
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "argmax");
-  return tj::argmax(*this, dim, keepdim);
+  return tj::argmax(*this, dim, keepdim, caller);
 }
 Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "argmin");
-  return tj::argmin(*this, dim, keepdim);
+  return tj::argmin(*this, dim, keepdim, caller);
 }
 Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "var");
-  return tj::var(*this, dims, correction, keepdim);
+  return tj::var(*this, dims, correction, keepdim, caller);
 }
 Tensor Tensor::std(IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "std");
-  return tj::std(*this, dims, correction, keepdim);
+  return tj::std(*this, dims, correction, keepdim, caller);
 }
 Tensor Tensor::norm(double p, IntArrayRef dims, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "norm");
-  return tj::norm(*this, p, dims, keepdim);
+  return tj::norm(*this, p, dims, keepdim, caller);
 }
 Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim, Caller caller) const {
-  detail::CallSite site(caller, "logsumexp");
-  return tj::logsumexp(*this, dims, keepdim);
+  return tj::logsumexp(*this, dims, keepdim, caller);
 }
 Tensor Tensor::all(Caller caller) const {
   detail::CallSite site(caller, "all");
@@ -657,14 +636,8 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
   return out;
 }
 
-Tensor relu(const Tensor& t, Caller caller) {
-  detail::CallSite site(caller, "relu");
-  return tj::relu(t);
-}
-Tensor gelu(const Tensor& t, Caller caller) {
-  detail::CallSite site(caller, "gelu");
-  return tj::gelu(t);
-}
+Tensor relu(const Tensor& t, Caller caller) { return tj::relu(t, caller); }
+Tensor gelu(const Tensor& t, Caller caller) { return tj::gelu(t, caller); }
 
 // The composites below record through their parts; their last node takes
 // PyTorch's name for the op.

@@ -114,13 +114,11 @@ Tensor cumprod(const Tensor& t, int64_t dim, std::optional<DType> dtype, Caller 
 }
 
 Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype, Caller caller) const {
-  detail::CallSite site(caller, "cumsum");
-  return tj::cumsum(*this, dim, dtype);
+  return tj::cumsum(*this, dim, dtype, caller);
 }
 
 Tensor Tensor::cumprod(int64_t dim, std::optional<DType> dtype, Caller caller) const {
-  detail::CallSite site(caller, "cumprod");
-  return tj::cumprod(*this, dim, dtype);
+  return tj::cumprod(*this, dim, dtype, caller);
 }
 
 } // namespace tj
