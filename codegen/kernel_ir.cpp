@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tj::kir {
@@ -103,12 +104,75 @@ bool Kernel::has_reduction() const {
   return false;
 }
 
+bool Kernel::has_row_loops() const {
+  if (has_reduction()) return true;
+  for (const auto& st : stores)
+    if (moves_along_j(slots[st.slot])) return true;
+  return false;
+}
+
+LoopPlan plan_loops(const Kernel& k) {
+  const size_t nv = k.values.size();
+  LoopPlan p;
+  p.loop_of.assign(nv, -1);
+  // stage[v]: reductions in a chain below v; varying[v]: v depends on j.
+  std::vector<int> stage(nv, 0);
+  std::vector<char>& varying = p.varying;
+  std::vector<char> live(nv, 0);
+  varying.assign(nv, 0);
+  for (size_t v = 0; v < nv; ++v) {
+    const Value& x = k.values[v];
+    if (x.op == Op::Buffer || x.op == Op::Iota) varying[v] = moves_along_j(k.slots[x.slot]);
+    for (int32_t s : x.src)
+      if (s >= 0) {
+        stage[v] = std::max(stage[v], stage[s]);
+        varying[v] |= varying[s];
+      }
+    if (ir::is_reduce(x.op)) {
+      p.loop_of[v] = stage[v];
+      p.reduce_loops = std::max(p.reduce_loops, stage[v] + 1);
+      stage[v] += 1;
+      varying[v] = 0;
+    }
+  }
+  for (const auto& st : k.stores) {
+    live[st.value] = 1;
+    p.store_loop |= moves_along_j(k.slots[st.slot]);
+  }
+  for (size_t v = nv; v-- > 0;)
+    if (live[v])
+      for (int32_t s : k.values[v].src)
+        if (s >= 0) live[s] = 1;
+  p.per_i.assign(size_t(p.reduce_loops) + 1, std::vector<char>(nv, 0));
+  for (size_t v = 0; v < nv; ++v)
+    if (live[v] && !varying[v] && !ir::is_reduce(k.values[v].op)) p.per_i[stage[v]][v] = 1;
+  // A loop computes the varying values its reductions or stores need; the rest comes from per i.
+  p.in_loop.assign(size_t(p.reduce_loops) + (p.store_loop ? 1 : 0), std::vector<char>(nv, 0));
+  auto need = [&](std::vector<char>& in, int32_t root) {
+    std::vector<int32_t> todo{root};
+    while (!todo.empty()) {
+      int32_t v = todo.back();
+      todo.pop_back();
+      if (!varying[v] || in[v]) continue;
+      in[v] = 1;
+      for (int32_t s : k.values[v].src)
+        if (s >= 0) todo.push_back(s);
+    }
+  };
+  for (size_t v = 0; v < nv; ++v)
+    if (p.loop_of[v] >= 0) need(p.in_loop[p.loop_of[v]], k.values[v].src[0]);
+  if (p.store_loop)
+    for (const auto& st : k.stores)
+      if (moves_along_j(k.slots[st.slot])) need(p.in_loop.back(), st.value);
+  return p;
+}
+
 std::string Kernel::str() const {
   std::string s = fmt::format("kernel {} {{\n", name);
   for (size_t i = 0; i < slots.size(); ++i)
     s += fmt::format("  slot{} = {} {} {}{}\n", i, slot_role(slots[i].role),
                      short_dtype_name(slots[i].dtype), stride_kind(slots[i].stride),
-                     has_reduction() ? fmt::format(", reduce {}", stride_kind(slots[i].rstride))
+                     has_row_loops() ? fmt::format(", reduce {}", stride_kind(slots[i].rstride))
                                      : "");
   for (size_t i = 0; i < params.size(); ++i)
     s += fmt::format("  param{} : {}\n", i, short_dtype_name(params[i]));
@@ -166,18 +230,6 @@ void verify(const Kernel& k) {
     if (ir::is_movement(v.op) || ir::category(v.op) == ir::OpCategory::Mutation)
       fail(fmt::format("%{} is a {} op, which kernels do not have", i, ir::name(v.op)));
   }
-  // Reduce values depend on no Reduce value: a kernel has one reduction loop.
-  std::vector<bool> after_reduce(k.values.size(), false);
-  for (size_t i = 0; i < k.values.size(); ++i) {
-    const Value& v = k.values[i];
-    bool dep = false;
-    for (int a = 0; a < 3; ++a)
-      if (v.src[a] >= 0)
-        dep = dep || after_reduce[v.src[a]] || ir::is_reduce(k.values[v.src[a]].op);
-    if (ir::is_reduce(v.op) && dep)
-      fail(fmt::format("%{} reduces a value computed after a reduction", i));
-    after_reduce[i] = dep;
-  }
   for (const auto& st : k.stores) {
     if (st.slot < 0 || size_t(st.slot) >= k.slots.size() ||
         k.slots[st.slot].role != Slot::Role::Output)
@@ -185,6 +237,13 @@ void verify(const Kernel& k) {
     if (st.value < 0 || size_t(st.value) >= k.values.size()) fail("store of a missing value");
     if (k.values[st.value].dtype != k.slots[st.slot].dtype) fail("store changes the dtype");
   }
+  // A value that varies along j is stored only by the store loop, into a slot that moves along j.
+  LoopPlan p = plan_loops(k);
+  for (const auto& st : k.stores)
+    if (!moves_along_j(k.slots[st.slot]) && p.varying[st.value])
+      fail(fmt::format("store slot{}, %{}: the value varies along the reduction, the slot "
+                       "does not",
+                       st.slot, st.value));
 }
 
 } // namespace tj::kir

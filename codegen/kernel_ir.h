@@ -6,12 +6,21 @@
 // outer dimensions and calls the kernel once per row (or part of a row), so a
 // kernel knows nothing of sizes: the same code serves every shape.
 //
-// A kernel may also reduce: then each of its n elements is the result of a
-// loop over r reduction elements j, where element (i, j) of slot k is at
-// base[k] + i * stride[k] + j * rstride[k]. Values feeding a Reduce value are
-// computed per (i, j) inside that loop; the Reduce values, and everything
-// computed from them, once per i after it. All Reduce values of a kernel
-// share the one loop. Slots read after the loop have rstride Broadcast.
+// A kernel may also loop over j in [0, r) for each i, where element (i, j) of
+// slot k is at base[k] + i * stride[k] + j * rstride[k]: a slot "moves along
+// j" when its rstride is not Broadcast, and a value that reads such a slot
+// (transitively, not through a Reduce) varies along j. Such values exist only
+// inside the loops over j, of which each i runs, in order:
+//  - reduction loops: a Reduce value accumulates its operand over j. It runs
+//    in loop L when its operand uses the results of L reductions in a chain
+//    (a variance's mean is loop 0, its sum of squares loop 1), and its result
+//    is one value per i, usable after that loop (by later loops too);
+//  - a store loop, when the kernel stores to slots that move along j: row
+//    elements computed from the row and the reductions of it (a softmax's
+//    exp(x - max) / sum in one kernel, reading the row once from memory).
+// Values that do not vary along j are computed once per i, as soon as the
+// reductions they use are done; stores to slots that do not move along j
+// happen once per i after the loops, and never of a value that varies.
 //
 // Compiled kernels have the C signature
 //   void kernel(int64_t n, void* const* ptrs, const int64_t* base,
@@ -79,6 +88,8 @@ struct Kernel {
   std::vector<Store> stores;
 
   bool has_reduction() const;
+  // Whether the kernel loops over j: it reduces or stores rows (it takes r and rstride).
+  bool has_row_loops() const;
 
   // Structural identity: equal kernels compile to the same code.
   uint64_t hash() const;
@@ -90,6 +101,26 @@ struct Kernel {
   // cache that holds a similar one.
   std::string difference(const Kernel& o) const;
 };
+
+// Where a kernel computes each value, from the rules above; both backends lower this.
+struct LoopPlan {
+  int reduce_loops = 0;    // reduction loops, run in order for each i
+  bool store_loop = false; // then a loop over j that stores rows
+  // per_i[s][v]: v is computed once per i, after the first s reduction loops (s <= reduce_loops).
+  std::vector<std::vector<char>> per_i;
+  // in_loop[l][v]: v is computed per (i, j) in loop l: the reduction loops, then the store loop.
+  std::vector<std::vector<char>> in_loop;
+  // loop_of[v]: the loop a Reduce value accumulates in (-1 for other values).
+  std::vector<int> loop_of;
+  // varying[v]: v depends on j, so it exists only inside loops.
+  std::vector<char> varying;
+  // More than the one reduction loop of a plain reduction: the backends' tiled and
+  // multi-threaded reduction schemes do not apply.
+  bool several() const { return reduce_loops > 1 || store_loop; }
+};
+LoopPlan plan_loops(const Kernel& k);
+// Whether slot s moves along j (its rstride is not Broadcast) in a kernel that loops over j.
+inline bool moves_along_j(const Slot& s) { return s.rstride != StrideKind::Broadcast; }
 
 // Checks the invariants above; throws an internal error naming the kernel.
 void verify(const Kernel& k);

@@ -1520,6 +1520,137 @@ TEST_CASE("llvm: tiled reductions", "[llvm][reduce]") {
 
 // ---- long rows, vectorization, codegen output --------------------------------------------------
 
+TEST_CASE("llvm: several loops over each row", "[llvm][reduce]") {
+  const int opt = GENERATE(0, 2);
+  // Rows shorter than a vector, one block of the blocked sum, and several blocks.
+  const int64_t r = GENERATE(1, 7, 257, 5000);
+  const int64_t rows = 5;
+  INFO("opt " << opt << ", r " << r);
+  std::uniform_real_distribution<float> d(-4, 4);
+  SECTION("softmax rows and their max in one kernel; an integer quotient in the store loop") {
+    // m[i] = max_j x; s[i] = sum_j exp(x - m); y[i, j] = exp(x - m) / s; q[i, j] = k / p.
+    KernelBuilder kb;
+    int sx = kb.slot(Role::Input, kFloat32, StrideKind::Strided, StrideKind::Contiguous);
+    int sk = kb.slot(Role::Input, kInt32, StrideKind::Strided, StrideKind::Contiguous);
+    int oy = kb.slot(Role::Output, kFloat32, StrideKind::Strided, StrideKind::Contiguous);
+    int oq = kb.slot(Role::Output, kInt32, StrideKind::Strided, StrideKind::Contiguous);
+    int om = kb.out(kFloat32);
+    int p = kb.cnst(kb.param(kInt32));
+    int x = kb.load(sx);
+    int m = kb.op(Op::ReduceMax, kFloat32, {x});
+    int e = kb.op(Op::Exp, kFloat32, {kb.op(Op::Sub, kFloat32, {x, m})});
+    int s = kb.op(Op::ReduceSum, kFloat32, {e});
+    kb.store(oy, kb.op(Op::Div, kFloat32, {e, s}));
+    kb.store(oq, kb.op(Op::Div, kInt32, {kb.load(sk), p}));
+    kb.store(om, m);
+    kir::LoopPlan plan = kir::plan_loops(kb.k);
+    CHECK(plan.reduce_loops == 2);
+    CHECK(plan.store_loop);
+    auto ck = jit(kb.k, opt);
+    std::vector<float> vx(size_t(rows * r)), vy(vx.size(), -1), vm(rows, -1);
+    std::vector<int32_t> vk(vx.size()), vq(vx.size(), -1);
+    for (size_t e2 = 0; e2 < vx.size(); ++e2) {
+      vx[e2] = d(rng());
+      vk[e2] = int32_t(e2 * 7919 % 1000) - 500;
+    }
+    Call call(kb.k);
+    call.ptrs = {vx.data(), vk.data(), vy.data(), vq.data(), vm.data()};
+    call.stride[sx] = call.stride[sk] = call.stride[oy] = call.stride[oq] = r;
+    call.r = r;
+    for (int32_t divisor : {3, 0}) {
+      call.params[0] = uint64_t(int64_t(divisor));
+      call.err = 0;
+      call.run(*ck, rows);
+      CHECK(call.err == (divisor == 0 ? 1 : 0));
+      for (int64_t i = 0; i < rows; ++i) {
+        float most = -INFINITY;
+        for (int64_t j = 0; j < r; ++j)
+          most = std::max(most, vx[size_t(i * r + j)]);
+        double sum = 0;
+        for (int64_t j = 0; j < r; ++j)
+          sum += std::exp(double(vx[size_t(i * r + j)]) - most);
+        CHECK(vm[size_t(i)] == most);
+        for (int64_t j = 0; j < r; ++j) {
+          size_t at = size_t(i * r + j);
+          CHECK(vy[at] == Approx(std::exp(double(vx[at]) - most) / sum).epsilon(1e-5));
+          if (divisor) CHECK(vq[at] == vk[at] / divisor);
+        }
+      }
+    }
+  }
+  SECTION("a chain of three reductions: mean, variance, count beyond one deviation") {
+    // mu = sum x / r; v = sum (x - mu)^2 / r; c = sum ((x - mu)^2 > v) as int64.
+    KernelBuilder kb;
+    int sx = kb.slot(Role::Input, kFloat64, StrideKind::Strided, StrideKind::Contiguous);
+    int ov = kb.out(kFloat64), oc = kb.out(kInt64);
+    int inv_r = kb.cnst(kb.param(kFloat64));
+    int x = kb.load(sx);
+    int mu = kb.op(Op::Mul, kFloat64, {kb.op(Op::ReduceSum, kFloat64, {x}), inv_r});
+    int dev = kb.op(Op::Sub, kFloat64, {x, mu});
+    int sq = kb.op(Op::Mul, kFloat64, {dev, dev});
+    int v = kb.op(Op::Mul, kFloat64, {kb.op(Op::ReduceSum, kFloat64, {sq}), inv_r});
+    int beyond = kb.op(Op::Cast, kInt64, {kb.op(Op::CmpLt, kBool, {v, sq})});
+    kb.store(ov, v);
+    kb.store(oc, kb.op(Op::ReduceSum, kInt64, {beyond}));
+    kir::LoopPlan plan = kir::plan_loops(kb.k);
+    CHECK(plan.reduce_loops == 3);
+    CHECK_FALSE(plan.store_loop);
+    auto ck = jit(kb.k, opt);
+    std::vector<double> vx(size_t(rows * r)), vv(rows, -1);
+    std::vector<int64_t> vc(rows, -1);
+    for (auto& e : vx)
+      e = d(rng());
+    Call call(kb.k);
+    call.ptrs = {vx.data(), vv.data(), vc.data()};
+    call.params[0] = std::bit_cast<uint64_t>(1.0 / double(r));
+    call.stride[sx] = r;
+    call.r = r;
+    call.run(*ck, rows);
+    for (int64_t i = 0; i < rows; ++i) {
+      const double* row = vx.data() + i * r;
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < r; ++j)
+        mean += row[j];
+      mean *= 1.0 / double(r);
+      for (int64_t j = 0; j < r; ++j)
+        var += (row[j] - mean) * (row[j] - mean);
+      var *= 1.0 / double(r);
+      int64_t count = 0;
+      for (int64_t j = 0; j < r; ++j)
+        count += (row[j] - mean) * (row[j] - mean) > var;
+      CHECK(vv[size_t(i)] == Approx(var).epsilon(1e-12));
+      CHECK(vc[size_t(i)] == count);
+    }
+  }
+}
+
+TEST_CASE("llvm: an empty row stores nothing, and its reductions give their initial values",
+          "[llvm][reduce]") {
+  KernelBuilder kb;
+  int sx = kb.slot(Role::Input, kFloat32, StrideKind::Strided, StrideKind::Contiguous);
+  int oy = kb.slot(Role::Output, kFloat32, StrideKind::Strided, StrideKind::Contiguous);
+  int os = kb.out(kFloat32);
+  int x = kb.load(sx);
+  int s = kb.op(Op::ReduceSum, kFloat32, {x});
+  kb.store(oy, kb.op(Op::Sub, kFloat32, {x, s}));
+  kb.store(os, s);
+  auto ck = jit(kb.k);
+  std::vector<float> vs(3, 7);
+  Call call(kb.k);
+  call.ptrs = {nullptr, nullptr, vs.data()};
+  call.r = 0;
+  call.run(*ck, 3);
+  CHECK(vs == std::vector<float>{0, 0, 0});
+}
+
+TEST_CASE("kernel IR: a value that varies along the row is stored only into rows", "[llvm]") {
+  KernelBuilder kb;
+  int sx = kb.slot(Role::Input, kFloat32, StrideKind::Strided, StrideKind::Contiguous);
+  kb.store(kb.out(kFloat32), kb.op(Op::Neg, kFloat32, {kb.load(sx)}));
+  CHECK_THROWS_WITH(kir::verify(kb.k),
+                    Catch::Contains("the value varies along the reduction, the slot does not"));
+}
+
 TEST_CASE("llvm: a long row (n = 1e6)", "[llvm]") {
   const int64_t n = 1000000;
   SECTION("a*b+c is bit-exact: no contraction, no fast-math") {

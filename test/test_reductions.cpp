@@ -204,6 +204,87 @@ TEST_CASE("a reduction fuses its producers and consumers", "[reduce][fusion]") {
   CHECK(stats().kernels_launched == 1);
 }
 
+// Materializes `t` on its own and returns the number of kernels that took.
+int64_t kernels_for(const Tensor& t) {
+  reset_stats();
+  t.eval();
+  return stats().kernels_launched;
+}
+
+TEST_CASE("a row's reductions and the elements that use them are one kernel", "[reduce][rows]") {
+  namespace F = nn::functional;
+  manual_seed(11);
+  // Rows of one element, of a few, of more than a reduction block, and as long as the CPU computes
+  // in one kernel (16384).
+  const int64_t cols = GENERATE(1, 3, 1000, 2049, 16384);
+  const int64_t rows = cols > 2000 ? 3 : 9;
+  INFO("rows of " << cols);
+  Tensor x = randn({rows, cols}) * 3, w = rand({cols}), b = rand({cols});
+  eval({x, w, b});
+  CHECK(kernels_for(F::softmax(x, 1)) == 1);
+  check_vs_interp(F::softmax(x, 1));
+  CHECK(kernels_for(F::log_softmax(x, -1)) == 1);
+  check_vs_interp(F::log_softmax(x, -1));
+  CHECK(kernels_for(F::layer_norm(x, {cols}, w, b)) == 1);
+  check_vs_interp(F::layer_norm(x, {cols}, w, b), 1e-4);
+  // A variance: its mean and its sum of squares are two loops over the row, one kernel.
+  CHECK(kernels_for(x.var({1})) == 1);
+  check_vs_interp(x.var({1}), 1e-4);
+  CHECK(kernels_for(x.std({1}, 0, true)) == 1);
+  check_vs_interp(x.std({1}, 0, true), 1e-4);
+  // Several roots of the row's shape, and a row's max stored beside its softmax.
+  Tensor m = x.amax({1}, true), c = x - m;
+  reset_stats();
+  eval({m, c, F::softmax(x, 1)});
+  CHECK(stats().kernels_launched == (cols == 1 ? 1 : 2)); // the [rows, 1] max, and the rows
+  check_vs_interp(c);
+  // Integer rows, with an integer division that fails in the store loop.
+  Tensor k = randint(-50, 50, {rows, cols});
+  check_vs_interp(k - k.sum({1}, true));
+  Tensor zero = zeros_like(k);
+  zero.eval();
+  CHECK_THROWS_WITH(floor_divide(k - std::get<0>(k.max(1, true)), zero).eval(),
+                    Catch::Contains("ZeroDivisionError"));
+}
+
+TEST_CASE("rows in other shapes and layouts", "[reduce][rows]") {
+  namespace F = nn::functional;
+  manual_seed(12);
+  Tensor x = randn({4, 6, 10});
+  x.eval();
+  // Several trailing dims are one row; a row of 16385 is longer than one kernel loops over again.
+  CHECK(kernels_for(F::layer_norm(x, {6, 10})) == 1);
+  check_vs_interp(F::layer_norm(x, {6, 10}), 1e-4);
+  Tensor longer = randn({2, 16385});
+  longer.eval();
+  CHECK(kernels_for(F::softmax(longer, 1)) == 3);
+  check_vs_interp(F::softmax(longer, 1));
+  // Over a leading dim, or an input read across memory along the row: a kernel per reduction,
+  // whose loops walk memory once each.
+  CHECK(kernels_for(F::softmax(x, 1)) == 3);
+  check_vs_interp(F::softmax(x, 1));
+  Tensor xt = x.transpose(1, 2);
+  CHECK(kernels_for(F::softmax(xt, 2)) == 3);
+  check_vs_interp(F::softmax(xt, 2));
+  // A broadcast row (every row the same memory) and a row of a sliced input.
+  Tensor bcast = x[0][0].expand({5, 10});
+  CHECK(kernels_for(F::softmax(bcast, 1)) == 1);
+  check_vs_interp(F::softmax(bcast, 1));
+  Tensor sliced = x.narrow(2, 2, 7);
+  CHECK(kernels_for(F::log_softmax(sliced, 2)) == 1);
+  check_vs_interp(F::log_softmax(sliced, 2));
+  // Half precision computes in float32; float64 stays float64.
+  Tensor h = x.to(kFloat16);
+  check_vs_interp(F::softmax(h, 2), 2e-3);
+  check_vs_interp(F::layer_norm(x.to(kFloat64), {10}), 1e-10);
+  // A 1-d row, and rows written in place into a view.
+  check_vs_interp(F::softmax(x[1][2], 0));
+  Tensor out = zeros({4, 6, 10});
+  out.eval();
+  out.narrow(1, 1, 3).copy_(F::softmax(x.narrow(1, 1, 3), 2));
+  check_vs_interp(out);
+}
+
 TEST_CASE("reductions over an empty dim of a tensor in memory give the identity", "[reductions]") {
   Tensor a = randn({4, 4, 0});
   a.eval(); // realized: no kernel may read its (absent) elements

@@ -354,6 +354,11 @@ public:
 
   Source run() {
     reduces_ = k_.has_reduction();
+    // The scheduler makes kernels with several loops over j (a row softmax in one kernel) only
+    // for the CPU.
+    if (kir::plan_loops(k_).several())
+      throw std::logic_error(fmt::format(
+          "internal error: the CUDA backend lowers one reduction loop per kernel: {}", k_.name));
     classify();
     std::string& o = out_;
     o += kPrelude;

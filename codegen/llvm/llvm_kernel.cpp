@@ -44,15 +44,17 @@ enum Arg : unsigned { kN, kPtrs, kBase, kStride, kParams, kErr, kR, kRStride, kN
 // The kernel as
 //   entry:     if (n <= 0) return
 //   preheader: slot pointers, bases, strides, params and loop-invariant inputs
-//   loop:      for i in [0, n): [the reduction loop nest]; values; stores
+//   loop:      for i in [0, n): for each reduction loop (kir::LoopPlan): the values per i it
+//              needs, the reduction nest; the values per i after them; [the store loop]; stores
 //   done:      if any integer division by zero: *err = 1
 // The element loop is a canonical counted loop with no calls but vectorizable libm calls, so the
-// loop vectorizer widens it; the reduction nest (when the kernel reduces) is
+// loop vectorizer widens it; a reduction nest is
 //   for each block [jb, jb + kReduceBlock) of [0, r): for j in the block: accumulate
-// with the accumulation reassociable within a block, so that its inner loop vectorizes too. When
-// the outputs are contiguous and the reduction reads memory contiguous along j only through slots
-// that are the same for every i (column sums; matmul, whose left operand is one scalar per j),
-// the nest is instead tiled over i:
+// with the accumulation reassociable within a block, so that its inner loop vectorizes too; the
+// store loop (a row written from the row and its reductions) is a plain loop over j. When
+// the kernel has one reduction loop and no store loop, the outputs are contiguous and the
+// reduction reads memory contiguous along j only through slots that are the same for every i
+// (column sums; matmul, whose left operand is one scalar per j), the nest is instead tiled over i:
 //   for each tile [i0, i0 + T) of [0, n): for j in [0, r):
 //     the values independent of i (per_j_), then for i in the tile: accumulate
 // followed by the values after the reduction for each i of the tile. The loop over the tile is
@@ -93,8 +95,9 @@ private:
   void classify();
   llvm::Value* element_loop(llvm::BasicBlock* done);
   llvm::Value* tiled_loops(llvm::BasicBlock* done);
-  void store_outputs();
-  void reduction_loop();
+  void store_outputs(bool rows);
+  void reduction_loop(int loop);
+  void store_loop();
   Accumulator make_accumulator(int v);
   llvm::Value* accumulate(const Accumulator& a, llvm::Value* acc, llvm::Value* x, bool reassoc);
   void lower_values(const std::vector<char>& which);
@@ -145,13 +148,15 @@ private:
   llvm::Value* j_ = nullptr;         // reduction index, inside the reduction loop only
   std::vector<SlotState> slots_;
   std::vector<llvm::Value*> params_;
-  std::vector<llvm::Value*> vals_;         // of the current context (reduction loop or after)
-  std::vector<char> in_loop_, after_loop_; // which values each context computes
-  std::vector<char> per_j_;                // values of the reduction loop independent of i
+  std::vector<llvm::Value*> vals_; // of the current context (per i, or a loop over j)
+  kir::LoopPlan plan_;             // which values each context computes
+  // The tiled nest's contexts: the reduction loop, after it, and the values of the reduction loop
+  // independent of i.
+  std::vector<char> in_loop_, after_loop_, per_j_;
 };
 
 llvm::Function* KernelLowering::run(const std::string& fname) {
-  reduces_ = k_.has_reduction();
+  reduces_ = k_.has_row_loops();
   declare(fname);
   classify();
   auto* i64 = b_.getInt64Ty();
@@ -238,9 +243,13 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
   i_ = i;
   ops_.err = err_in;
   vals_.assign(k_.values.size(), nullptr);
-  if (reduces_) reduction_loop();
-  lower_values(after_loop_);
-  store_outputs();
+  for (int l = 0; l < plan_.reduce_loops; ++l) {
+    lower_values(plan_.per_i[l]);
+    reduction_loop(l);
+  }
+  lower_values(plan_.per_i[plan_.reduce_loops]);
+  if (plan_.store_loop) store_loop();
+  store_outputs(/*rows=*/false);
   llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   auto* br = b_.CreateCondBr(b_.CreateICmpEQ(next, arg(kN)), done, loop);
@@ -257,8 +266,10 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
   return ops_.err;
 }
 
-void KernelLowering::store_outputs() {
+// The stores of slots that move along j (rows: in the store loop) or of those that do not.
+void KernelLowering::store_outputs(bool rows) {
   for (const kir::Store& st : k_.stores) {
+    if (kir::moves_along_j(k_.slots[st.slot]) != rows) continue;
     llvm::Value* x = ops_.to_mem(vals_[st.value], k_.slots[st.slot].dtype);
     annotate(b_.CreateStore(x, element_address(st.slot)), st.slot);
   }
@@ -345,9 +356,11 @@ void KernelLowering::prepare_slot(int s) {
     st.invariant = ops_.to_reg(annotate(b_.CreateLoad(mt, st.row), s), slot.dtype);
 }
 
-// Which values the reduction loop computes (the operands of Reduce values, transitively) and which
-// the element loop computes after it (what the stores need, up to the Reduce values).
+// Which values each context computes: kir::plan_loops for the element loop; for the tiled nest,
+// the operands of the Reduce values (transitively) in the reduction loop and what the stores need,
+// up to the Reduce values, after it.
 void KernelLowering::classify() {
+  plan_ = kir::plan_loops(k_);
   const size_t nv = k_.values.size();
   in_loop_.assign(nv, 0);
   after_loop_.assign(nv, 0);
@@ -386,7 +399,7 @@ void KernelLowering::classify() {
       j_broadcast_contiguous |= along_j && slot.stride == StrideKind::Broadcast;
       i_contiguous |= slot.stride == StrideKind::Contiguous;
     }
-  tiled_ = reduces_ && !j_contiguous && i_contiguous;
+  tiled_ = reduces_ && !plan_.several() && !j_contiguous && i_contiguous;
   narrow_by_rows_ = tiled_ && j_broadcast_contiguous;
 }
 
@@ -443,9 +456,9 @@ llvm::Value* KernelLowering::accumulate(const Accumulator& a, llvm::Value* acc, 
   return r;
 }
 
-// The reduction loop nest, from the current block of the element loop. On return the builder is
-// after the nest, where the Reduce values hold their results.
-void KernelLowering::reduction_loop() {
+// Reduction loop `loop`, from the current block of the element loop. On return the builder is
+// after the nest, where that loop's Reduce values hold their results.
+void KernelLowering::reduction_loop(int loop) {
   auto* i64 = b_.getInt64Ty();
   llvm::Value* r = arg(kR);
   auto* outer = b_.GetInsertBlock();
@@ -454,9 +467,10 @@ void KernelLowering::reduction_loop() {
   auto* block_end = llvm::BasicBlock::Create(ctx_, "red.block.end", f_, done_);
   auto* after = llvm::BasicBlock::Create(ctx_, "red.after", f_, done_);
   llvm::Value* err_outer = ops_.err;
+  const std::vector<llvm::Value*> outer_vals = vals_; // per i: visible inside the loop and after
   std::vector<Accumulator> accs;
   for (size_t v = 0; v < k_.values.size(); ++v)
-    if (ir::is_reduce(k_.values[v].op)) accs.push_back(make_accumulator(int(v)));
+    if (plan_.loop_of[v] == loop) accs.push_back(make_accumulator(int(v)));
   b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), block, after);
 
   // Block header: [jb, jend).
@@ -477,8 +491,8 @@ void KernelLowering::reduction_loop() {
     a.partial = b_.CreatePHI(a.ty, 2, "red.partial");
   j_ = j;
   ops_.err = err_inner;
-  vals_.assign(k_.values.size(), nullptr);
-  lower_values(in_loop_);
+  vals_ = outer_vals;
+  lower_values(plan_.in_loop[loop]);
   for (Accumulator& a : accs) {
     const kir::Value& v = k_.values[a.value];
     llvm::Value* x = ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, a.acc);
@@ -514,7 +528,7 @@ void KernelLowering::reduction_loop() {
   // After the nest: the results (the initial values when r <= 0).
   b_.SetInsertPoint(after);
   j_ = nullptr;
-  vals_.assign(k_.values.size(), nullptr);
+  vals_ = outer_vals;
   auto* err_after = b_.CreatePHI(b_.getInt1Ty(), 2, "err.after");
   err_after->addIncoming(err_outer, outer);
   err_after->addIncoming(err_loop, block_end);
@@ -527,6 +541,49 @@ void KernelLowering::reduction_loop() {
   }
   for (size_t x = 0; x < accs.size(); ++x) // after all the phis
     vals_[accs[x].value] = ops_.cast(results[x], accs[x].acc, k_.values[accs[x].value].dtype);
+}
+
+// The store loop, from the current block of the element loop: for j in [0, r), the row elements
+// and their stores. The values per i are computed before it.
+void KernelLowering::store_loop() {
+  auto* i64 = b_.getInt64Ty();
+  llvm::Value* r = arg(kR);
+  auto* outer = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "row.loop", f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, "row.after", f_, done_);
+  llvm::Value* err_outer = ops_.err;
+  const std::vector<llvm::Value*> outer_vals = vals_;
+  b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), loop, after);
+
+  b_.SetInsertPoint(loop);
+  auto* j = b_.CreatePHI(i64, 2, "j");
+  auto* err_in = b_.CreatePHI(b_.getInt1Ty(), 2, "err.row");
+  j_ = j;
+  ops_.err = err_in;
+  lower_values(plan_.in_loop.back());
+  store_outputs(/*rows=*/true);
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), after, loop);
+  llvm::Value* err_loop = ops_.err;
+  j->addIncoming(b_.getInt64(0), outer);
+  j->addIncoming(j_next, latch);
+  err_in->addIncoming(err_outer, outer);
+  err_in->addIncoming(err_loop, latch);
+
+  b_.SetInsertPoint(after);
+  j_ = nullptr;
+  vals_ = outer_vals;
+  if (err_loop == err_in) { // nothing divides integers inside: the flag is unchanged
+    err_in->replaceAllUsesWith(err_outer);
+    err_in->eraseFromParent();
+    ops_.err = err_outer;
+    return;
+  }
+  auto* err_after = b_.CreatePHI(b_.getInt1Ty(), 2, "err.row.after");
+  err_after->addIncoming(err_outer, outer);
+  err_after->addIncoming(err_loop, latch);
+  ops_.err = err_after;
 }
 
 // The tiled nest (see the class comment), from the end of the preheader. The accumulators of a
@@ -698,7 +755,7 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
                                        k_.values[accs[a].value].dtype);
     with_err([&] {
       lower_values(after_loop_);
-      store_outputs();
+      store_outputs(/*rows=*/false);
     });
   });
   b_.SetInsertPoint(tile_end);

@@ -236,8 +236,11 @@ public:
     if (!plan_) plan_ = detail::plan(*simple_);
     if (stage == "schedule") return schedule_text(*simple_, *plan_);
     if (stage == "dot") return dot_text(*simple_, *plan_);
-    if (stage == "kernel" || stage == "llvm" || stage == "asm" || stage == "cuda" || stage == "ptx")
-      return per_kernel(*plan_, stage);
+    if (stage == "kernel" || stage == "llvm" || stage == "asm") return per_kernel(*plan_, stage);
+    if (stage == "cuda" || stage == "ptx") { // the kernels as the CUDA backend would run them
+      if (!cuda_plan_) cuda_plan_ = detail::plan(*simple_, /*cuda_kernels=*/true);
+      return per_kernel(*cuda_plan_, stage);
+    }
     throw Error(fmt::format("dump: unknown stage '{}' (expected one of {})", stage,
                             fmt::join(stages(), ", ")));
   }
@@ -246,7 +249,7 @@ private:
   const std::vector<NodePtr>& roots_;
   PrintOptions named_;
   std::optional<std::vector<NodePtr>> simple_;
-  std::optional<detail::Plan> plan_;
+  std::optional<detail::Plan> plan_, cuda_plan_;
 };
 
 } // namespace

@@ -65,7 +65,8 @@ namespace {
 // records are taken back at the end.
 class Materializer {
 public:
-  explicit Materializer(Plan* plan = nullptr) : plan_(plan) {}
+  explicit Materializer(Plan* plan = nullptr, bool cuda_kernels = false)
+      : plan_(plan), cuda_kernels_(cuda_kernels) {}
   ~Materializer() {
     for (const auto& n : marked_)
       n->realized.reset();
@@ -80,6 +81,7 @@ private:
   void run(const std::vector<sched::Target>& targets);
 
   Plan* plan_;
+  bool cuda_kernels_;
   std::vector<ir::NodePtr> marked_; // planned buffers, taken back at the end
 };
 
@@ -96,12 +98,12 @@ void realize(const std::vector<ir::NodePtr>& nodes) {
     Materializer().realize_now(nodes);
 }
 
-Plan plan(const std::vector<ir::NodePtr>& nodes) {
+Plan plan(const std::vector<ir::NodePtr>& nodes, bool cuda_kernels) {
   Plan p;
   std::vector<ir::NodePtr> todo;
   for (const auto& n : nodes)
     if (!n->realized && n->op != ir::Op::Buffer) todo.push_back(n);
-  if (!todo.empty()) Materializer(&p).realize_now(todo);
+  if (!todo.empty()) Materializer(&p, cuda_kernels).realize_now(todo);
   return p;
 }
 
@@ -174,7 +176,8 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
 void Materializer::run(const std::vector<sched::Target>& targets) {
   std::vector<ir::NodePtr> marked;
   std::vector<sched::KernelInfo> info;
-  std::vector<rt::Launch> launches = sched::schedule(targets, config().fusion, &marked, &info);
+  std::vector<rt::Launch> launches =
+      sched::schedule(targets, config().fusion, &marked, &info, cuda_kernels_);
   if (plan_) {
     marked_.insert(marked_.end(), marked.begin(), marked.end());
     for (size_t i = 0; i < launches.size(); ++i)

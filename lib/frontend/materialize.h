@@ -19,10 +19,12 @@ struct PlannedKernel {
 // in-place writes first, planned into copies). Nothing runs, no memory is
 // written and no node is left realized. Runs its recursive passes on the
 // caller's stack: call it inside with_deep_stack.
+// With `cuda_kernels`, the kernels are those the CUDA backend lowers
+// (sched::schedule), wherever the values live.
 struct Plan {
   std::vector<PlannedKernel> kernels;
 };
-Plan plan(const std::vector<ir::NodePtr>& nodes);
+Plan plan(const std::vector<ir::NodePtr>& nodes, bool cuda_kernels = false);
 
 // Runs `fn` on a thread with a stack large enough for the recursive passes
 // over graphs up to config().max_graph_nodes deep.

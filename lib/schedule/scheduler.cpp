@@ -57,11 +57,22 @@ struct Access {
 
 constexpr size_t kMaxOutputsPerKernel = 16;
 
+// Reductions over rows at most this long (elements) are computed by the kernel that uses them,
+// with several loops over each row: a row softmax's max, sum and quotient, or a variance's mean
+// and sum of squares. The row stays in the core's cache (64 KiB of float32) between the loops,
+// so memory is read once. Longer rows take a kernel per reduction, whose loops stream memory.
+// Only on the CPU, whose backend lowers such kernels.
+constexpr int64_t kRowLocal = 16384;
+
 // Raised while lowering when a node must be computed into memory first.
 struct NeedsRealize {
   NodePtr node;
   const char* why; // shown by the schedule dump
 };
+// Raised when a kernel with several loops over each row would not read its rows as one run of
+// memory (a slot whose row dims do not merge, or that is strided along the row: a transposed
+// input, whose column every loop would walk again): the kernel is planned again with one loop.
+struct NotRowLocal {};
 
 // Why a node is computed by a kernel of its own.
 constexpr const char* kWhyReduceLoop =
@@ -155,16 +166,51 @@ std::vector<int64_t> reduced_sizes(const Node& r) {
   return sizes;
 }
 
+// Whether reduction `r` runs over short trailing dims of its input on the CPU: then a kernel may
+// loop over its rows several times (kRowLocal).
+bool row_local(const Node& r) {
+  if (r.device.is_cuda()) return false;
+  const size_t nd = r.src[0]->shape.size(), m = r.args.size();
+  int64_t len = 1;
+  for (size_t k = 0; k < m; ++k) {
+    if (r.args[k] != static_cast<int64_t>(nd - m + k)) return false;
+    len *= r.src[0]->shape[r.args[k]];
+  }
+  return len <= kRowLocal;
+}
+
+// A row-local reduction of an input of shape `shape`, reached through elementwise and movement
+// ops: the kernel computing elements of `shape` from it ("x - max(x)") can loop over each row.
+const Node* find_row_reduce(const NodePtr& in, const ir::Shape& shape,
+                            std::unordered_set<const Node*>& seen) {
+  NodePtr n = ir::resolve(in);
+  if (!seen.insert(n.get()).second || ir::is_leaf(n->op)) return nullptr;
+  if (ir::is_reduce(n->op)) return n->src[0]->shape == shape && row_local(*n) ? n.get() : nullptr;
+  for (const auto& s : n->src)
+    if (const Node* r = find_row_reduce(s, shape, seen)) return r;
+  return nullptr;
+}
+
 class KernelBuilder {
 public:
   // Iterates over `out` and, when `reduce` is given, over its reduced axes.
-  KernelBuilder(const ir::Shape& out, const Node* reduce) : nout_(out.size()), domain_(out) {
+  // With `local`, reductions read inside its loop are computed in the kernel too when the rows
+  // are row-local (a variance's mean).
+  KernelBuilder(const ir::Shape& out, const Node* reduce, bool local)
+      : nout_(out.size()), domain_(out) {
     if (reduce) {
       red_sizes_ = reduced_sizes(*reduce);
       domain_.insert(domain_.end(), red_sizes_.begin(), red_sizes_.end());
       reduce_src_ = reduce->src[0];
+      nest_ = local && row_local(*reduce);
     }
   }
+  // Iterates over `shape` with its last dims as rows, computing the row-local reductions of
+  // `row_reduce`'s size that it reads (softmax).
+  KernelBuilder(const ir::Shape& shape, const Node& row_reduce)
+      : nout_(shape.size() - row_reduce.args.size()), domain_(shape),
+        red_sizes_(reduced_sizes(row_reduce)), reduce_src_(row_reduce.src[0]), nest_(true),
+        rows_(true) {}
 
   Access root_access(size_t ndim) const { return Access::identity(ndim, domain_.size()); }
 
@@ -181,10 +227,7 @@ public:
   // Stores `value` to `storage` through `view` (default: contiguous from 0).
   void store(const NodePtr& root, int32_t value, std::shared_ptr<rt::Storage> storage,
              std::optional<ir::View> view = std::nullopt) {
-    ir::View v =
-        view ? *view
-             : ir::View{ir::contiguous_strides(ir::Shape(domain_.begin(), domain_.begin() + nout_)),
-                        0};
+    ir::View v = view ? *view : ir::View{ir::contiguous_strides(root->shape), 0};
     v.strides.resize(domain_.size(), 0);
     int32_t s = add_slot(Slot::Role::Output, root->dtype, storage, v.offset, v.strides);
     k_.stores.push_back({s, convert(value, root->dtype)});
@@ -232,8 +275,15 @@ public:
     };
     collapse(0, nout_, dom, st);
     collapse(nout_, domain_.size(), red, rst);
-    // One reduction loop per kernel: reduced dims that do not merge (a
-    // permuted or broadcast source) are made contiguous in memory first.
+    const bool several_loops = rows_ || nested_;
+    if (several_loops) {
+      bool runs = red.size() <= 1;
+      for (size_t s = 0; s < slots_.size() && runs && !red.empty(); ++s)
+        runs = k_.slots[s].role == Slot::Role::Index || std::abs(rst[s].back()) <= 1;
+      if (!runs) throw NotRowLocal{};
+    }
+    // One loop over j: reduced dims that do not merge (a permuted or broadcast
+    // source) are made contiguous in memory first.
     if (red.size() > 1) throw NeedsRealize{reduce_src_, kWhyReduceLoop};
     if (dom.empty()) {
       dom.push_back(1);
@@ -269,12 +319,13 @@ private:
     // reduction (and every other row be constant zero), so that it is
     // computed once per output element: a permutation, or a reshape that
     // adds or drops size-1 dims.
+    // (Domain dims of size 1 index nothing: their coefficients do not matter.)
     std::vector<bool> used(nout_, false);
     for (size_t k = 0; k < n.shape.size(); ++k) {
       if (a.offset[k] != 0) return false;
       int found = -1;
       for (size_t d = 0; d < a.cols; ++d) {
-        if (a.coef[k][d] == 0) continue;
+        if (a.coef[k][d] == 0 || domain_[d] == 1) continue;
         if (a.coef[k][d] != 1 || found >= 0 || d >= nout_ || used[d] || domain_[d] != n.shape[k])
           return false;
         found = static_cast<int>(d);
@@ -290,9 +341,12 @@ private:
   }
 
   int32_t lower_reduce(const NodePtr& n, const Access& a) {
-    // A reduction needed inside another's loop (var's mean) is computed first.
-    if (inside_reduce_) throw NeedsRealize{n, kWhyNestedReduce};
-    if (!fusable_reduce(*n, a)) throw NeedsRealize{n, kWhyReduceIndex};
+    // A reduction needed inside another's loop (var's mean) is computed first, unless the rows
+    // are short enough to be looped over again.
+    if (inside_reduce_ && !nest_) throw NeedsRealize{n, kWhyNestedReduce};
+    if (!fusable_reduce(*n, a))
+      throw NeedsRealize{n, inside_reduce_ ? kWhyNestedReduce : kWhyReduceIndex};
+    nested_ |= inside_reduce_ > 0;
     Access src = a;
     for (size_t m = 0; m < n->args.size(); ++m) {
       size_t axis = static_cast<size_t>(n->args[m]);
@@ -300,9 +354,10 @@ private:
       src.coef[axis][nout_ + m] = 1;
     }
     ++inside_reduce_;
-    int32_t v = convert(lower(n->src[0], src), n->dtype);
+    const DType acc = is_half(n->dtype) ? kFloat32 : n->dtype; // as every ALU op
+    int32_t v = convert(lower(n->src[0], src), acc);
     --inside_reduce_;
-    return emit({n->op, n->dtype, {v, -1, -1}, -1, 0});
+    return convert(emit({n->op, acc, {v, -1, -1}, -1, 0}), n->dtype);
   }
 
   int32_t lower_uncached(const NodePtr& n, const Access& a) {
@@ -517,6 +572,9 @@ private:
   ir::Shape domain_; // output dims, then reduced dims
   std::vector<int64_t> red_sizes_;
   NodePtr reduce_src_;
+  bool nest_ = false;   // reductions may be computed inside another's loop
+  bool rows_ = false;   // a kernel over rows: its outputs move along j
+  bool nested_ = false; // a reduction was computed inside another's loop
   int inside_reduce_ = 0;
   kir::Kernel k_;
   std::vector<rt::SlotBinding> slots_;
@@ -527,6 +585,23 @@ private:
   std::map<int64_t, int32_t> int_params_;
   std::map<std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t>, int32_t> cse_;
 };
+
+// The builder of a kernel computing `roots`, all of shape `shape`: over the outputs of a reduction
+// it computes (a sum), over rows with the row-local reductions it reads (a softmax), or over
+// `shape` alone. Without `local`, no kernel loops over its rows more than once.
+KernelBuilder builder_for(const std::vector<NodePtr>& roots, const ir::Shape& shape, bool local) {
+  std::unordered_set<const Node*> seen;
+  for (const auto& r : roots)
+    if (const Node* reduce = find_reduce(r, ir::numel(shape), seen))
+      return KernelBuilder(shape, reduce, local);
+  if (local) {
+    seen.clear();
+    for (const auto& r : roots)
+      if (const Node* reduce = find_row_reduce(r, shape, seen))
+        return KernelBuilder(shape, *reduce);
+  }
+  return KernelBuilder(shape, nullptr, false);
+}
 
 // The first node below `n` that is not a Reshape: the value a reshape views.
 NodePtr below_reshapes(NodePtr n) {
@@ -547,7 +622,8 @@ std::string kernel_name(const std::vector<NodePtr>& roots) {
 
 class Scheduler {
 public:
-  explicit Scheduler(bool fusion) : fusion_(fusion) {}
+  // Without `row_local`, no kernel loops over its rows more than once.
+  Scheduler(bool fusion, bool row_local) : fusion_(fusion), row_local_(row_local) {}
 
   std::vector<rt::Launch> run(const std::vector<Target>& targets) {
     if (!fusion_) {
@@ -591,12 +667,10 @@ private:
 
   // A kernel of its own stores the value into existing memory.
   void write_target(const Target& t) {
-    for (;;) {
+    for (bool local = row_local_;;) {
       NodePtr c = ir::resolve(t.compute);
       try {
-        std::unordered_set<const Node*> seen;
-        const Node* reduce = find_reduce(c, c->numel(), seen);
-        KernelBuilder kb(c->shape, reduce);
+        KernelBuilder kb = builder_for({c}, c->shape, local);
         int32_t v = kb.lower(c, kb.root_access(c->ndim()));
         kb.store(c, v, t.dest, t.dest_view);
         if (kb.reads_other_elements_of(t.dest.get())) throw NeedsRealize{c, kWhyOverlap};
@@ -605,19 +679,20 @@ private:
         return;
       } catch (const NeedsRealize& need) {
         realize_dependency(need);
+      } catch (const NotRowLocal&) {
+        local = false;
       }
     }
   }
 
   void realize_group(const std::vector<Target>& targets, const char* why) {
-    for (;;) {
+    for (bool local = row_local_;;) {
       try {
         const ir::Shape& shape = targets[0].compute->shape;
-        std::unordered_set<const Node*> seen;
-        const Node* reduce = nullptr;
-        for (size_t i = 0; i < targets.size() && !reduce; ++i)
-          reduce = find_reduce(targets[i].compute, ir::numel(shape), seen);
-        KernelBuilder kb(shape, reduce);
+        std::vector<NodePtr> computes;
+        for (const auto& t : targets)
+          computes.push_back(t.compute);
+        KernelBuilder kb = builder_for(computes, shape, local);
         std::vector<int32_t> values;
         for (const auto& t : targets)
           values.push_back(kb.lower(t.compute, kb.root_access(shape.size())));
@@ -653,6 +728,8 @@ private:
         return;
       } catch (const NeedsRealize& need) {
         realize_dependency(need);
+      } catch (const NotRowLocal&) {
+        local = false;
       }
     }
   }
@@ -669,6 +746,7 @@ private:
   }
 
   bool fusion_;
+  bool row_local_;
   std::vector<rt::Launch> launches_;
 
 public:
@@ -688,8 +766,9 @@ std::vector<ir::Site> KernelInfo::sites() const {
 }
 
 std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
-                                 std::vector<NodePtr>* marked, std::vector<KernelInfo>* info) {
-  Scheduler s(fusion);
+                                 std::vector<NodePtr>* marked, std::vector<KernelInfo>* info,
+                                 bool cuda_kernels) {
+  Scheduler s(fusion, !cuda_kernels);
   try {
     auto launches = s.run(targets);
     if (marked) *marked = std::move(s.marked_);

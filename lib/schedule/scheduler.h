@@ -42,8 +42,14 @@ struct KernelInfo {
 // `marked` receives every node whose `realized` the plan set, so that a
 // caller whose launches fail can take the promises back. `info`, when
 // given, receives one KernelInfo per launch.
+// On the CPU, a kernel may loop over short rows several times to compute
+// their reductions and the elements that use them (a row softmax in one
+// kernel); the CUDA backend lowers one reduction loop per kernel, so for
+// values on a GPU, or with `cuda_kernels` (a dump of CUDA source for a CPU
+// program), kernels have one loop.
 std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
                                  std::vector<ir::NodePtr>* marked = nullptr,
-                                 std::vector<KernelInfo>* info = nullptr);
+                                 std::vector<KernelInfo>* info = nullptr,
+                                 bool cuda_kernels = false);
 
 } // namespace tj::sched
