@@ -1578,6 +1578,47 @@ TEST_CASE("llvm: several loops over each row", "[llvm][reduce]") {
       }
     }
   }
+  SECTION("exp(x - max) computed once, read back by a later reduction and by the store loop") {
+    // m = max x; e = exp(x - m); s = sum e; y = e / s; t = sum y * x; z = e * t (float64 rows):
+    // loops for m, s and t, then the stores. e is kept in y's row, the only output of its dtype.
+    KernelBuilder kb;
+    int sx = kb.slot(Role::Input, kFloat32, StrideKind::Strided, StrideKind::Contiguous);
+    int oz = kb.slot(Role::Output, kFloat64, StrideKind::Strided, StrideKind::Contiguous);
+    int oy = kb.slot(Role::Output, kFloat32, StrideKind::Strided, StrideKind::Contiguous);
+    int x = kb.load(sx);
+    int m = kb.op(Op::ReduceMax, kFloat32, {x});
+    int e = kb.op(Op::Exp, kFloat32, {kb.op(Op::Sub, kFloat32, {x, m})});
+    int s = kb.op(Op::ReduceSum, kFloat32, {e});
+    int y = kb.op(Op::Div, kFloat32, {e, s});
+    int t = kb.op(Op::ReduceSum, kFloat32, {kb.op(Op::Mul, kFloat32, {y, x})});
+    kb.store(oy, y);
+    kb.store(oz, kb.op(Op::Cast, kFloat64, {kb.op(Op::Mul, kFloat32, {e, t})}));
+    CHECK(kir::plan_loops(kb.k).reduce_loops == 3);
+    auto ck = jit(kb.k, opt);
+    std::vector<float> vx(size_t(rows * r)), vy(vx.size(), -1);
+    std::vector<double> vz(vx.size(), -1);
+    for (auto& v : vx)
+      v = d(rng());
+    Call call(kb.k);
+    call.ptrs = {vx.data(), vz.data(), vy.data()};
+    call.stride[sx] = call.stride[oy] = call.stride[oz] = r;
+    call.r = r;
+    call.run(*ck, rows);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* row = vx.data() + i * r;
+      float most = *std::max_element(row, row + r);
+      double sum = 0, dot = 0;
+      for (int64_t j = 0; j < r; ++j)
+        sum += std::exp(double(row[j]) - most);
+      for (int64_t j = 0; j < r; ++j)
+        dot += std::exp(double(row[j]) - most) / sum * row[j];
+      for (int64_t j = 0; j < r; ++j) {
+        double ex = std::exp(double(row[j]) - most);
+        CHECK(vy[size_t(i * r + j)] == Approx(ex / sum).epsilon(1e-5));
+        CHECK(vz[size_t(i * r + j)] == Approx(ex * dot).epsilon(1e-5).margin(1e-30));
+      }
+    }
+  }
   SECTION("a chain of three reductions: mean, variance, count beyond one deviation") {
     // mu = sum x / r; v = sum (x - mu)^2 / r; c = sum ((x - mu)^2 > v) as int64.
     KernelBuilder kb;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 namespace tj::llvmjit::detail {
@@ -93,11 +94,15 @@ private:
   void alias_scopes();
   void prepare_slot(int s);
   void classify();
+  void choose_kept();
+  void loop_values(int loop, bool keep);
   llvm::Value* element_loop(llvm::BasicBlock* done);
   llvm::Value* tiled_loops(llvm::BasicBlock* done);
   void store_outputs(bool rows);
   void reduction_loop(int loop);
   void store_loop();
+  void row_loop(const char* name, const std::function<void()>& body);
+  void prefetch_next_row();
   Accumulator make_accumulator(int v);
   llvm::Value* accumulate(const Accumulator& a, llvm::Value* acc, llvm::Value* x, bool reassoc);
   void lower_values(const std::vector<char>& which);
@@ -153,6 +158,9 @@ private:
   // The tiled nest's contexts: the reduction loop, after it, and the values of the reduction loop
   // independent of i.
   std::vector<char> in_loop_, after_loop_, per_j_;
+  // Values kept for later loops (choose_kept): the row output slot holding each (-1: none), and
+  // the reduction loop that writes it there.
+  std::vector<int> kept_in_, kept_from_;
 };
 
 llvm::Function* KernelLowering::run(const std::string& fname) {
@@ -246,6 +254,7 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
   for (int l = 0; l < plan_.reduce_loops; ++l) {
     lower_values(plan_.per_i[l]);
     reduction_loop(l);
+    if (l == 0 && plan_.several()) prefetch_next_row();
   }
   lower_values(plan_.per_i[plan_.reduce_loops]);
   if (plan_.store_loop) store_loop();
@@ -361,6 +370,7 @@ void KernelLowering::prepare_slot(int s) {
 // up to the Reduce values, after it.
 void KernelLowering::classify() {
   plan_ = kir::plan_loops(k_);
+  choose_kept();
   const size_t nv = k_.values.size();
   in_loop_.assign(nv, 0);
   after_loop_.assign(nv, 0);
@@ -401,6 +411,90 @@ void KernelLowering::classify() {
     }
   tiled_ = reduces_ && !plan_.several() && !j_contiguous && i_contiguous;
   narrow_by_rows_ = tiled_ && j_broadcast_contiguous;
+}
+
+// Values computed in one loop over j and needed again by a later one are computed again there,
+// unless they call the math library and the kernel stores rows: then such a value that a
+// reduction loop accumulates (a softmax's exp(x - max), summed) is computed by a keep loop just
+// before that loop and written into a row output slot of its dtype; the reduction loop and the
+// later loops read it back. The store loop overwrites the row last. (The keep loop holds no
+// accumulators across the vector math calls, which clobber every vector register: in one loop
+// with them, the accumulators were spilled and reloaded around each call.)
+// Outputs alias no other slot, so the row is the kernel's own scratch memory, and it is still in
+// the cache when read back: a softmax computes exp once per element instead of twice.
+void KernelLowering::choose_kept() {
+  const size_t nv = k_.values.size();
+  kept_in_.assign(nv, -1);
+  kept_from_.assign(nv, -1);
+  if (!plan_.store_loop) return;
+  std::vector<char> calls_math(nv, 0), taken(k_.slots.size(), 0);
+  for (size_t v = 0; v < nv; ++v) {
+    const kir::Value& x = k_.values[v];
+    if (!plan_.varying[v]) continue;
+    calls_math[v] = ir::libm_name(x.op) != nullptr;
+    for (int32_t s : x.src)
+      if (s >= 0 && calls_math[s]) calls_math[v] = 1;
+  }
+  for (size_t r = 0; r < nv; ++r) {
+    const int loop = plan_.loop_of[r];
+    if (loop < 0) continue;
+    const int32_t v = k_.values[r].src[0];
+    if (!calls_math[v] || kept_in_[v] >= 0) continue;
+    bool later = false;
+    for (size_t l = size_t(loop) + 1; l < plan_.in_loop.size(); ++l)
+      later |= plan_.in_loop[l][v] != 0;
+    if (!later) continue;
+    for (size_t s = 0; s < k_.slots.size(); ++s) {
+      const Slot& slot = k_.slots[s];
+      if (slot.role == Role::Output && kir::moves_along_j(slot) && !taken[s] &&
+          slot.dtype == k_.values[v].dtype) {
+        kept_in_[v] = int(s);
+        kept_from_[v] = loop;
+        taken[s] = 1;
+        break;
+      }
+    }
+  }
+}
+
+// Lowers what loop `loop` (a reduction loop, or the store loop after them) computes per (i, j):
+// with `keep`, only the values it keeps, which it stores (the keep loop before the reduction
+// loop); else the values of plan_.in_loop it needs, reading the kept ones back.
+void KernelLowering::loop_values(int loop, bool keep) {
+  const std::vector<char>& all = plan_.in_loop[size_t(loop)];
+  std::vector<char> which(all.size(), 0);
+  std::vector<int32_t> todo, kept;
+  for (size_t v = 0; v < kept_in_.size(); ++v)
+    if (kept_from_[v] == loop) kept.push_back(int32_t(v));
+  if (keep) {
+    todo = kept;
+  } else {
+    for (size_t v = 0; v < all.size(); ++v)
+      if (plan_.loop_of[v] == loop && all[k_.values[v].src[0]]) todo.push_back(k_.values[v].src[0]);
+    if (loop == plan_.reduce_loops)
+      for (const kir::Store& st : k_.stores)
+        if (kir::moves_along_j(k_.slots[st.slot]) && all[st.value]) todo.push_back(st.value);
+  }
+  while (!todo.empty()) {
+    int32_t v = todo.back();
+    todo.pop_back();
+    if (which[v] || vals_[v]) continue;
+    if (!keep && kept_in_[v] >= 0 && kept_from_[v] <= loop) { // stored by a keep loop
+      const int s = kept_in_[v];
+      llvm::Type* mt = ops_.mem_type(k_.slots[s].dtype);
+      vals_[v] = ops_.to_reg(annotate(b_.CreateLoad(mt, element_address(s)), s), k_.slots[s].dtype);
+      continue;
+    }
+    which[v] = 1;
+    for (int32_t s : k_.values[v].src)
+      if (s >= 0 && all[s]) todo.push_back(s);
+  }
+  lower_values(which);
+  if (keep)
+    for (int32_t v : kept) {
+      const int s = kept_in_[v];
+      annotate(b_.CreateStore(ops_.to_mem(vals_[v], k_.slots[s].dtype), element_address(s)), s);
+    }
 }
 
 // ---- reductions --------------------------------------------------------------------------------
@@ -459,6 +553,8 @@ llvm::Value* KernelLowering::accumulate(const Accumulator& a, llvm::Value* acc, 
 // Reduction loop `loop`, from the current block of the element loop. On return the builder is
 // after the nest, where that loop's Reduce values hold their results.
 void KernelLowering::reduction_loop(int loop) {
+  if (std::find(kept_from_.begin(), kept_from_.end(), loop) != kept_from_.end())
+    row_loop("keep", [&] { loop_values(loop, /*keep=*/true); });
   auto* i64 = b_.getInt64Ty();
   llvm::Value* r = arg(kR);
   auto* outer = b_.GetInsertBlock();
@@ -492,7 +588,7 @@ void KernelLowering::reduction_loop(int loop) {
   j_ = j;
   ops_.err = err_inner;
   vals_ = outer_vals;
-  lower_values(plan_.in_loop[loop]);
+  loop_values(loop, /*keep=*/false);
   for (Accumulator& a : accs) {
     const kir::Value& v = k_.values[a.value];
     llvm::Value* x = ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, a.acc);
@@ -543,14 +639,62 @@ void KernelLowering::reduction_loop(int loop) {
     vals_[accs[x].value] = ops_.cast(results[x], accs[x].acc, k_.values[accs[x].value].dtype);
 }
 
-// The store loop, from the current block of the element loop: for j in [0, r), the row elements
-// and their stores. The values per i are computed before it.
-void KernelLowering::store_loop() {
+// After the first of several loops over row i, which reads it from memory, the later loops work
+// in the cache: meanwhile, the memory of row i + 1 that the first loop reads is prefetched.
+void KernelLowering::prefetch_next_row() {
+  std::vector<int> rows;
+  for (size_t v = 0; v < k_.values.size(); ++v) {
+    const kir::Value& x = k_.values[v];
+    if (x.op != Op::Buffer || !plan_.in_loop[0][v]) continue;
+    const Slot& slot = k_.slots[x.slot];
+    if (slot.rstride == StrideKind::Contiguous && slot.stride != StrideKind::Broadcast &&
+        std::find(rows.begin(), rows.end(), x.slot) == rows.end())
+      rows.push_back(x.slot);
+  }
+  if (rows.empty()) return;
   auto* i64 = b_.getInt64Ty();
   llvm::Value* r = arg(kR);
   auto* outer = b_.GetInsertBlock();
-  auto* loop = llvm::BasicBlock::Create(ctx_, "row.loop", f_, done_);
-  auto* after = llvm::BasicBlock::Create(ctx_, "row.after", f_, done_);
+  auto* loop = llvm::BasicBlock::Create(ctx_, "prefetch", f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, "prefetch.after", f_, done_);
+  b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), loop, after);
+  b_.SetInsertPoint(loop);
+  auto* j = b_.CreatePHI(i64, 2, "pj");
+  llvm::Value* next_i = b_.CreateAdd(i_, b_.getInt64(1));
+  for (int s : rows) {
+    const SlotState& st = slots_[s];
+    // Past the last row the address lies outside the buffer: a prefetch never faults, and the
+    // address is not inbounds.
+    llvm::Value* e = b_.CreateAdd(b_.CreateAdd(st.base, b_.CreateMul(next_i, st.stride)), j);
+    llvm::Value* p = b_.CreateGEP(ops_.mem_type(k_.slots[s].dtype), st.ptr, e);
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
+                       {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+  }
+  const int64_t step = 64 / int64_t(itemsize(k_.slots[rows[0]].dtype));
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(step));
+  no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(j_next, r), loop, after));
+  j->addIncoming(b_.getInt64(0), outer);
+  j->addIncoming(j_next, loop);
+  b_.SetInsertPoint(after);
+}
+
+// The store loop, from the current block of the element loop: for j in [0, r), the row elements
+// and their stores. The values per i are computed before it.
+void KernelLowering::store_loop() {
+  row_loop("row", [&] {
+    loop_values(plan_.reduce_loops, /*keep=*/false);
+    store_outputs(/*rows=*/true);
+  });
+}
+
+// A plain loop over j in [0, r) from the current block of the element loop, with `body` lowering
+// what it computes; the values per i are visible inside, the loop's own values not after it.
+void KernelLowering::row_loop(const char* name, const std::function<void()>& body) {
+  auto* i64 = b_.getInt64Ty();
+  llvm::Value* r = arg(kR);
+  auto* outer = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, fmt::format("{}.loop", name), f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, fmt::format("{}.after", name), f_, done_);
   llvm::Value* err_outer = ops_.err;
   const std::vector<llvm::Value*> outer_vals = vals_;
   b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), loop, after);
@@ -560,8 +704,7 @@ void KernelLowering::store_loop() {
   auto* err_in = b_.CreatePHI(b_.getInt1Ty(), 2, "err.row");
   j_ = j;
   ops_.err = err_in;
-  lower_values(plan_.in_loop.back());
-  store_outputs(/*rows=*/true);
+  body();
   llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), after, loop);
