@@ -120,29 +120,31 @@ LoopPlan plan_loops(const Kernel& k) {
   std::vector<char>& varying = p.varying;
   std::vector<char> live(nv, 0);
   varying.assign(nv, 0);
+  // Only what the stores need is computed (a kernel may hold values nothing uses).
+  for (const auto& st : k.stores)
+    live[st.value] = 1;
+  for (size_t v = nv; v-- > 0;)
+    if (live[v])
+      for (int32_t s : k.values[v].src)
+        if (s >= 0) live[s] = 1;
   for (size_t v = 0; v < nv; ++v) {
     const Value& x = k.values[v];
-    if (x.op == Op::Buffer || x.op == Op::Iota) varying[v] = moves_along_j(k.slots[x.slot]);
+    if (x.op == Op::Buffer || x.op == Op::Iota || x.op == Op::Gather)
+      varying[v] = moves_along_j(k.slots[x.slot]);
     for (int32_t s : x.src)
       if (s >= 0) {
         stage[v] = std::max(stage[v], stage[s]);
         varying[v] |= varying[s];
       }
-    if (ir::is_reduce(x.op)) {
+    if (ir::is_reduce(x.op) && live[v]) {
       p.loop_of[v] = stage[v];
       p.reduce_loops = std::max(p.reduce_loops, stage[v] + 1);
       stage[v] += 1;
       varying[v] = 0;
     }
   }
-  for (const auto& st : k.stores) {
-    live[st.value] = 1;
+  for (const auto& st : k.stores)
     p.store_loop |= moves_along_j(k.slots[st.slot]);
-  }
-  for (size_t v = nv; v-- > 0;)
-    if (live[v])
-      for (int32_t s : k.values[v].src)
-        if (s >= 0) live[s] = 1;
   p.per_i.assign(size_t(p.reduce_loops) + 1, std::vector<char>(nv, 0));
   for (size_t v = 0; v < nv; ++v)
     if (live[v] && !varying[v] && !ir::is_reduce(k.values[v].op)) p.per_i[stage[v]][v] = 1;
@@ -192,6 +194,10 @@ std::string Kernel::str() const {
     case Op::Philox:
       rhs = fmt::format("philox %{} + %{}, key %{}, word {}", v.src[0], v.src[1], v.src[2], v.imm);
       break;
+    case Op::Gather:
+      rhs = fmt::format("gather slot{} at %{} * %{}, bound %{}", v.slot, v.src[0], v.src[1],
+                        v.src[2]);
+      break;
     default: {
       rhs = std::string(ir::name(v.op));
       for (int k = 0; k < 3 && v.src[k] >= 0; ++k)
@@ -213,7 +219,7 @@ void verify(const Kernel& k) {
   for (size_t i = 0; i < k.values.size(); ++i) {
     const Value& v = k.values[i];
     int arity = ir::info(v.op).arity;
-    if (v.op == Op::Philox) arity = 3;
+    if (v.op == Op::Philox || v.op == Op::Gather) arity = 3;
     for (int a = 0; a < 3; ++a) {
       bool used = a < arity;
       if (used && (v.src[a] < 0 || v.src[a] >= int32_t(i)))
@@ -221,9 +227,18 @@ void verify(const Kernel& k) {
       if (!used && v.src[a] != -1) fail(fmt::format("%{} has extra operand", i));
     }
     bool leaf = ir::is_leaf(v.op);
-    if (leaf && v.op != Op::Philox) {
+    if ((leaf && v.op != Op::Philox) || v.op == Op::Gather) {
       size_t n = v.op == Op::Const ? k.params.size() : k.slots.size();
       if (v.slot < 0 || size_t(v.slot) >= n) fail(fmt::format("%{} refers to a missing slot", i));
+    }
+    if (v.op == Op::Gather) {
+      for (int a = 0; a < 3; ++a)
+        if (k.values[v.src[a]].dtype != kInt64)
+          fail(fmt::format("%{} operand {} is not int64", i, a));
+      const Slot& s = k.slots[v.slot];
+      if (s.role == Slot::Role::Output ||
+          v.dtype != (s.role == Slot::Role::Index ? kInt64 : s.dtype))
+        fail(fmt::format("%{} gathers from slot{} as {}", i, v.slot, short_dtype_name(v.dtype)));
     }
     if (!leaf && v.op != Op::Cast && (v.dtype == kFloat16 || v.dtype == kBFloat16))
       fail(fmt::format("%{} computes in a 16-bit float type", i));

@@ -26,11 +26,12 @@
 //   void kernel(int64_t n, void* const* ptrs, const int64_t* base,
 //               const int64_t* stride, const uint64_t* params, int32_t* err,
 //               int64_t r, const int64_t* rstride);
-// (a kernel without Reduce values ignores r and rstride).
+// (a kernel that does not loop over j, see has_row_loops, ignores r and rstride).
 // ptrs[k] is slot k's buffer (unused for Index slots); params[p] holds the
 // bits of parameter p (floats: IEEE bits, float32 in the low half; integers
-// sign-extended; bool 0/1). A kernel sets *err to 1 when an integer division
-// or remainder by zero happened, and leaves it untouched otherwise.
+// sign-extended; bool 0/1). A kernel ORs error bits into *err: kErrDivideByZero
+// when an integer division or remainder by zero happened, kErrIndex when a
+// gather index was out of range; it leaves *err untouched otherwise.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -42,6 +43,9 @@
 namespace tj::kir {
 
 using ir::Op;
+
+constexpr int32_t kErrDivideByZero = 1;
+constexpr int32_t kErrIndex = 2;
 
 // What is known of a slot's stride when the kernel is compiled; the value of
 // a Strided stride comes at run time.
@@ -59,6 +63,11 @@ struct Slot {
 //   Buffer: load slot `slot`          Const: parameter `slot`
 //   Iota:   the index of slot `slot`  Philox: word `imm` at counter src[1]+src[0],
 //                                             key src[2] (all int64 values)
+//   Gather: slot `slot` at a data-dependent place: element (i, j) of the slot
+//     plus src[0] * src[1] elements, where src[0] must lie in [0, src[2]) (all
+//     int64: the index, and parameters for the gathered dim's stride and
+//     size); out of range, it sets kErrIndex and reads at index 0. For an
+//     Index slot, the element's position.
 //   Unary/Binary/Where/Cast: the op of the tensor graph on src[0..arity).
 //   ReduceSum/Prod/Max/Min: the accumulation of src[0] over the reduction
 //     loop (initial 0, 1, lowest, highest; Max/Min propagate NaN). Floating

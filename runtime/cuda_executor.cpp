@@ -95,7 +95,7 @@ const Compiled& get_function(const kir::Kernel& k, int nd, bool index32, int dev
   return c.map.emplace(h, std::move(entry))->second;
 }
 
-// The per-device int32 that kernels set on integer division by zero.
+// The per-device int32 that kernels OR their error bits into.
 cuda::CUdeviceptr error_word(int dev) {
   static std::mutex mu;
   static std::map<int, cuda::CUdeviceptr> words;
@@ -238,7 +238,7 @@ void execute_cuda(const Launch& l) {
   if (err) {
     int32_t flag = 0;
     cuda::copy_to_host(dev, &flag, err, sizeof(flag));
-    if (flag) throw Error("ZeroDivisionError");
+    raise_kernel_errors(flag);
   }
 }
 

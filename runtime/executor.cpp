@@ -134,7 +134,7 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
         fn(nc, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, 1, rstride);
       }
     }
-    if (local_err) err = 1;
+    if (local_err) err.fetch_or(local_err);
   };
   parallel_for(outer * row_tiles * col_tiles, std::max<int64_t>(1, kGrain / (kTile * kTile)), 1,
                body);
@@ -187,7 +187,7 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
         idx[d] = 0;
       }
     }
-    if (local_err) err = 1;
+    if (local_err) err.fetch_or(local_err);
   });
 }
 
@@ -205,10 +205,16 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
     run_tiled(l, fn, ptrs, inner, rstride.data(), err);
   else
     run_rows(l, fn, ptrs, inner, rstride.data(), err);
-  if (err) throw Error("ZeroDivisionError");
+  raise_kernel_errors(err);
 }
 
 } // namespace
+
+void raise_kernel_errors(int32_t bits) {
+  if (bits & kir::kErrDivideByZero) throw Error("ZeroDivisionError");
+  if (bits & kir::kErrIndex)
+    throw Error("index out of range in self"); // PyTorch's words for a gather past its dim
+}
 
 void execute(const std::vector<Launch>& launches) {
   auto on_gpu = [](const Launch& l) {

@@ -41,6 +41,10 @@ inline CudaForm cuda_form(const Launch& l) {
   return {std::max<int>(1, static_cast<int>(l.domain.size())), total <= INT32_MAX, total};
 }
 
+// Throws the error that the bits a kernel set in its error word (kir::kErrDivideByZero,
+// kErrIndex) stand for; nothing when they are 0.
+void raise_kernel_errors(int32_t bits);
+
 // Runs launches in order on their device: on the CPU, compiled kernels split
 // each iteration space over the thread pool; on a GPU, one launch each.
 void execute(const std::vector<Launch>& launches);

@@ -170,6 +170,11 @@ std::vector<OpResult> op_suite(Device d) {
   add("log_softmax", [&] { return nn::functional::log_softmax(x.m3, 1); });
   add("layer_norm", [&] { return nn::functional::layer_norm(x.m3, {65}); });
   add("transpose sum", [&] { return x.m3.transpose(0, 2).sum({1}); });
+  // Gathers: rows of a matrix, columns of a transposed one, fused with what uses them.
+  Tensor pick = tensor(std::vector<int64_t>{5, 0, 36, -1, 5}).to(d);
+  add("index_select rows", [&] { return index_select(x.m2, 0, pick) * 2; });
+  add("index_select cols", [&] { return index_select(x.m3.transpose(1, 2), 1, pick).exp(); });
+  add("gather", [&] { return gather(x.m2, 1, (x.m2 * 50).to(kInt64).narrow(1, 0, 7)); });
   add("matmul", [&] { return matmul(x.m2, x.m2.t()); });
   add("bmm", [&] { return matmul(x.m3, x.m3.transpose(1, 2)); });
   add("sum f64 keepdim", [&] { return x.m3.to(kFloat64).sum({1}, true); });

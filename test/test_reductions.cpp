@@ -277,6 +277,17 @@ TEST_CASE("rows in other shapes and layouts", "[reduce][rows]") {
   Tensor h = x.to(kFloat16);
   check_vs_interp(F::softmax(h, 2), 2e-3);
   check_vs_interp(F::layer_norm(x.to(kFloat64), {10}), 1e-10);
+  // Many rows, split over the threads; a softmax written over its own input, and into a
+  // transposed destination (whose rows are not one run of memory: one loop per kernel).
+  Tensor many = randn({4096, 96});
+  many.eval();
+  check_vs_interp(F::softmax(many, 1));
+  Tensor self = many.clone();
+  self.copy_(F::softmax(self, 1));
+  CHECK(allclose(self, F::softmax(many, 1)));
+  Tensor dest = zeros({96, 4096});
+  dest.t().copy_(F::softmax(many, 1));
+  CHECK(allclose(dest.t(), F::softmax(many, 1)));
   // A 1-d row, and rows written in place into a view.
   check_vs_interp(F::softmax(x[1][2], 0));
   Tensor out = zeros({4, 6, 10});

@@ -7,6 +7,9 @@
 
 #include <cstring>
 
+#include "frontend/tensor_impl.h"
+#include "interp/interpreter.h"
+
 using namespace tj;
 using namespace tj::indexing;
 
@@ -610,4 +613,89 @@ TEST_CASE("repeated in-place writes into a slice accumulate in the same memory",
   for (int i = 0; i < 5; ++i)
     lazy.narrow(1, 0, 32).add_(1);
   CHECK(lazy.sum().item<double>() == 5 * 64 * 32);
+}
+
+namespace {
+// Materializes `t` and compares it with the interpreter's value of the same graph, exactly.
+void check_exact_vs_interp(const Tensor& t) {
+  auto ref = interp::evaluate(detail::node_of(t));
+  auto got = t.to_vector<double>();
+  REQUIRE(got.size() == (ref.is_float() ? ref.f.size() : ref.i.size()));
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    CHECK(got[i] == ref.as_double(i));
+  }
+}
+} // namespace
+
+TEST_CASE("gather and index_select read through a Gather node, fused with their users",
+          "[views][gather]") {
+  manual_seed(21);
+  Tensor x = randn({6, 5, 7});
+  x.eval();
+  Tensor rows = tensor(std::vector<int64_t>{4, 0, -1, 4, 2});
+  for (int64_t dim : {0, 1, 2, -1}) {
+    INFO("dim " << dim);
+    Tensor idx = rows.remainder(x.size(dim)) - (dim == 0 ? 0 : 1);
+    Tensor y = index_select(x, dim, idx);
+    check_exact_vs_interp(y);
+    // A slice of the selection is the source's slice at that index.
+    const int64_t at = idx[1].item<int64_t>(), size = x.size(dim);
+    CHECK(equal(index_select(y, dim, tensor(std::vector<int64_t>{1})),
+                x.narrow(dim, (at + size) % size, 1)));
+  }
+  // Sources in other layouts, computed sources, and every dtype.
+  check_exact_vs_interp(index_select(x.transpose(0, 2), 1, rows.abs().remainder(5)));
+  check_exact_vs_interp(index_select(x.narrow(2, 1, 5).exp() * 2, 2, rows.abs()));
+  check_exact_vs_interp(
+      index_select(x[0][1].expand({4, 7}), 0, tensor(std::vector<int64_t>{3, 1})));
+  check_exact_vs_interp(index_select(arange(10) * 3, 0, rows.abs()));
+  for (DType t : {kBool, kUInt8, kInt8, kInt16, kInt32, kFloat16, kBFloat16, kFloat64})
+    check_exact_vs_interp(index_select(x.mul(10).to(t), 1, rows.abs()));
+  // gather along each dim, with an index smaller than the source in the other dims.
+  Tensor gi = randint(0, 5, {3, 4, 2});
+  check_exact_vs_interp(gather(x, 1, gi));
+  check_exact_vs_interp(gather(x.permute({2, 0, 1}), 2, gi.permute({2, 0, 1})));
+  check_exact_vs_interp(gather(x, 0, randint(0, 6, {2, 5, 7})) +
+                        gather(x, 2, randint(0, 7, {2, 5, 7})));
+
+  // Fused: the source is never copied, and the selection feeds its users in one kernel.
+  Tensor r5 = rows.remainder(5);
+  r5.eval(); // (an index is read at the call)
+  reset_stats();
+  Tensor fused = (index_select(x * 2, 1, r5) + 1).sum({2});
+  fused.eval();
+  CHECK(stats().kernels_launched == 1);
+  check_exact_vs_interp((index_select(x * 2, 1, rows.remainder(5)) + 1).sum({2}));
+  // A gather of a gather: the inner one is computed first.
+  Tensor twice = index_select(index_select(x, 0, rows.abs()), 0, tensor(std::vector<int64_t>{2}));
+  CHECK(equal(twice, x.narrow(0, 1, 1)));
+}
+
+TEST_CASE("gathers check their index at the call, and write in place safely", "[views][gather]") {
+  Tensor x = arange(12).reshape({3, 4}).to(kFloat32);
+  CHECK_THROWS_WITH(index_select(x, 0, tensor(std::vector<int64_t>{3})),
+                    "index 3 is out of bounds for dimension 0 with size 3");
+  CHECK_THROWS_WITH(gather(x, 1, tensor(std::vector<int64_t>{0, -5}).reshape({1, 2})),
+                    "index -5 is out of bounds for dimension 1 with size 4");
+  // A permutation of x's rows written back into x: the kernel must not read rows it wrote.
+  Tensor y = x.clone();
+  y.copy_(index_select(y, 0, tensor(std::vector<int64_t>{2, 0, 1})));
+  CHECK(equal(y, cat({x.narrow(0, 2, 1), x.narrow(0, 0, 2)})));
+  // A graph from text whose computed index leaves the dim: the kernel reports it.
+  const char* bad = "%0 = Iota strides=[1] offset=0 : int64[4]\n"
+                    "%1 = Const 2 : int64[4]\n"
+                    "%2 = Mul %0, %1 : int64[4]\n"
+                    "%3 = Iota strides=[1] offset=0 : int64[5]\n"
+                    "%4 = Gather %3, %2 dim=0 : int64[4]\n"
+                    "output %4\n";
+  ir::Graph g = ir::parse(bad);
+  CHECK_THROWS_WITH(g.outputs[0].eval(), Catch::Contains("index out of range in self"));
+  const char* good = "%0 = Iota strides=[1] offset=0 : int64[3]\n"
+                     "%1 = Const 2 : int64[3]\n"
+                     "%2 = Mul %0, %1 : int64[3]\n"
+                     "%3 = Iota strides=[1] offset=0 : int64[5]\n"
+                     "%4 = Gather %3, %2 dim=0 : int64[3]\n"
+                     "output %4\n";
+  CHECK(equal(ir::parse(good).outputs[0], tensor(std::vector<int64_t>{0, 2, 4})));
 }

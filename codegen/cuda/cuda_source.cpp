@@ -61,21 +61,21 @@ template <class T> __device__ __forceinline__ T tj_fmin(T x, T y) {
 
 // Integer division and remainder: by zero gives 0 and sets err; signed x / -1 wraps, x % -1 = 0.
 template <class T, class U> __device__ __forceinline__ T tj_sdiv(T x, T y, int& err) {
-  if (y == 0) { err = 1; return 0; }
+  if (y == 0) { err |= 1; return 0; }
   if (y == T(-1)) return T(U(0) - U(x));
   return T(x / y);
 }
 template <class T> __device__ __forceinline__ T tj_smod(T x, T y, int& err) {
-  if (y == 0) { err = 1; return 0; }
+  if (y == 0) { err |= 1; return 0; }
   if (y == T(-1)) return 0;
   return T(x % y);
 }
 template <class T> __device__ __forceinline__ T tj_udiv(T x, T y, int& err) {
-  if (y == 0) { err = 1; return 0; }
+  if (y == 0) { err |= 1; return 0; }
   return T(x / y);
 }
 template <class T> __device__ __forceinline__ T tj_umod(T x, T y, int& err) {
-  if (y == 0) { err = 1; return 0; }
+  if (y == 0) { err |= 1; return 0; }
   return T(x % y);
 }
 
@@ -418,6 +418,7 @@ private:
         if (after_loop_[v] && !reduce) after_loop_[s] = 1;
       }
       if ((x.op == Op::Div || x.op == Op::Mod) && !is_float(x.dtype)) may_fail_ = true;
+      if (x.op == Op::Gather) may_fail_ = true;
     }
   }
 
@@ -509,6 +510,19 @@ private:
       case Op::Iota:
         e = slot_offset(x.slot, in_loop);
         break;
+      case Op::Gather: { // out of [0, bound): index 0 and the error bit
+        const std::string ok = fmt::format("(u64({}) < u64({}))", src(0), src(2));
+        line(indent, fmt::format("if (!{}) err |= {};", ok, kir::kErrIndex));
+        std::string at = fmt::format("({} + ({} ? {} : 0) * {})", slot_offset(x.slot, in_loop), ok,
+                                     src(0), src(1));
+        if (k_.slots[x.slot].role == Slot::Role::Index)
+          e = at;
+        else {
+          std::string load = fmt::format("p{}[{}]", x.slot, at);
+          e = x.dtype == kBool ? fmt::format("({} != 0)", load) : load;
+        }
+        break;
+      }
       case Op::Philox:
         e = fmt::format("tj_philox({} + {}, {}, {})", src(1), src(0), src(2), x.imm);
         break;
@@ -582,7 +596,7 @@ private:
     line(2, "tj_element(a, i + 3 * step, err);");
     line(1, "}");
     line(1, "for (; i < n; i += step) tj_element(a, i, err);");
-    if (may_fail_) line(1, "if (err) *a.err = 1;");
+    if (may_fail_) line(1, "if (err) atomicOr(a.err, err);");
     line(0, "}");
   }
 
@@ -687,7 +701,7 @@ private:
     stores(3);
     line(2, "}");
     line(1, "}");
-    if (may_fail_) line(1, "if (err) *a.err = 1;");
+    if (may_fail_) line(1, "if (err) atomicOr(a.err, err);");
     line(0, "}");
   }
 };

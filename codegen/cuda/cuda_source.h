@@ -31,7 +31,7 @@ inline constexpr const char* kEntry = "tj_kernel";
 
 struct Source {
   std::string code;
-  bool may_fail = false; // writes the error word (integer division by zero)
+  bool may_fail = false; // ORs bits into the error word (kir::kErrDivideByZero, kErrIndex)
 };
 
 // The translation unit for kernel `k` over a domain of rank `nd` (>= 1).

@@ -112,6 +112,9 @@ private:
   llvm::Value* element_address(int s);
   llvm::Instruction* annotate(llvm::Instruction* access, int s);
   llvm::Value* arg(Arg a) { return f_->getArg(a); }
+  // The error bits the kernel ORs into *err (kernel_ir.h), carried through the loops.
+  llvm::Type* err_ty() { return b_.getInt32Ty(); }
+  llvm::Value* no_err() { return b_.getInt32(0); }
   // Sets a hint on the loop whose latch branch this is (its llvm.loop metadata).
   void loop_hint(llvm::Instruction* latch_branch, const char* name, llvm::Metadata* value) {
     llvm::SmallVector<llvm::Metadata*, 2> hint = {llvm::MDString::get(ctx_, name)};
@@ -216,9 +219,9 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
     if (wide_err || narrow_err) {
-      auto* phi = b_.CreatePHI(b_.getInt1Ty(), 2, "err.any");
-      phi->addIncoming(wide_err ? wide_err : b_.getFalse(), wide_exit);
-      phi->addIncoming(narrow_err ? narrow_err : b_.getFalse(), narrow_exit);
+      auto* phi = b_.CreatePHI(err_ty(), 2, "err.any");
+      phi->addIncoming(wide_err ? wide_err : no_err(), wide_exit);
+      phi->addIncoming(narrow_err ? narrow_err : no_err(), narrow_exit);
       err = phi;
     }
   }
@@ -226,9 +229,9 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
     b_.CreateBr(ret);
   } else {
     auto* set_err = llvm::BasicBlock::Create(ctx_, "set_err", f_, ret);
-    b_.CreateCondBr(err, set_err, ret);
+    b_.CreateCondBr(b_.CreateICmpNE(err, no_err()), set_err, ret);
     b_.SetInsertPoint(set_err);
-    b_.CreateStore(b_.getInt32(1), arg(kErr));
+    b_.CreateStore(b_.CreateOr(b_.CreateLoad(err_ty(), arg(kErr)), err), arg(kErr));
     b_.CreateBr(ret);
   }
   b_.SetInsertPoint(ret);
@@ -247,7 +250,7 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
   b_.CreateBr(loop);
   b_.SetInsertPoint(loop);
   auto* i = b_.CreatePHI(i64, 2, "i");
-  auto* err_in = b_.CreatePHI(b_.getInt1Ty(), 2, "err.acc");
+  auto* err_in = b_.CreatePHI(err_ty(), 2, "err.acc");
   i_ = i;
   ops_.err = err_in;
   vals_.assign(k_.values.size(), nullptr);
@@ -266,11 +269,11 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
   i->addIncoming(b_.getInt64(0), pre);
   i->addIncoming(next, latch);
   if (ops_.err == err_in) {
-    err_in->replaceAllUsesWith(b_.getFalse());
+    err_in->replaceAllUsesWith(no_err());
     err_in->eraseFromParent();
     return nullptr;
   }
-  err_in->addIncoming(b_.getFalse(), pre); // an OR reduction over the loop
+  err_in->addIncoming(no_err(), pre); // an OR reduction over the loop
   err_in->addIncoming(ops_.err, latch);
   return ops_.err;
 }
@@ -328,10 +331,12 @@ void KernelLowering::alias_scopes() {
 void KernelLowering::prepare_slot(int s) {
   const Slot& slot = k_.slots[s];
   SlotState& st = slots_[s];
-  bool used = std::any_of(k_.values.begin(), k_.values.end(),
-                          [&](const kir::Value& v) {
-                            return (v.op == Op::Buffer || v.op == Op::Iota) && v.slot == s;
-                          }) ||
+  auto reads = [&](std::initializer_list<Op> ops) {
+    return std::any_of(k_.values.begin(), k_.values.end(), [&](const kir::Value& v) {
+      return v.slot == s && std::find(ops.begin(), ops.end(), v.op) != ops.end();
+    });
+  };
+  bool used = reads({Op::Buffer, Op::Iota, Op::Gather}) ||
               std::any_of(k_.stores.begin(), k_.stores.end(),
                           [&](const kir::Store& x) { return x.slot == s; });
   if (!used) return;
@@ -361,7 +366,7 @@ void KernelLowering::prepare_slot(int s) {
   st.row = b_.CreateInBoundsGEP(mt, st.ptr, st.base, fmt::format("row{}", s));
   bool invariant =
       slot.stride == StrideKind::Broadcast && (!reduces_ || slot.rstride == StrideKind::Broadcast);
-  if (invariant && slot.role == Role::Input)
+  if (invariant && slot.role == Role::Input && reads({Op::Buffer}))
     st.invariant = ops_.to_reg(annotate(b_.CreateLoad(mt, st.row), s), slot.dtype);
 }
 
@@ -572,7 +577,7 @@ void KernelLowering::reduction_loop(int loop) {
   // Block header: [jb, jend).
   b_.SetInsertPoint(block);
   auto* jb = b_.CreatePHI(i64, 2, "jb");
-  auto* err_block = b_.CreatePHI(b_.getInt1Ty(), 2, "err.block");
+  auto* err_block = b_.CreatePHI(err_ty(), 2, "err.block");
   for (Accumulator& a : accs)
     a.block_total = b_.CreatePHI(a.ty, 2, "red.total");
   llvm::Value* jend = b_.CreateBinaryIntrinsic(
@@ -582,7 +587,7 @@ void KernelLowering::reduction_loop(int loop) {
   // The inner loop over j: the values feeding the reductions, and the partial accumulations.
   b_.SetInsertPoint(inner);
   auto* j = b_.CreatePHI(i64, 2, "j");
-  auto* err_inner = b_.CreatePHI(b_.getInt1Ty(), 2, "err.inner");
+  auto* err_inner = b_.CreatePHI(err_ty(), 2, "err.inner");
   for (Accumulator& a : accs)
     a.partial = b_.CreatePHI(a.ty, 2, "red.partial");
   j_ = j;
@@ -625,7 +630,7 @@ void KernelLowering::reduction_loop(int loop) {
   b_.SetInsertPoint(after);
   j_ = nullptr;
   vals_ = outer_vals;
-  auto* err_after = b_.CreatePHI(b_.getInt1Ty(), 2, "err.after");
+  auto* err_after = b_.CreatePHI(err_ty(), 2, "err.after");
   err_after->addIncoming(err_outer, outer);
   err_after->addIncoming(err_loop, block_end);
   ops_.err = err_loop == err_inner ? err_outer : err_after; // no division inside: unchanged
@@ -670,7 +675,10 @@ void KernelLowering::prefetch_next_row() {
     b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
                        {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
   }
-  const int64_t step = 64 / int64_t(itemsize(k_.slots[rows[0]].dtype));
+  size_t item = 8; // a line per step of the narrowest row
+  for (int s : rows)
+    item = std::min(item, itemsize(k_.slots[s].dtype));
+  const int64_t step = 64 / int64_t(item);
   llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(step));
   no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(j_next, r), loop, after));
   j->addIncoming(b_.getInt64(0), outer);
@@ -701,7 +709,7 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
 
   b_.SetInsertPoint(loop);
   auto* j = b_.CreatePHI(i64, 2, "j");
-  auto* err_in = b_.CreatePHI(b_.getInt1Ty(), 2, "err.row");
+  auto* err_in = b_.CreatePHI(err_ty(), 2, "err.row");
   j_ = j;
   ops_.err = err_in;
   body();
@@ -723,7 +731,7 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
     ops_.err = err_outer;
     return;
   }
-  auto* err_after = b_.CreatePHI(b_.getInt1Ty(), 2, "err.row.after");
+  auto* err_after = b_.CreatePHI(err_ty(), 2, "err.row.after");
   err_after->addIncoming(err_outer, outer);
   err_after->addIncoming(err_loop, latch);
   ops_.err = err_after;
@@ -738,7 +746,7 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   llvm::Value* r = arg(kR);
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::IRBuilder<> allocas(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-  llvm::AllocaInst* err_slot = allocas.CreateAlloca(b_.getInt1Ty(), nullptr, "err.slot");
+  llvm::AllocaInst* err_slot = allocas.CreateAlloca(err_ty(), nullptr, "err.slot");
   // Per Reduce value: its accumulator, and whether its sum goes block-wise through `partial`
   // (floating sums that are not widened, see kTileSumBlock).
   std::vector<Accumulator> accs;
@@ -784,7 +792,7 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   auto* post_pre = block("tile.after.pre");
   auto* post = block("tile.after");
   auto* tile_end = block("tile.end");
-  b_.CreateStore(b_.getFalse(), err_slot);
+  b_.CreateStore(no_err(), err_slot);
   b_.CreateBr(tile);
   bool divides = false;
   // A loop over ii in [0, t) at `bb`, entered from `from`, with `emit` as its body.
@@ -801,7 +809,7 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
     ii->addIncoming(next, latch);
   };
   auto with_err = [&](auto&& emit) { // ops_.err from and back to its stack slot
-    llvm::Value* before = b_.CreateLoad(b_.getInt1Ty(), err_slot);
+    llvm::Value* before = b_.CreateLoad(err_ty(), err_slot);
     ops_.err = before;
     emit();
     if (ops_.err != before) {
@@ -908,7 +916,7 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   i0->addIncoming(i0_next, tile_end);
   if (!divides) return nullptr;
   b_.SetInsertPoint(done);
-  return b_.CreateLoad(b_.getInt1Ty(), err_slot);
+  return b_.CreateLoad(err_ty(), err_slot);
 }
 
 // ---- values ------------------------------------------------------------------------------------
@@ -1029,6 +1037,21 @@ llvm::Value* KernelLowering::lower_value(int idx) {
   }
   case ir::OpCategory::Cast:
     return ops_.cast(vals_[v.src[0]], src_dtype(0), v.dtype);
+  case ir::OpCategory::Gather: {
+    // The slot's element (i, j) plus index * stride; an index out of [0, bound) reads index 0 and
+    // sets the error bit.
+    llvm::Value* index = vals_[v.src[0]];
+    llvm::Value* ok = b_.CreateICmpULT(index, vals_[v.src[2]]);
+    llvm::Value* bit = b_.CreateSelect(ok, no_err(), b_.getInt32(kir::kErrIndex));
+    ops_.err = ops_.err ? b_.CreateOr(ops_.err, bit) : bit;
+    index = b_.CreateSelect(ok, index, b_.getInt64(0));
+    llvm::Value* e = b_.CreateAdd(element_index(v.slot), b_.CreateMul(index, vals_[v.src[1]]));
+    const Slot& slot = k_.slots[v.slot];
+    if (slot.role == Role::Index) return e;
+    llvm::Type* mt = ops_.mem_type(slot.dtype);
+    llvm::Value* p = b_.CreateInBoundsGEP(mt, slots_[v.slot].ptr, e);
+    return ops_.to_reg(annotate(b_.CreateLoad(mt, p), v.slot), slot.dtype);
+  }
   case ir::OpCategory::Reduce:
     bad(idx, "a Reduce value used inside the reduction loop");
   case ir::OpCategory::Movement:

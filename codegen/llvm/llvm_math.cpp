@@ -189,7 +189,8 @@ llvm::Value* OpLowering::int_div_mod(bool is_div, DType t, llvm::Value* x, llvm:
   auto* zero = llvm::ConstantInt::get(ty, 0);
   auto* one = llvm::ConstantInt::get(ty, 1);
   llvm::Value* is_zero = b_.CreateICmpEQ(y, zero);
-  err = err ? b_.CreateOr(err, is_zero) : is_zero;
+  llvm::Value* bit = b_.CreateZExt(is_zero, b_.getInt32Ty()); // kir::kErrDivideByZero
+  err = err ? b_.CreateOr(err, bit) : bit;
   if (is_unsigned(t)) {
     llvm::Value* safe = b_.CreateSelect(is_zero, one, y);
     llvm::Value* r = is_div ? b_.CreateUDiv(x, safe) : b_.CreateURem(x, safe);

@@ -46,8 +46,8 @@ public:
   // Word `word` of Philox4x32-10 at counter ctr (int64), key (int64), zero-extended to i64.
   llvm::Value* philox(llvm::Value* ctr, llvm::Value* key, int64_t word);
 
-  // i1: OR of "divisor was zero" over every integer Div/Mod lowered so far. The caller seeds it
-  // (a loop phi) and reads it back after the body.
+  // i32: OR of the error bits (kir::kErrDivideByZero, kir::kErrIndex) of everything lowered so
+  // far. The caller seeds it (a loop phi) and reads it back after the body.
   llvm::Value* err = nullptr;
   // Vector-variant declarations that must survive until the loop vectorizer has run.
   std::vector<llvm::GlobalValue*> keep_alive;

@@ -143,6 +143,8 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
     Tensor mask = autograd::embed(ones_like(in[1]), n.shape, strides, offset).ne(0);
     return where(mask, autograd::embed(in[1], n.shape, strides, offset), x);
   }
+  case Op::Gather:
+    return gather(x, n.args[0], in[1]);
   default: // comparisons and logical ops: no gradient flows through them
     throw Error(fmt::format("differentiate: {} has no gradient", name(n.op)));
   }

@@ -1,7 +1,8 @@
 // Indexing, joining and selection. Basic indexing and splitting are views;
-// joining writes the pieces into a fresh storage; data-dependent selection
-// (advanced indexing, gather, scatter, masked_select, nonzero, unique) runs
-// on the host over materialized values, as its result shape needs them.
+// joining writes the pieces into a fresh storage; gather and index_select
+// are Gather nodes, computed by kernels; the rest of data-dependent
+// selection (advanced indexing, scatter, masked_select, nonzero, unique)
+// runs on the host over materialized values.
 #include "tensorjit/indexing.h"
 
 #include <fmt/format.h>
@@ -502,27 +503,6 @@ Tensor nonzero(const Tensor& t, Caller caller) {
   });
 }
 
-Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
-  detail::CallSite site(caller, "index_select");
-  if (index.dim() > 1) throw Error("index_select(): Index is supposed to be a vector");
-  if (!is_index_dtype(index.dtype()))
-    throw Error("index_select(): Expected dtype int32 or int64 for index");
-  int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
-  std::vector<TensorIndex> ix(static_cast<size_t>(d), Slice());
-  ix.emplace_back(index.reshape({-1}));
-  return t.index(ix);
-}
-
-Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
-  detail::CallSite site(caller, "masked_select");
-  if (mask.dtype() != kBool)
-    throw Error(fmt::format("masked_select: expected BoolTensor for mask"));
-  Shape s = ir::broadcast_shapes(t.sizes(), mask.sizes());
-  Tensor m = mask.expand(s);
-  if (s.empty()) return t.reshape({1}).index({m.reshape({1})});
-  return t.expand(s).index({m});
-}
-
 namespace {
 void check_gather_shapes(const char* what, const Tensor& t, int64_t d, const Tensor& index) {
   if (index.dim() != t.dim())
@@ -536,7 +516,24 @@ void check_gather_shapes(const char* what, const Tensor& t, int64_t d, const Ten
                               k, ir::shape_str(index.sizes()), ir::shape_str(t.sizes()), d));
 }
 
-// Positions in `t` (row-major) of index's elements along `d`.
+// Positions in a tensor of shape `shape` (row-major) of index's elements along `d`.
+std::vector<int64_t> dim_positions(const Shape& shape, int64_t d, const HostValues& ix,
+                                   const Shape& index_shape) {
+  std::vector<int64_t> cs = ir::contiguous_strides(shape);
+  std::vector<int64_t> ics = ir::contiguous_strides(index_shape);
+  const auto nd = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> pos(static_cast<size_t>(ir::numel(index_shape)));
+  for (size_t i = 0; i < pos.size(); ++i) {
+    int64_t p = 0;
+    for (int64_t k = 0; k < nd; ++k) {
+      int64_t c = static_cast<int64_t>(i) / ics[k] % index_shape[k];
+      if (k == d) c = checked_index(ix.as_int(static_cast<int64_t>(i)), shape[d], d);
+      p += c * cs[k];
+    }
+    pos[i] = p;
+  }
+  return pos;
+}
 std::vector<int64_t> dim_positions(const Tensor& t, int64_t d, const Tensor& index) {
   HostValues ix(index);
   std::vector<int64_t> cs = ir::contiguous_strides(t.sizes());
@@ -555,14 +552,80 @@ std::vector<int64_t> dim_positions(const Tensor& t, int64_t d, const Tensor& ind
 }
 } // namespace
 
+namespace {
+// t's elements along `d` at `index` (of t's rank, an index dtype; other dims within t's): a
+// Gather node, so that a kernel reads t where the index says, fused with what uses the result,
+// and t need not be in memory. The index values, all in `values` (the index itself, or what it
+// broadcasts), are read now, so that a bad one is this call's error; negative ones count from
+// the end. The gradient adds g at the same places.
+Tensor gather_along(const Tensor& t, int64_t d, const Tensor& index, const Tensor& values,
+                    const char* grad_name) {
+  const int64_t size = t.size(d);
+  bool negative = false;
+  {
+    HostValues ix(values);
+    for (int64_t i = 0; i < values.numel(); ++i)
+      negative |= checked_index(ix.as_int(i), size, d) != ix.as_int(i);
+  }
+  ir::NodePtr idx = fe::cast(detail::node_of(index), kInt64);
+  if (negative) { // idx + size where negative
+    ir::NodePtr zero = fe::constant(0, kInt64, {}, idx->device);
+    idx = fe::where(fe::binary(ir::Op::CmpLt, idx, zero),
+                    fe::binary(ir::Op::Add, idx, fe::constant(size, kInt64, {}, idx->device)), idx);
+  }
+  Tensor out = detail::wrap(
+      ir::make_node(ir::Op::Gather, t.dtype(), index.sizes(), {detail::node_of(t), idx}, {d}));
+  if (autograd::any_requires_grad({t})) {
+    auto positions = std::make_shared<std::vector<int64_t>>(
+        dim_positions(t.sizes(), d, HostValues(index), index.sizes()));
+    autograd::record(
+        grad_name, {t}, {out}, {},
+        [in = t.sizes(), positions](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+          return std::vector<Tensor>{add_at_positions(g[0], in, positions)};
+        });
+  }
+  return out;
+}
+} // namespace
+
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
+  detail::CallSite site(caller, "index_select");
+  if (index.dim() > 1) throw Error("index_select(): Index is supposed to be a vector");
+  if (!is_index_dtype(index.dtype()))
+    throw Error("index_select(): Expected dtype int32 or int64 for index");
+  int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
+  if (t.dim() == 0) {
+    std::vector<TensorIndex> ix(static_cast<size_t>(d), Slice());
+    ix.emplace_back(index.reshape({-1}));
+    return t.index(ix);
+  }
+  // The index along d, broadcast over t's other dims.
+  Shape along(static_cast<size_t>(t.dim()), 1), shape = t.sizes();
+  along[static_cast<size_t>(d)] = shape[static_cast<size_t>(d)] = index.numel();
+  return gather_along(t, d, index.reshape(along).expand(shape), index, "IndexSelectBackward0");
+}
+
+Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
+  detail::CallSite site(caller, "masked_select");
+  if (mask.dtype() != kBool)
+    throw Error(fmt::format("masked_select: expected BoolTensor for mask"));
+  Shape s = ir::broadcast_shapes(t.sizes(), mask.sizes());
+  Tensor m = mask.expand(s);
+  if (s.empty()) return t.reshape({1}).index({m.reshape({1})});
+  return t.expand(s).index({m});
+}
+
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
   detail::CallSite site(caller, "gather");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
   check_gather_shapes("gather", t, d, index);
-  Selection sel{index.sizes(), dim_positions(t, d, index)};
-  Tensor out = gather_positions(t, sel);
-  autograd::rename(out, "GatherBackward0");
-  return out;
+  if (t.dim() == 0) { // a 0-d gather: one element
+    Selection sel{index.sizes(), dim_positions(t, d, index)};
+    Tensor out = gather_positions(t, sel);
+    autograd::rename(out, "GatherBackward0");
+    return out;
+  }
+  return gather_along(t, d, index, index, "GatherBackward0");
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,

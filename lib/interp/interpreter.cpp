@@ -1,6 +1,8 @@
 // Reference interpreter: one straightforward loop per node, memoized.
 #include "interp/interpreter.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <unordered_map>
 
@@ -109,6 +111,24 @@ private:
       return out;
     }
     if (ir::is_reduce(n.op)) return reduce(n, eval(n.src[0]));
+    if (n.op == Op::Gather) {
+      const HostArray &s = eval(n.src[0]), &index = eval(n.src[1]);
+      const size_t dim = static_cast<size_t>(n.args[0]);
+      const int64_t size = n.src[0]->shape[dim];
+      for (int64_t k = 0; k < count; ++k) {
+        std::vector<int64_t> idx = unravel(k, n.shape);
+        idx[dim] = index.i[static_cast<size_t>(k)];
+        if (idx[dim] < 0 || idx[dim] >= size)
+          throw Error(fmt::format("index {} is out of bounds for dimension {} with size {}",
+                                  idx[dim], dim, size));
+        int64_t from = ravel(idx, n.src[0]->shape);
+        if (out.is_float())
+          out.f[k] = s.f[from];
+        else
+          out.i[k] = s.i[from];
+      }
+      return out;
+    }
     if (n.op == Op::Assign) {
       out = eval(n.src[0]);
       const HostArray& v = eval(n.src[1]);

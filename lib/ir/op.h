@@ -11,7 +11,17 @@ enum class Op : uint8_t {
 #undef TJ_OP
 };
 
-enum class OpCategory : uint8_t { Leaf, Unary, Binary, Ternary, Cast, Reduce, Movement, Mutation };
+enum class OpCategory : uint8_t {
+  Leaf,
+  Unary,
+  Binary,
+  Ternary,
+  Cast,
+  Reduce,
+  Movement,
+  Gather,
+  Mutation
+};
 
 inline constexpr int kNumOps = 0
 #define TJ_OP(name, arity, cat, grad) +1

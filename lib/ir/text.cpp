@@ -61,6 +61,8 @@ std::string attrs(const Node& n) {
     return " axes=" + shape_str(n.args);
   case Op::Permute:
     return " perm=" + shape_str(n.args);
+  case Op::Gather:
+    return fmt::format(" dim={}", n.args[0]);
   case Op::Slice: {
     std::vector<int64_t> start, step;
     for (size_t i = 0; i + 1 < n.args.size(); i += 2) {
@@ -781,6 +783,22 @@ private:
         check_movement();
         args = movement_args();
         break;
+      case OpCategory::Gather: {
+        dtype_is(src[0], t, "the source");
+        dtype_is(src[1], kInt64, "the index");
+        const Shape &in = src[0]->shape, &index = src[1]->shape;
+        const int64_t dim = take1("dim");
+        if (index.size() != in.size() || dim < 0 || dim >= static_cast<int64_t>(in.size()))
+          fail("gathers along a dim of a source of the index's rank");
+        for (size_t d = 0; d < in.size(); ++d)
+          if (static_cast<int64_t>(d) != dim && index[d] > in[d])
+            fail(
+                fmt::format("index dim {} of size {} exceeds the source's {}", d, index[d], in[d]));
+        if (s != index)
+          fail(fmt::format("the result's shape is the index's, {}", shape_str(index)));
+        args = {dim};
+        break;
+      }
       case OpCategory::Mutation: {
         same(src[0], "the base");
         dtype_is(src[0], t, "the base");

@@ -21,10 +21,13 @@ using kir::Slot;
 
 // How the kernel's iteration index i reaches a node's elements:
 // node index k = offset[k] + sum_d coef[k][d] * i_d.
+// Below a Gather, one more column than the domain's holds the gathered index:
+// i_cols-1 is the kernel value `data` (checked against `bound`).
 struct Access {
   std::vector<int64_t> offset;
   std::vector<std::vector<int64_t>> coef;
-  size_t cols = 0; // number of domain dims
+  size_t cols = 0; // number of domain dims (and the gathered index's column)
+  int32_t data = -1, bound = -1;
 
   // The rows of an n-dim node indexed by the first n of `cols` domain dims.
   static Access identity(size_t n, size_t cols) {
@@ -50,8 +53,16 @@ struct Access {
       if (c) return false;
     return true;
   }
+  // The element stride that the gathered index's column has through a leaf's view (0 without one).
+  int64_t data_stride(const ir::View& v, size_t ndomain) const {
+    int64_t s = 0;
+    if (data >= 0)
+      for (size_t k = 0; k < offset.size(); ++k)
+        s += v.strides[k] * coef[k][ndomain];
+    return s;
+  }
   bool operator<(const Access& o) const {
-    return std::tie(offset, coef) < std::tie(o.offset, o.coef);
+    return std::tie(offset, coef, data, bound) < std::tie(o.offset, o.coef, o.data, o.bound);
   }
 };
 
@@ -82,6 +93,7 @@ constexpr const char* kWhyReduceIndex =
     "a reduction read at other elements than its own outputs (broadcast or reshaped)";
 constexpr const char* kWhyReshape = "a reshape across dims that no affine index can follow";
 constexpr const char* kWhyStrided = "a strided view that no affine index can follow";
+constexpr const char* kWhyGatherGather = "a gather read through another gather's index";
 constexpr const char* kWhyOverlap =
     "an in-place write whose value reads the destination elsewhere than where it writes";
 
@@ -91,7 +103,8 @@ std::optional<Access> reshape_access(const Node& n, const Access& a) {
   const ir::Shape& dst = n.shape;
   size_t nd = a.cols;
   Access out{std::vector<int64_t>(src.size(), 0),
-             std::vector<std::vector<int64_t>>(src.size(), std::vector<int64_t>(nd, 0)), nd};
+             std::vector<std::vector<int64_t>>(src.size(), std::vector<int64_t>(nd, 0)), nd, a.data,
+             a.bound};
   std::vector<size_t> sd, dd; // non-singleton dims
   for (size_t i = 0; i < src.size(); ++i)
     if (src[i] != 1) sd.push_back(i);
@@ -238,9 +251,15 @@ public:
     const rt::SlotBinding* out = nullptr;
     for (size_t i = 0; i < slots_.size(); ++i)
       if (k_.slots[i].role == Slot::Role::Output && slots_[i].storage.get() == s) out = &slots_[i];
+    auto gathered = [&](size_t slot) {
+      return std::any_of(k_.values.begin(), k_.values.end(), [&](const kir::Value& v) {
+        return v.op == Op::Gather && v.slot == static_cast<int32_t>(slot);
+      });
+    };
     for (size_t i = 0; i < slots_.size(); ++i)
       if (k_.slots[i].role == Slot::Role::Input && slots_[i].storage.get() == s &&
-          (!red_sizes_.empty() || slots_[i].base != out->base || slots_[i].strides != out->strides))
+          (!red_sizes_.empty() || slots_[i].base != out->base ||
+           slots_[i].strides != out->strides || gathered(i)))
         return true;
     return false;
   }
@@ -314,7 +333,7 @@ private:
   // A reduction is computed in this kernel only once per output element: at
   // the identity access, over the kernel's reduced sizes.
   bool fusable_reduce(const Node& n, const Access& a) const {
-    if (red_sizes_.empty() || reduced_sizes(n) != red_sizes_) return false;
+    if (red_sizes_.empty() || reduced_sizes(n) != red_sizes_ || a.data >= 0) return false;
     // Each output dim of the kernel must index exactly one kept dim of the
     // reduction (and every other row be constant zero), so that it is
     // computed once per output element: a permutation, or a reshape that
@@ -372,6 +391,8 @@ private:
       return convert(lower(n->src[0], a), n->dtype);
     case ir::OpCategory::Reduce:
       return lower_reduce(n, a);
+    case ir::OpCategory::Gather:
+      return lower_gather(n, a);
     case ir::OpCategory::Mutation:
       throw std::logic_error("scheduler: writes are performed before scheduling");
     default: {
@@ -381,6 +402,22 @@ private:
       return alu(n->op, n->dtype, src);
     }
     }
+  }
+
+  // The source read at the index's values along the gathered dim: an access with one more column.
+  int32_t lower_gather(const NodePtr& n, const Access& a) {
+    if (a.data >= 0) throw NeedsRealize{n, kWhyGatherGather}; // one gathered column per access
+    const size_t dim = static_cast<size_t>(n->args[0]);
+    Access b = a;
+    b.data = convert(lower(n->src[1], a), kInt64);
+    b.bound = int_param(n->src[0]->shape[dim]);
+    b.cols = a.cols + 1;
+    for (auto& row : b.coef)
+      row.push_back(0);
+    b.offset[dim] = 0;
+    std::fill(b.coef[dim].begin(), b.coef[dim].end(), 0);
+    b.coef[dim][a.cols] = 1;
+    return lower(n->src[0], b);
   }
 
   // A reshape of memory (or of an index stream) is a new view of it when the
@@ -455,7 +492,7 @@ private:
       Access out{
           std::vector<int64_t>(src.shape.size(), 0),
           std::vector<std::vector<int64_t>>(src.shape.size(), std::vector<int64_t>(a.cols, 0)),
-          a.cols};
+          a.cols, a.data, a.bound};
       for (size_t b = 0; b < src.shape.size(); ++b) {
         out.offset[b] = m->offset[b];
         for (size_t k = 0; k < n->shape.size(); ++k) {
@@ -487,7 +524,7 @@ private:
     case Op::Buffer: {
       auto [base, strides] = a.through(n->view, domain_.size());
       int32_t s = add_slot(Slot::Role::Input, n->dtype, n->storage, base, strides);
-      return emit({Op::Buffer, n->dtype, {-1, -1, -1}, s, 0});
+      return gathered(a, n->view, s, n->dtype, {Op::Buffer, n->dtype, {-1, -1, -1}, s, 0});
     }
     case Op::Iota:
       return index_value(n, a);
@@ -505,7 +542,15 @@ private:
   int32_t index_value(const NodePtr& n, const Access& a) {
     auto [base, strides] = a.through(n->view, domain_.size());
     int32_t s = add_slot(Slot::Role::Index, kInt64, nullptr, base, strides);
-    return emit({Op::Iota, kInt64, {-1, -1, -1}, s, 0});
+    return gathered(a, n->view, s, kInt64, {Op::Iota, kInt64, {-1, -1, -1}, s, 0});
+  }
+
+  // Slot s's element through `view`: `plain` where the access gathers nothing along it, else a
+  // Gather value at the gathered index.
+  int32_t gathered(const Access& a, const ir::View& view, int32_t s, DType t, kir::Value plain) {
+    const int64_t stride = a.data_stride(view, domain_.size());
+    if (stride == 0) return emit(plain);
+    return emit({Op::Gather, t, {a.data, int_param(stride), a.bound}, s, 0});
   }
 
   int32_t int_param(int64_t v) {
@@ -661,7 +706,7 @@ private:
     if (!seen.insert(n.get()).second || ir::is_leaf(n->op)) return;
     for (const auto& s : n->src)
       realize_each(s, seen);
-    if (ir::is_alu(n->op))
+    if (ir::is_alu(n->op) || n->op == Op::Gather)
       realize_group({{n, n}}, "fusion is off (TJ_FUSION=0): one kernel per op");
   }
 

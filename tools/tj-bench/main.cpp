@@ -198,6 +198,12 @@ int main(int argc, char** argv) {
     tj::Tensor narrow = tj::rand({s * s / feats, feats}, on), bias = tj::rand({feats}, on);
     tj::eval({narrow, bias});
     fused_unfused("narrow rows", mat_bytes, [&] { return tj::exp(narrow) * 2 + bias; });
+    // Gathered rows: an embedding lookup of random rows of a table, scaled (a Gather node fused
+    // with the scale; unfused, the selection and the product are a kernel each).
+    tj::Tensor table = tj::rand({4 * s, feats * 11}, on);
+    tj::Tensor ids = tj::randint(0, 4 * s, {s * s / (feats * 11)}, on);
+    tj::eval({table, ids});
+    fused_unfused("gather rows", mat_bytes, [&] { return tj::index_select(table, 0, ids) * 2; });
     tj::Tensor target = tj::zeros({2 * s, s}, on); // its half: as large as the copy's buffers
     run(target);
     double t = time_median(reps, [&] {
