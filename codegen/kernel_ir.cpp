@@ -240,7 +240,8 @@ void verify(const Kernel& k) {
           v.dtype != (s.role == Slot::Role::Index ? kInt64 : s.dtype))
         fail(fmt::format("%{} gathers from slot{} as {}", i, v.slot, short_dtype_name(v.dtype)));
     }
-    if (!leaf && v.op != Op::Cast && (v.dtype == kFloat16 || v.dtype == kBFloat16))
+    if (!leaf && v.op != Op::Cast && v.op != Op::Gather &&
+        (v.dtype == kFloat16 || v.dtype == kBFloat16))
       fail(fmt::format("%{} computes in a 16-bit float type", i));
     if (ir::is_movement(v.op) || ir::category(v.op) == ir::OpCategory::Mutation)
       fail(fmt::format("%{} is a {} op, which kernels do not have", i, ir::name(v.op)));

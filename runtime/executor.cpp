@@ -38,6 +38,9 @@ bool transposed_input(const Launch& l, size_t s) {
 bool transposes(const Launch& l) {
   const size_t nd = l.domain.size();
   if (l.r != 1 || nd < 2 || l.domain[nd - 1] < kTile || l.domain[nd - 2] < kTile) return false;
+  // A gathered slot is read at places a packed tile does not hold.
+  for (const auto& v : l.kernel.values)
+    if (v.op == ir::Op::Gather) return false;
   for (size_t s = 0; s < l.slots.size(); ++s)
     if (transposed_input(l, s)) return true;
   return false;

@@ -1685,6 +1685,47 @@ TEST_CASE("llvm: an empty row stores nothing, and its reductions give their init
   CHECK(vs == std::vector<float>{0, 0, 0});
 }
 
+TEST_CASE("llvm: gathers read at the index, and flag an index out of range", "[llvm]") {
+  // out[i] = src[idx[i] * stride] for a bound of 10 elements; float32 and float16 sources.
+  const int opt = GENERATE(0, 2);
+  for (DType t : {kFloat32, kFloat16}) {
+    INFO("opt " << opt << ", " << dtype_name(t));
+    KernelBuilder kb;
+    int src = kb.slot(Role::Input, t, StrideKind::Broadcast);
+    int idx = kb.load(kb.in(kInt64));
+    int stride = kb.cnst(kb.param(kInt64)), bound = kb.cnst(kb.param(kInt64));
+    int g = kb.value(Op::Gather, t, {idx, stride, bound}, src);
+    int o = kb.out(kFloat32);
+    kb.store(o, t == kFloat32 ? g : kb.op(Op::Cast, kFloat32, {g}));
+    auto ck = jit(kb.k, opt);
+    std::vector<float> vals(20);
+    std::vector<uint16_t> halves(20);
+    for (size_t e = 0; e < vals.size(); ++e) {
+      vals[e] = float(e) * 0.5f;
+      halves[e] = ref_f32_to_f16(vals[e]); // halves of small integers: exact
+    }
+    std::vector<int64_t> at = {3, 0, 9, 9, 1, 4, 7, 2, 8, 5, 6, 0, 3, 2, 1, 9, 4};
+    std::vector<float> out(at.size(), -1);
+    Call call(kb.k);
+    call.ptrs = {t == kFloat32 ? static_cast<void*>(vals.data()) : halves.data(), at.data(),
+                 out.data()};
+    call.params = {2, 10, 0}; // every other element of the source
+    call.run(*ck, int64_t(at.size()));
+    CHECK(call.err == 0);
+    for (size_t e = 0; e < at.size(); ++e)
+      CHECK(out[e] == vals[size_t(at[e]) * 2]);
+    for (int64_t bad : {int64_t{10}, int64_t{-1}, INT64_MIN}) {
+      at[5] = bad;
+      call.err = 0;
+      call.run(*ck, int64_t(at.size()));
+      CHECK(call.err == kir::kErrIndex); // and index 0 read instead, in bounds
+      CHECK(out[5] == vals[0]);
+      CHECK(out[6] == vals[14]);
+    }
+    at[5] = 4;
+  }
+}
+
 TEST_CASE("kernel IR: a value that varies along the row is stored only into rows", "[llvm]") {
   KernelBuilder kb;
   int sx = kb.slot(Role::Input, kFloat32, StrideKind::Strided, StrideKind::Contiguous);

@@ -650,8 +650,28 @@ TEST_CASE("gather and index_select read through a Gather node, fused with their 
   check_exact_vs_interp(
       index_select(x[0][1].expand({4, 7}), 0, tensor(std::vector<int64_t>{3, 1})));
   check_exact_vs_interp(index_select(arange(10) * 3, 0, rows.abs()));
-  for (DType t : {kBool, kUInt8, kInt8, kInt16, kInt32, kFloat16, kBFloat16, kFloat64})
-    check_exact_vs_interp(index_select(x.mul(10).to(t), 1, rows.abs()));
+  for (DType t : {kBool, kUInt8, kInt8, kInt16, kInt32, kFloat16, kBFloat16, kFloat64}) {
+    Tensor in_memory = x.mul(10).to(t);
+    check_exact_vs_interp(index_select(in_memory, 1, rows.abs())); // computed
+    in_memory.eval();
+    check_exact_vs_interp(index_select(in_memory, 1, rows.abs())); // read from memory
+  }
+  // A source transposed in the domain's last two dims (the executor's tiled walk), and a gather
+  // inside a column reduction (the tiled reduction nest): a weighted sum of selected rows.
+  Tensor big = randn({3, 40, 48});
+  big.eval();
+  check_exact_vs_interp(
+      index_select(big.permute({0, 2, 1}), 0, tensor(std::vector<int64_t>{2, 0})));
+  Tensor table = randn({50, 16}), weights = randn({7, 16});
+  eval({table, weights});
+  Tensor pick = tensor(std::vector<int64_t>{3, 49, 0, 3, 7, 1, 2});
+  pick.eval();
+  reset_stats();
+  Tensor bag = (index_select(table, 0, pick) * weights).sum({0});
+  bag.eval();
+  CHECK(stats().kernels_launched == 1);
+  Tensor want = (index_select(table, 0, pick).contiguous() * weights).sum({0});
+  CHECK(allclose(bag, want));
   // gather along each dim, with an index smaller than the source in the other dims.
   Tensor gi = randint(0, 5, {3, 4, 2});
   check_exact_vs_interp(gather(x, 1, gi));
@@ -680,6 +700,7 @@ TEST_CASE("gathers check their index at the call, and write in place safely", "[
                     "index -5 is out of bounds for dimension 1 with size 4");
   // A permutation of x's rows written back into x: the kernel must not read rows it wrote.
   Tensor y = x.clone();
+  y.eval();
   y.copy_(index_select(y, 0, tensor(std::vector<int64_t>{2, 0, 1})));
   CHECK(equal(y, cat({x.narrow(0, 2, 1), x.narrow(0, 0, 2)})));
   // A graph from text whose computed index leaves the dim: the kernel reports it.

@@ -47,7 +47,7 @@ enum Arg : unsigned { kN, kPtrs, kBase, kStride, kParams, kErr, kR, kRStride, kN
 //   preheader: slot pointers, bases, strides, params and loop-invariant inputs
 //   loop:      for i in [0, n): for each reduction loop (kir::LoopPlan): the values per i it
 //              needs, the reduction nest; the values per i after them; [the store loop]; stores
-//   done:      if any integer division by zero: *err = 1
+//   done:      if any error (kernel_ir.h): *err |= its bits
 // The element loop is a canonical counted loop with no calls but vectorizable libm calls, so the
 // loop vectorizer widens it; a reduction nest is
 //   for each block [jb, jb + kReduceBlock) of [0, r): for j in the block: accumulate
@@ -399,6 +399,10 @@ void KernelLowering::classify() {
     if (!in_loop_[v]) continue;
     if (x.op == Op::Buffer || x.op == Op::Iota)
       per_j_[v] = k_.slots[x.slot].stride == StrideKind::Broadcast;
+    else if (x.op == Op::Gather) // the slot along i, and the index and its parameters
+      per_j_[v] =
+          k_.slots[x.slot].stride == StrideKind::Broadcast &&
+          std::all_of(std::begin(x.src), std::end(x.src), [&](int32_t s) { return per_j_[s]; });
     else
       per_j_[v] = std::all_of(std::begin(x.src), std::end(x.src),
                               [&](int32_t s) { return s < 0 || per_j_[s]; });

@@ -567,7 +567,7 @@ Tensor gather_along(const Tensor& t, int64_t d, const Tensor& index, const Tenso
     for (int64_t i = 0; i < values.numel(); ++i)
       negative |= checked_index(ix.as_int(i), size, d) != ix.as_int(i);
   }
-  ir::NodePtr idx = fe::cast(detail::node_of(index), kInt64);
+  ir::NodePtr idx = fe::cast(detail::node_of(index.to(t.device())), kInt64);
   if (negative) { // idx + size where negative
     ir::NodePtr zero = fe::constant(0, kInt64, {}, idx->device);
     idx = fe::where(fe::binary(ir::Op::CmpLt, idx, zero),

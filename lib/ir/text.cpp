@@ -796,6 +796,8 @@ private:
                 fmt::format("index dim {} of size {} exceeds the source's {}", d, index[d], in[d]));
         if (s != index)
           fail(fmt::format("the result's shape is the index's, {}", shape_str(index)));
+        if (in[static_cast<size_t>(dim)] == 0 && numel(index) > 0)
+          fail("gathers along an empty dim");
         args = {dim};
         break;
       }
