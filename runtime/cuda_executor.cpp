@@ -171,7 +171,7 @@ void execute_cuda(const Launch& l) {
   const int64_t total = need.total;
   const Compiled& fn = get_function(k, nd, need.index32, dev);
   const cuda::DeviceInfo& info = cuda::device(dev);
-  const bool reduces = k.has_reduction();
+  const bool reduces = k.has_row_loops();
   const int64_t r = reduces ? l.r : 1;
   // Threads per output. Along a contiguous reduction: a warp per output (coalesced rows, no
   // block barriers) when outputs fill the device, else up to a block. Across a strided one:

@@ -353,12 +353,7 @@ public:
   Generator(const kir::Kernel& k, int nd, bool index32) : k_(k), nd_(nd), index32_(index32) {}
 
   Source run() {
-    reduces_ = k_.has_reduction();
-    // The scheduler makes kernels with several loops over j (a row softmax in one kernel) only
-    // for the CPU.
-    if (kir::plan_loops(k_).several())
-      throw std::logic_error(fmt::format(
-          "internal error: the CUDA backend lowers one reduction loop per kernel: {}", k_.name));
+    reduces_ = k_.has_row_loops();
     classify();
     std::string& o = out_;
     o += kPrelude;
@@ -548,13 +543,15 @@ private:
     }
   }
 
-  void stores(int indent) {
+  // The stores into slots that move along j (rows: inside the store loop, at j) or the others.
+  void stores(int indent, bool rows = false) {
     for (const auto& st : k_.stores) {
+      if (kir::moves_along_j(k_.slots[st.slot]) != rows) continue;
       const Value& x = k_.values[st.value];
       std::string v =
           ir::is_reduce(x.op) ? fmt::format("acc{}", st.value) : fmt::format("v{}", st.value);
       if (x.dtype == kBool) v = fmt::format("u8({})", v);
-      line(indent, fmt::format("p{}[off{}] = {};", st.slot, st.slot, v));
+      line(indent, fmt::format("p{}[{}] = {};", st.slot, slot_offset(st.slot, rows), v));
     }
   }
 
@@ -600,13 +597,18 @@ private:
     line(0, "}");
   }
 
-  // Outputs are spread over groups of `group` threads; each group splits its output's reduction
-  // loop over its threads, combines the partial results with shuffles (and shared memory for
-  // groups larger than a warp), and the group's first thread computes what follows and stores.
+  // Outputs are spread over groups of `group` threads. For each reduction loop (kir::LoopPlan),
+  // a group splits the loop over its threads and combines the partial results with shuffles
+  // (and shared memory for groups larger than a warp). With one loop, the group's first thread
+  // then computes what follows and stores. With several, every thread of the group gets each
+  // loop's results, computes what the next loop needs, and the group splits the store loop over
+  // j; the first thread stores the values per output.
   void reduction_kernel() {
+    const kir::LoopPlan plan = kir::plan_loops(k_);
+    const bool several = plan.several();
     std::vector<size_t> reds;
     for (size_t v = 0; v < k_.values.size(); ++v)
-      if (ir::is_reduce(k_.values[v].op)) reds.push_back(v);
+      if (ir::is_reduce(k_.values[v].op) && (plan.loop_of[v] >= 0 || !several)) reds.push_back(v);
     auto combine = [&](size_t v, const std::string& x, const std::string& y) {
       const Value& r = k_.values[v];
       return binary(ir::combine_op(r.op), r.dtype, x, y);
@@ -632,6 +634,43 @@ private:
     line(2, "const i64 i = active ? o : 0;");
     decompose(2, "i");
     offsets(2);
+    for (int loop = 0; loop < (several ? plan.reduce_loops : 1); ++loop) {
+      std::vector<size_t> mine; // this loop's reductions
+      for (size_t v : reds)
+        if (!several || plan.loop_of[v] == loop) mine.push_back(v);
+      if (several) values(2, plan.per_i[size_t(loop)], false); // what the loop needs, per output
+      reduce_loop(mine, several ? plan.in_loop[size_t(loop)] : in_loop_, several, combine, blocked);
+    }
+    if (!several) {
+      line(2, "if (active && lane == 0) {");
+      values(3, after_loop_, false);
+      stores(3);
+      line(2, "}");
+    } else {
+      values(2, plan.per_i[size_t(plan.reduce_loops)], false);
+      if (plan.store_loop) {
+        line(2, "if (active) {");
+        line(3, "for (i64 j = lane; j < a.r; j += G) {");
+        values(4, plan.in_loop.back(), true);
+        stores(4, /*rows=*/true);
+        line(3, "}");
+        line(2, "}");
+      }
+      line(2, "if (active && lane == 0) {");
+      stores(3);
+      line(2, "}");
+    }
+    line(1, "}");
+    if (may_fail_) line(1, "if (err) atomicOr(a.err, err);");
+    line(0, "}");
+  }
+
+  // One reduction loop over j of the reductions `reds`, computing the values `which`, and the
+  // combination of the group's partial results: in every thread of the group with `broadcast`,
+  // else in its first.
+  template <typename Combine, typename Blocked>
+  void reduce_loop(const std::vector<size_t>& reds, const std::vector<char>& which, bool broadcast,
+                   Combine&& combine, Blocked&& blocked) {
     for (size_t v : reds) {
       const Value& r = k_.values[v];
       line(2, fmt::format("{} acc{} = {};", reg(r.dtype), v, reduce_init(r.op, r.dtype)));
@@ -642,9 +681,11 @@ private:
     line(3, "int chunk = 0;");
     line(3, "#pragma unroll 4");
     line(3, "for (i64 j = lane; j < a.r; j += G) {");
-    values(4, in_loop_, true);
+    values(4, which, true);
     for (size_t v : reds) {
-      std::string x = fmt::format("v{}", k_.values[v].src[0]);
+      const int32_t src = k_.values[v].src[0];
+      std::string x =
+          ir::is_reduce(k_.values[src].op) ? fmt::format("acc{}", src) : fmt::format("v{}", src);
       if (blocked(v))
         line(4, fmt::format("part{0} = {1};", v, combine(v, fmt::format("part{}", v), x)));
       else
@@ -667,7 +708,7 @@ private:
     for (size_t v : reds)
       if (blocked(v)) line(3, fmt::format("acc{0} = acc{0} + part{0};", v));
     line(2, "}");
-    // Within a warp.
+    // Within a warp: a butterfly, so every lane of a group of at most a warp holds the result.
     // Every lane shuffles (a shuffle inside a conditional expression would diverge).
     line(2, "for (int m = 1; m < (G < 32 ? G : 32); m <<= 1) {");
     for (size_t v : reds) {
@@ -695,14 +736,17 @@ private:
     line(4, "}");
     line(3, "}");
     line(3, "__syncthreads();");
+    if (broadcast) { // the first thread's result to the group's other warps
+      line(3, "if (lane == 0) {");
+      for (size_t v : reds)
+        line(4, fmt::format("sm{0}[warp] = acc{0};", v));
+      line(3, "}");
+      line(3, "__syncthreads();");
+      for (size_t v : reds)
+        line(3, fmt::format("acc{0} = sm{0}[warp - (lane >> 5)];", v));
+      line(3, "__syncthreads();");
+    }
     line(2, "}");
-    line(2, "if (active && lane == 0) {");
-    values(3, after_loop_, false);
-    stores(3);
-    line(2, "}");
-    line(1, "}");
-    if (may_fail_) line(1, "if (err) atomicOr(a.err, err);");
-    line(0, "}");
   }
 };
 

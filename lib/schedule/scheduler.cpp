@@ -72,7 +72,7 @@ constexpr size_t kMaxOutputsPerKernel = 16;
 // with several loops over each row: a row softmax's max, sum and quotient, or a variance's mean
 // and sum of squares. The row stays in the core's cache (64 KiB of float32) between the loops,
 // so memory is read once. Longer rows take a kernel per reduction, whose loops stream memory.
-// Only on the CPU, whose backend lowers such kernels.
+// Only on the CPU: the CUDA lowering of such kernels has not run on a GPU yet (scheduler.h).
 constexpr int64_t kRowLocal = 16384;
 
 // Raised while lowering when a node must be computed into memory first.

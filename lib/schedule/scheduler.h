@@ -44,9 +44,10 @@ struct KernelInfo {
 // given, receives one KernelInfo per launch.
 // On the CPU, a kernel may loop over short rows several times to compute
 // their reductions and the elements that use them (a row softmax in one
-// kernel); the CUDA backend lowers one reduction loop per kernel, so for
-// values on a GPU, or with `cuda_kernels` (a dump of CUDA source for a CPU
-// program), kernels have one loop.
+// kernel). The CUDA lowering of such kernels is compiled and checked by
+// ptxas in the tests but has not run on a GPU yet, so for values on a GPU,
+// or with `cuda_kernels` (a dump of CUDA source for a CPU program), kernels
+// have one loop.
 std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
                                  std::vector<ir::NodePtr>* marked = nullptr,
                                  std::vector<KernelInfo>* info = nullptr,
