@@ -632,6 +632,9 @@ private:
     line(2, "const i64 o = first + i64(threadIdx.x) / G;");
     line(2, "const bool active = o < a.total;");
     line(2, "const i64 i = active ? o : 0;");
+    // With several loops, every thread computes the values per output, inactive ones for output
+    // 0 with the reductions' initial values (a division by a sum of 0): their errors are dropped.
+    if (several) line(2, "const int err_in = err;");
     decompose(2, "i");
     offsets(2);
     for (int loop = 0; loop < (several ? plan.reduce_loops : 1); ++loop) {
@@ -659,6 +662,7 @@ private:
       line(2, "if (active && lane == 0) {");
       stores(3);
       line(2, "}");
+      line(2, "if (!active) err = err_in;");
     }
     line(1, "}");
     if (may_fail_) line(1, "if (err) atomicOr(a.err, err);");
