@@ -4,6 +4,7 @@
 #include <tensorjit/tensorjit.h>
 
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -210,6 +211,12 @@ TEST_CASE("tjc expr: echo and print", "[tjc]") {
   REQUIRE(r.tensors.size() == 1);
   CHECK(r.tensors[0].str() == "tensor([2., 2.])");
   CHECK(run("# only a comment\n\n;  \n") == "");
+  // With a live stream, what was printed before an error is shown, as Python does.
+  std::ostringstream live;
+  CHECK_THROWS_WITH(
+      run_expr("print(1)\nx = torch.zeros(2)\nx\nx[5]\nprint(2)", true, "<expr>", &live),
+      Contains("index 5 is out of bounds for dimension 0 with size 2"));
+  CHECK(live.str() == "1\ntensor([0., 0.])\n");
 }
 
 TEST_CASE("tjc expr: the tensors of the last statement", "[tjc]") {

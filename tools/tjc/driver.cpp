@@ -216,8 +216,7 @@ void run_outputs(const Options& o, const std::vector<std::string>& names,
 int run_expression(const Options& o, std::ostream& out) {
   // Emitting keeps the graph lazy: the program's expression values are not shown.
   const bool echo = o.emit.empty() && !o.run;
-  ExprResult r = run_expr(*o.expr, echo);
-  fmt::print(out, "{}", r.printed);
+  ExprResult r = run_expr(*o.expr, echo, "<expr>", &out);
   if (!o.emit.empty() || o.run) {
     if (r.tensors.empty())
       throw Error("the expression's last statement is not a tensor: nothing to emit or run");

@@ -2368,12 +2368,19 @@ private:
 
 class Interp {
 public:
-  Interp(const Source& src, bool echo) : src_(src), echo_(echo) {}
+  Interp(const Source& src, bool echo, std::ostream* live) : src_(src), echo_(echo), live_(live) {}
 
   ExprResult run(const std::vector<Stmt>& program) {
     ExprResult r;
-    for (size_t i = 0; i < program.size(); ++i)
-      exec(program[i], i + 1 == program.size() ? &r : nullptr);
+    try {
+      for (size_t i = 0; i < program.size(); ++i) {
+        exec(program[i], i + 1 == program.size() ? &r : nullptr);
+        pass_on();
+      }
+    } catch (...) {
+      pass_on(); // what was printed before the error, as Python shows it
+      throw;
+    }
     r.printed = std::move(out_);
     return r;
   }
@@ -2381,8 +2388,16 @@ public:
 private:
   const Source& src_;
   bool echo_;
+  std::ostream* live_;
   std::unordered_map<std::string, Value> env_;
   std::string out_;
+
+  void pass_on() {
+    if (!live_) return;
+    *live_ << out_;
+    live_->flush();
+    out_.clear();
+  }
 
   // The site a call or an operator of the program builds its tensors at, "<expr>:1:9 (softmax)",
   // as a C++ program's lines are: dumps and errors computing them name it. Nodes keep sites as
@@ -2671,11 +2686,12 @@ private:
 
 } // namespace
 
-ExprResult run_expr(std::string_view source, bool echo, std::string_view filename) {
+ExprResult run_expr(std::string_view source, bool echo, std::string_view filename,
+                    std::ostream* live) {
   Source src{source, filename};
   std::vector<Stmt> program = Parser(src).program();
   SettingsGuard settings;
-  return Interp(src, echo).run(program);
+  return Interp(src, echo, live).run(program);
 }
 
 } // namespace tj::tjc

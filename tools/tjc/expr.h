@@ -1,6 +1,7 @@
 // The expression language of `tjc -e`: a small, Python-like subset of
 // PyTorch programs, run through the public API. docs/tjc.md gives its grammar.
 #pragma once
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,10 @@ struct ExprResult {
 // not shown (so that their graphs stay lazy for --emit). Errors throw
 // tj::Error with located_message(filename, source, line, col, ...): an
 // unknown name, a wrong argument, a syntax error, and the library's own
-// errors raised by a call (located at that call).
-ExprResult run_expr(std::string_view source, bool echo, std::string_view filename = "<expr>");
+// errors raised by a call (located at that call). With `live`, what the
+// program prints goes there statement by statement instead of into
+// `printed`, so that the output before an error is shown, as Python does.
+ExprResult run_expr(std::string_view source, bool echo, std::string_view filename = "<expr>",
+                    std::ostream* live = nullptr);
 
 } // namespace tj::tjc
