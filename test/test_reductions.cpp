@@ -52,6 +52,17 @@ TEST_CASE("sum, mean, prod over dims with keepdim and dtypes", "[reduce]") {
   check_vs_interp(f.mean({1}));
   check_vs_interp((f * 0.01 + 1).prod({2}));
   check_vs_interp(f.permute({2, 0, 1}).sum({0, 1}));
+  // One dim may be given as an integer, as libtorch's IntArrayRef takes it.
+  CHECK(equal(x.sum(1), x.sum({1})));
+  CHECK(equal(f.mean(-1, true), f.mean({-1}, true)));
+  CHECK(equal(f.amax(0), f.amax({0})));
+  CHECK(equal(f.logsumexp(2), f.logsumexp({2})));
+  CHECK(equal(f.var(1), f.var({1})));
+  CHECK(x.view(-1).sizes() == Shape{24});
+  CHECK(equal(flip(x, 0), flip(x, {0})));
+  CHECK(equal(roll(x, 1, 2), roll(x, {1}, {2})));
+  const Shape dims{0, 2};
+  CHECK(equal(x.sum(dims), x.sum({0, 2})));
 }
 
 TEST_CASE("large float sums are accurate and parallel", "[reduce]") {

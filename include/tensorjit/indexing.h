@@ -66,10 +66,9 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value,
                Caller where = {});
 Tensor nonzero(const Tensor& t, Caller where = {});
-Tensor flip(const Tensor& t, const std::vector<int64_t>& dims, Caller where = {});
-Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts,
-            const std::vector<int64_t>& dims = {}, Caller where = {});
-Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats, Caller where = {});
+Tensor flip(const Tensor& t, IntArrayRef dims, Caller where = {});
+Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims = {}, Caller where = {});
+Tensor repeat(const Tensor& t, IntArrayRef repeats, Caller where = {});
 // 1-D input: a matrix with it on diagonal `diagonal`; 2-D: that diagonal (a copy).
 Tensor diag(const Tensor& t, int64_t diagonal = 0, Caller where = {});
 Tensor diagonal(const Tensor& t, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1,

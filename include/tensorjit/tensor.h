@@ -20,7 +20,16 @@
 namespace tj {
 
 using Shape = std::vector<int64_t>;
-using IntArrayRef = const std::vector<int64_t>&;
+
+// Sizes or dims as a parameter, taken the ways libtorch's IntArrayRef takes them: a braced list
+// ({2, 3}), a Shape, or one integer (x.sum(1), x.view(-1), flip(x, 0)).
+struct DimList : std::vector<int64_t> {
+  using std::vector<int64_t>::vector;
+  DimList(int64_t one) : std::vector<int64_t>{one} {}
+  DimList(const std::vector<int64_t>& v) : std::vector<int64_t>(v) {}
+  DimList(std::vector<int64_t>&& v) : std::vector<int64_t>(std::move(v)) {}
+};
+using IntArrayRef = const DimList&;
 
 namespace detail {
 struct TensorImpl;

@@ -650,7 +650,7 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& 
   return scatter(t, dim, index, full(index.sizes(), value, t.options()));
 }
 
-Tensor flip(const Tensor& t, const std::vector<int64_t>& dims, Caller caller) {
+Tensor flip(const Tensor& t, IntArrayRef dims, Caller caller) {
   detail::CallSite site(caller, "flip");
   std::vector<bool> seen(static_cast<size_t>(t.dim()), false);
   ir::NodePtr n = detail::node_of(t);
@@ -674,8 +674,7 @@ Tensor flip(const Tensor& t, const std::vector<int64_t>& dims, Caller caller) {
   return out;
 }
 
-Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims,
-            Caller caller) {
+Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims, Caller caller) {
   detail::CallSite site(caller, "roll");
   if (dims.empty()) {
     if (shifts.size() != 1)
@@ -697,7 +696,7 @@ Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vect
   return out;
 }
 
-Tensor repeat(const Tensor& t, const std::vector<int64_t>& repeats, Caller caller) {
+Tensor repeat(const Tensor& t, IntArrayRef repeats, Caller caller) {
   detail::CallSite site(caller, "repeat");
   if (static_cast<int64_t>(repeats.size()) < t.dim())
     throw Error("Number of dimensions of repeat dims can not be smaller than number of dimensions "
