@@ -363,6 +363,17 @@ TEST_CASE("gradcheck: views, joins and selection", "[autograd][gradcheck]") {
   gradcheck(
       "index_select", [idx](const auto& t) { return index_select(t[0], 1, idx); }, {x}, true);
   gradcheck("advanced index", [idx](const auto& t) { return t[0].index({idx, Slice(1, 3)}); }, {x});
+  Tensor grid = tensor({{1, -1}, {0, 1}}, dtype(kInt64));
+  gradcheck("advanced index by a 2-d index",
+            [grid](const auto& t) {
+              return (t[0] * t[0]).index({Slice(), grid});
+            },
+            {x});
+  gradcheck("advanced index over two dims",
+            [grid](const auto& t) {
+              return t[0].index({grid, grid});
+            },
+            {x});
   Tensor gi = tensor({{0, 3}, {1, 1}, {2, 0}}, dtype(kInt64));
   gradcheck(
       "gather", [gi](const auto& t) { return gather(t[0], 1, gi); }, {x}, true);

@@ -692,6 +692,58 @@ TEST_CASE("gather and index_select read through a Gather node, fused with their 
   CHECK(equal(twice, x.narrow(0, 1, 1)));
 }
 
+TEST_CASE("advanced indexing reads through Gather nodes, fused with their users",
+          "[views][gather][indexing]") {
+  manual_seed(22);
+  Tensor x = randn({6, 5, 7});
+  x.eval();
+  Tensor rows = tensor(std::vector<int64_t>{4, 0, -1, 4, 2});
+  Tensor grid = tensor({{1, -2}, {0, 3}}, dtype(kInt64));
+  Tensor mask = tensor({true, false, true, true, false});
+  eval({rows, grid, mask});
+  // One index tensor (or a 1-d mask): one Gather, fused with the computed source and the users.
+  reset_stats();
+  Tensor fused = ((x * 2).index({rows}) + 1).sum({2});
+  fused.eval();
+  CHECK(stats().kernels_launched == 1);
+  check_exact_vs_interp(((x * 2).index({rows}) + 1).sum({2}));
+  // Sums of gathered rows, long enough for the vectorized row loop (an embedding table).
+  Tensor table = randn({40, 257});
+  Tensor picks = randint(-40, 40, {300});
+  eval({table, picks});
+  check_exact_vs_interp((table * 2).index({picks}).sum({1}));
+  check_exact_vs_interp(index_select(table, 0, picks.remainder(40)).amax({1}));
+  reset_stats();
+  Tensor by_grid = (x.exp().index({Slice(), grid}) - 1).eval();
+  CHECK(stats().kernels_launched == 1);
+  CHECK(by_grid.sizes() == Shape{6, 2, 2, 7});
+  check_exact_vs_interp(x.exp().index({Slice(), grid}) - 1);
+  CHECK(equal(by_grid.select(1, 0).select(1, 1), x.exp().select(1, 3) - 1)); // -2 is row 3
+  check_exact_vs_interp(x.transpose(0, 2).index({Ellipsis, grid}));
+  check_exact_vs_interp(x.index({Slice(), mask}) * 3);
+  check_exact_vs_interp(
+      x.narrow(2, 1, 5).index({1, Slice(), tensor({true, false, true, true, false})}));
+  for (DType t : {kBool, kUInt8, kInt16, kFloat16, kBFloat16, kFloat64}) {
+    Tensor in_memory = x.mul(10).to(t);
+    check_exact_vs_interp(in_memory.index({Slice(), grid}));
+    in_memory.eval();
+    check_exact_vs_interp(in_memory.index({grid, Slice(), grid}));
+  }
+  // Several index tensors and masks over several dims: one flat Gather of the source.
+  check_exact_vs_interp(x.index({rows, Slice(), tensor({0, 6, 1, 2, 3})}));
+  check_exact_vs_interp((x + 1).permute({2, 0, 1}).index({x.select(1, 0).t() > 0}));
+  CHECK(x.index({grid}).grad_fn() == nullptr);
+  Tensor w = x.clone().requires_grad_(true);
+  CHECK(w.index({grid}).grad_fn()->name() == "IndexBackward0");
+  CHECK(w.index({rows, Slice(), rows}).grad_fn()->name() == "IndexBackward0");
+  CHECK_THROWS_WITH(x.index({rows, Slice(), grid}),
+                    "shape mismatch: indexing tensors could not be broadcast together with "
+                    "shapes [5], [2, 2]");
+  CHECK_THROWS_WITH(x.index({Slice(), grid * 3}),
+                    "index -6 is out of bounds for dimension 1 with size 5");
+  CHECK(x.index({Slice(), tensor(std::vector<int64_t>{}, Shape{0})}).sizes() == Shape{6, 0, 7});
+}
+
 TEST_CASE("gathers check their index at the call, and write in place safely", "[views][gather]") {
   Tensor x = arange(12).reshape({3, 4}).to(kFloat32);
   CHECK_THROWS_WITH(index_select(x, 0, tensor(std::vector<int64_t>{3})),

@@ -6,10 +6,12 @@
 #include "tensorjit/indexing.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "autograd/node.h"
@@ -169,8 +171,17 @@ Selection select_positions(const Tensor& view, const std::vector<Advanced>& adv)
       idx.emplace_back(a.dim + j, nz.select(1, j));
   }
   Shape b;
-  for (const auto& [dim, t] : idx)
-    b = ir::broadcast_shapes(b, t.sizes());
+  try {
+    for (const auto& [dim, t] : idx)
+      b = ir::broadcast_shapes(b, t.sizes());
+  } catch (const Error&) {
+    std::vector<std::string> shapes;
+    for (const auto& [dim, t] : idx)
+      shapes.push_back(ir::shape_str(t.sizes()));
+    throw Error(fmt::format(
+        "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
+        fmt::join(shapes, ", ")));
+  }
   std::vector<HostValues> values;
   std::vector<Tensor> expanded;
   for (const auto& [dim, t] : idx) {
@@ -230,13 +241,23 @@ Selection select_positions(const Tensor& view, const std::vector<Advanced>& adv)
 using Positions = std::shared_ptr<const std::vector<int64_t>>;
 Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& positions);
 
-// The elements of x (row-major) at `positions`, as a tensor of `shape`.
+// The elements of x (row-major) at `positions`, as a tensor of `shape`: a Gather of x's
+// flattened value, so x is read in place (or computed) by the kernel that uses the selection,
+// on x's device. The positions were checked when they were computed.
 Tensor take_positions(const Tensor& x, const Shape& shape, const Positions& positions) {
-  HostValues src(x);
-  Tensor out = from_host(x.dtype(), shape, x.device(), [&](char* dst) {
-    for (size_t i = 0; i < positions->size(); ++i)
-      std::memcpy(dst + i * src.item, src.at((*positions)[i]), src.item);
-  });
+  Tensor out;
+  if (positions->empty() || x.numel() == 0) {
+    out = empty(shape, x.options());
+  } else {
+    NoGradGuard no_grad;
+    Tensor pos =
+        tensor(*positions, {static_cast<int64_t>(positions->size())}, TensorOptions().dtype(kInt64))
+            .to(x.device());
+    Tensor flat = x.reshape({x.numel()});
+    out = detail::wrap(ir::make_node(ir::Op::Gather, x.dtype(), pos.sizes(),
+                                     {detail::node_of(flat), detail::node_of(pos)}, {0}))
+              .reshape(shape);
+  }
   autograd::record(
       "IndexBackward0", {x}, {out}, {},
       [in = x.sizes(), positions](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
@@ -259,6 +280,44 @@ Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& po
         return std::vector<Tensor>{take_positions(gr[0], vs, positions)};
       });
   return out;
+}
+
+// t gathered along d at index's values (checked, negative ones wrapped); `values` are index's
+// own values (index may be their broadcast). Errors name dim `error_dim` (d when negative).
+Tensor gather_along(const Tensor& t, int64_t d, const Tensor& index, const Tensor& values,
+                    const char* grad_name, int64_t error_dim = -1);
+
+// view[..., idx, ...] for one integer index tensor idx (rank >= 1) at dim d: idx's shape
+// replaces dim d. One Gather along the last of idx's dims, of the view with idx's other dims
+// broadcast in front of d, so the view is read in place (or computed) by the kernel that uses
+// the selection.
+Tensor index_along(const Tensor& view, int64_t d, const Tensor& idx) {
+  const auto nb = static_cast<size_t>(idx.dim()), at = static_cast<size_t>(d);
+  Shape shape = view.sizes();
+  shape.erase(shape.begin() + d);
+  shape.insert(shape.begin() + d, idx.sizes().begin(), idx.sizes().end());
+  Tensor src = view;
+  for (size_t k = 1; k < nb; ++k)
+    src = src.unsqueeze(d);
+  Shape src_shape = shape;
+  src_shape[at + nb - 1] = view.size(d);
+  Shape along(shape.size(), 1);
+  std::copy(idx.sizes().begin(), idx.sizes().end(), along.begin() + d);
+  return gather_along(src.expand(src_shape), d + static_cast<int64_t>(nb) - 1,
+                      idx.reshape(along).expand(shape), idx, "IndexBackward0", d);
+}
+
+// The single integer index (view dim, index of rank >= 1) that `adv` amounts to, if it is one:
+// an integer tensor, or a one-dimensional mask (its nonzero positions).
+std::optional<std::pair<int64_t, Tensor>> single_index(const std::vector<Advanced>& adv) {
+  if (adv.size() != 1) return std::nullopt;
+  const Advanced& a = adv[0];
+  if (!a.is_mask) {
+    if (a.index.dim() == 0) return std::nullopt;
+    return std::pair{a.dim, a.index};
+  }
+  if (a.index.dim() != 1) return std::nullopt;
+  return std::pair{a.dim, nonzero(a.index).select(1, 0)};
 }
 
 Tensor gather_positions(const Tensor& view, const Selection& sel) {
@@ -310,6 +369,7 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices, Caller caller) con
   detail::CallSite site(caller, "index");
   Parsed p = parse(*this, indices);
   if (p.advanced.empty()) return p.view;
+  if (auto one = single_index(p.advanced)) return index_along(p.view, one->first, one->second);
   return gather_positions(p.view, select_positions(p.view, p.advanced));
 }
 
@@ -559,13 +619,13 @@ namespace {
 // broadcasts), are read now, so that a bad one is this call's error; negative ones count from
 // the end. The gradient adds g at the same places.
 Tensor gather_along(const Tensor& t, int64_t d, const Tensor& index, const Tensor& values,
-                    const char* grad_name) {
+                    const char* grad_name, int64_t error_dim) {
   const int64_t size = t.size(d);
   bool negative = false;
   {
     HostValues ix(values);
     for (int64_t i = 0; i < values.numel(); ++i)
-      negative |= checked_index(ix.as_int(i), size, d) != ix.as_int(i);
+      negative |= checked_index(ix.as_int(i), size, error_dim < 0 ? d : error_dim) != ix.as_int(i);
   }
   ir::NodePtr idx = fe::cast(detail::node_of(index.to(t.device())), kInt64);
   if (negative) { // idx + size where negative
