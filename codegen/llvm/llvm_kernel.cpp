@@ -408,16 +408,19 @@ void KernelLowering::classify() {
                               [&](int32_t s) { return s < 0 || per_j_[s]; });
   }
   // Tile over i when one slot read in the reduction loop is contiguous along i and every slot
-  // contiguous along j is the same for every i (a scalar per j, broadcast over the tile).
+  // contiguous along j is the same for every i (a scalar per j, broadcast over the tile). A
+  // gathered slot's place moves with i through its index (rows of an embedding table).
   bool j_contiguous = false, i_contiguous = false, j_broadcast_contiguous = false;
-  for (size_t v = 0; v < nv; ++v)
-    if (in_loop_[v] && k_.values[v].op == Op::Buffer) {
-      const Slot& slot = k_.slots[k_.values[v].slot];
-      bool along_j = slot.rstride == StrideKind::Contiguous;
-      j_contiguous |= along_j && slot.stride != StrideKind::Broadcast;
-      j_broadcast_contiguous |= along_j && slot.stride == StrideKind::Broadcast;
-      i_contiguous |= slot.stride == StrideKind::Contiguous;
-    }
+  for (size_t v = 0; v < nv; ++v) {
+    const Op op = k_.values[v].op;
+    if (!in_loop_[v] || (op != Op::Buffer && op != Op::Gather)) continue;
+    const Slot& slot = k_.slots[k_.values[v].slot];
+    const bool along_j = slot.rstride == StrideKind::Contiguous;
+    const bool same_for_every_i = slot.stride == StrideKind::Broadcast && op == Op::Buffer;
+    j_contiguous |= along_j && !same_for_every_i;
+    j_broadcast_contiguous |= along_j && same_for_every_i;
+    i_contiguous |= slot.stride == StrideKind::Contiguous;
+  }
   tiled_ = reduces_ && !plan_.several() && !j_contiguous && i_contiguous;
   narrow_by_rows_ = tiled_ && j_broadcast_contiguous;
 }
