@@ -382,6 +382,8 @@ TEST_CASE("gradcheck: views, joins and selection", "[autograd][gradcheck]") {
             {x, uniform({2, 2}, -1, 1)});
   Tensor mask = uniform({3, 4}, -1, 1) > 0;
   gradcheck("masked_select", [mask](const auto& t) { return masked_select(t[0], mask); }, {x});
+  gradcheck("masked_fill", [mask](const auto& t) { return (t[0] * t[0]).masked_fill(mask, 0.5); },
+            {x});
 }
 
 TEST_CASE("gradcheck: matmul in all its cases", "[autograd][gradcheck]") {

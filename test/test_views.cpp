@@ -555,6 +555,51 @@ TEST_CASE("joining and selection ops", "[views][indexing]") {
   CHECK(values(unique(tensor({3, 1, 3, 2, 1}))) == std::vector<double>{1, 2, 3});
   CHECK(unique(tensor({3, 1, 3})).dtype() == kInt64);
   CHECK(values(where(x > 4, x, zeros_like(x))) == std::vector<double>{0, 0, 0, 0, 5, 6, 7, 8, 9});
+
+  // The same ops as members, as libtorch has them.
+  Tensor i2 = tensor({2, 0});
+  CHECK(equal(x.index_select(1, i2), index_select(x, 1, i2)));
+  CHECK(equal(x.gather(1, tensor({{0}, {1}, {2}})), gather(x, 1, tensor({{0}, {1}, {2}}))));
+  CHECK(equal(x.scatter(0, tensor({{1, 0, 1}}), 7.0), scatter(x, 0, tensor({{1, 0, 1}}), 7.0)));
+  CHECK(equal(x.masked_select(x > 6), masked_select(x, x > 6)));
+  CHECK(x.split(2).size() == 2);
+  CHECK(x.split({1, 2}, 1)[1].sizes() == Shape{3, 2});
+  CHECK(x.chunk(3, 1).size() == 3);
+  CHECK(equal(x.flip(0), flip(x, {0})));
+  CHECK(equal(x.roll(1, 1), roll(x, {1}, {1})));
+  CHECK(equal(x.repeat({2, 1}), repeat(x, {2, 1})));
+  CHECK(equal(x.diag(1), diag(x, 1)));
+  CHECK(equal(x.trace(), trace(x)));
+  CHECK(equal(x.triu(1), triu(x, 1)));
+  CHECK(equal(x.tril(), tril(x)));
+  CHECK(equal(x.softmax(1), nn::functional::softmax(x, 1)));
+  CHECK(equal(x.log_softmax(0), nn::functional::log_softmax(x, 0)));
+
+  // masked_fill: the value cast to the tensor's dtype, the mask broadcast; PyTorch's errors.
+  CHECK(x.masked_fill(x > 6, -1).str() == "tensor([[ 1.,  2.,  3.],\n        [ 4.,  5.,  6.],\n"
+                                          "        [-1., -1., -1.]])");
+  CHECK(values(arange(4).masked_fill(tensor({true, false, true, false}), 2.7)) ==
+        std::vector<double>{2, 1, 2, 3});
+  CHECK(values(x.masked_fill(tensor({true, false, false}), tensor(0.5))) ==
+        std::vector<double>{0.5, 2, 3, 0.5, 5, 6, 0.5, 8, 9});
+  CHECK(x.masked_fill(ones({2, 3, 3}, dtype(kBool)), 0).sizes() == Shape{2, 3, 3});
+  CHECK_THROWS_WITH(x.masked_fill(x, 0),
+                    "masked_fill_ only supports boolean masks, but got mask with dtype Float");
+  CHECK_THROWS_WITH(x.masked_fill(x > 1, tensor({1.0f})),
+                    "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                    "1 dimension(s).");
+  Tensor y = x.clone();
+  Tensor row = y[1];
+  y.masked_fill_(y > 4, 0);
+  CHECK(values(row) == std::vector<double>{4, 0, 0}); // written in place: views see it
+  CHECK_THROWS_WITH(y.masked_fill_(ones({2, 3, 3}, dtype(kBool)), 0),
+                    "output with shape [3, 3] doesn't match the broadcast shape [2, 3, 3]");
+  Tensor w = x.clone().requires_grad_(true);
+  CHECK(w.masked_fill(w > 4, 0).grad_fn()->name() == "MaskedFillBackward0");
+  Tensor g = (w * 1).masked_fill_(w > 4, 0);
+  CHECK(g.grad_fn()->name() == "MaskedFillBackward0");
+  g.sum().backward();
+  CHECK(values(w.grad()) == std::vector<double>{1, 1, 1, 1, 0, 0, 0, 0, 0});
 }
 
 TEST_CASE("numpy() and from_blob share memory both ways (seeds 001, 002)", "[views][numpy]") {

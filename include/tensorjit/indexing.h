@@ -60,6 +60,8 @@ std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim = 0, Call
 // --- selection and rearrangement (copies) ---
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller where = {});
 Tensor masked_select(const Tensor& t, const Tensor& mask, Caller where = {});
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value, Caller where = {});
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value, Caller where = {});
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller where = {});
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
                Caller where = {});

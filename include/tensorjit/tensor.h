@@ -186,6 +186,29 @@ public:
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value,
                      Caller where = {});
 
+  // --- joining and selection, as the free functions of tensorjit/indexing.h ---
+  Tensor index_select(int64_t dim, const Tensor& index, Caller where = {}) const;
+  Tensor gather(int64_t dim, const Tensor& index, Caller where = {}) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src, Caller where = {}) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value, Caller where = {}) const;
+  Tensor masked_select(const Tensor& mask, Caller where = {}) const;
+  // This tensor with `value` (a scalar, or a 0-d tensor, cast to this dtype) where `mask` is true.
+  Tensor masked_fill(const Tensor& mask, const Scalar& value, Caller where = {}) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value, Caller where = {}) const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value, Caller where = {});
+  Tensor& masked_fill_(const Tensor& mask, const Tensor& value, Caller where = {});
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0, Caller where = {}) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0,
+                            Caller where = {}) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0, Caller where = {}) const;
+  Tensor flip(IntArrayRef dims, Caller where = {}) const;
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}, Caller where = {}) const;
+  Tensor repeat(IntArrayRef repeats, Caller where = {}) const;
+  Tensor diag(int64_t diagonal = 0, Caller where = {}) const;
+  Tensor trace(Caller where = {}) const;
+  Tensor triu(int64_t diagonal = 0, Caller where = {}) const;
+  Tensor tril(int64_t diagonal = 0, Caller where = {}) const;
+
   // --- elementwise ops ---
   Tensor add(const Tensor& o, const Scalar& alpha = 1, Caller where = {}) const;
   Tensor add(const Scalar& o, const Scalar& alpha = 1, Caller where = {}) const;
@@ -311,6 +334,9 @@ public:
   // Prefix sums and products along `dim`; integer inputs give int64 unless `dtype` says.
   Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt, Caller where = {}) const;
   Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt, Caller where = {}) const;
+  // tj::nn::functional::softmax and log_softmax along `dim`.
+  Tensor softmax(int64_t dim, Caller where = {}) const;
+  Tensor log_softmax(int64_t dim, Caller where = {}) const;
   Tensor all(Caller where = {}) const;
   Tensor all(int64_t dim, bool keepdim = false, Caller where = {}) const;
   Tensor any(Caller where = {}) const;

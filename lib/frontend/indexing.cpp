@@ -675,6 +675,25 @@ Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
   return t.expand(s).index({m});
 }
 
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value, Caller caller) {
+  detail::CallSite site(caller, "masked_fill");
+  if (mask.dtype() != kBool)
+    throw Error(fmt::format("masked_fill_ only supports boolean masks, but got mask with dtype {}",
+                            fe::cpp_type_name(mask.dtype())));
+  if (value.dim() != 0)
+    throw Error(fmt::format("masked_fill_ only supports a 0-dimensional value tensor, but got "
+                            "tensor with {} dimension(s).",
+                            value.dim()));
+  Tensor out = where(mask, value.to(t.device()).to(t.dtype()), t);
+  autograd::rename(out, "MaskedFillBackward0");
+  return out;
+}
+
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value, Caller caller) {
+  detail::CallSite site(caller, "masked_fill");
+  return masked_fill(t, mask, full({}, value, t.options()));
+}
+
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
   detail::CallSite site(caller, "gather");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
@@ -866,6 +885,57 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length, Calle
 Tensor select(const Tensor& t, int64_t dim, int64_t index, Caller caller) {
   detail::CallSite site(caller, "select");
   return t.select(dim, index);
+}
+
+// --- the members that name the free functions above ---
+
+Tensor Tensor::index_select(int64_t dim, const Tensor& index, Caller caller) const {
+  return tj::index_select(*this, dim, index, caller);
+}
+Tensor Tensor::gather(int64_t dim, const Tensor& index, Caller caller) const {
+  return tj::gather(*this, dim, index, caller);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src, Caller caller) const {
+  return tj::scatter(*this, dim, index, src, caller);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value, Caller caller) const {
+  return tj::scatter(*this, dim, index, value, caller);
+}
+Tensor Tensor::masked_select(const Tensor& mask, Caller caller) const {
+  return tj::masked_select(*this, mask, caller);
+}
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value, Caller caller) const {
+  return tj::masked_fill(*this, mask, value, caller);
+}
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value, Caller caller) const {
+  return tj::masked_fill(*this, mask, value, caller);
+}
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim, Caller caller) const {
+  return tj::split(*this, split_size, dim, caller);
+}
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t dim,
+                                  Caller caller) const {
+  return tj::split(*this, sizes, dim, caller);
+}
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim, Caller caller) const {
+  return tj::chunk(*this, chunks, dim, caller);
+}
+Tensor Tensor::flip(IntArrayRef dims, Caller caller) const { return tj::flip(*this, dims, caller); }
+Tensor Tensor::roll(IntArrayRef shifts, IntArrayRef dims, Caller caller) const {
+  return tj::roll(*this, shifts, dims, caller);
+}
+Tensor Tensor::repeat(IntArrayRef repeats, Caller caller) const {
+  return tj::repeat(*this, repeats, caller);
+}
+Tensor Tensor::diag(int64_t diagonal, Caller caller) const {
+  return tj::diag(*this, diagonal, caller);
+}
+Tensor Tensor::trace(Caller caller) const { return tj::trace(*this, caller); }
+Tensor Tensor::triu(int64_t diagonal, Caller caller) const {
+  return tj::triu(*this, diagonal, caller);
+}
+Tensor Tensor::tril(int64_t diagonal, Caller caller) const {
+  return tj::tril(*this, diagonal, caller);
 }
 
 } // namespace tj

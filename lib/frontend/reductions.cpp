@@ -676,4 +676,11 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Caller caller) {
 }
 
 } // namespace nn::functional
+Tensor Tensor::softmax(int64_t dim, Caller caller) const {
+  return nn::functional::softmax(*this, dim, caller);
+}
+Tensor Tensor::log_softmax(int64_t dim, Caller caller) const {
+  return nn::functional::log_softmax(*this, dim, caller);
+}
+
 } // namespace tj

@@ -16,6 +16,7 @@
 #include "print/tensor_print.h"
 #include "tensorjit/config.h"
 #include "tensorjit/functions.h"
+#include "tensorjit/indexing.h"
 
 namespace tj {
 
@@ -1121,6 +1122,15 @@ TJ_INPLACE_BINARY(bitwise_xor, Tensor)
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Caller caller) {
   detail::CallSite site(caller, "clamp_");
   return mutate(*this, [&] { return clamp(min, max); });
+}
+
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value, Caller caller) {
+  detail::CallSite site(caller, "masked_fill_");
+  return mutate(*this, [&] { return tj::masked_fill(*this, mask, value); });
+}
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value, Caller caller) {
+  detail::CallSite site(caller, "masked_fill_");
+  return mutate(*this, [&] { return tj::masked_fill(*this, mask, value); });
 }
 
 Tensor& sin_(Tensor& a, Caller caller) {
