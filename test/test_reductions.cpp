@@ -63,6 +63,9 @@ TEST_CASE("sum, mean, prod over dims with keepdim and dtypes", "[reduce]") {
   CHECK(equal(roll(x, 1, 2), roll(x, {1}, {2})));
   const Shape dims{0, 2};
   CHECK(equal(x.sum(dims), x.sum({0, 2})));
+  // Only integers: libtorch's var(false) or a double would silently pick a dim.
+  static_assert(std::is_convertible_v<int, DimList> && std::is_convertible_v<int64_t, DimList>);
+  static_assert(!std::is_convertible_v<bool, DimList> && !std::is_convertible_v<double, DimList>);
 }
 
 TEST_CASE("large float sums are accurate and parallel", "[reduce]") {

@@ -787,6 +787,23 @@ TEST_CASE("advanced indexing reads through Gather nodes, fused with their users"
   CHECK_THROWS_WITH(x.index({Slice(), grid * 3}),
                     "index -6 is out of bounds for dimension 1 with size 5");
   CHECK(x.index({Slice(), tensor(std::vector<int64_t>{}, Shape{0})}).sizes() == Shape{6, 0, 7});
+  // A 0-d mask adds a dim, as a bool does; the result is a copy.
+  CHECK(x.index({tensor(true)}).sizes() == Shape{1, 6, 5, 7});
+  CHECK(x.index({tensor(false)}).sizes() == Shape{0, 6, 5, 7});
+  CHECK(x.index({Slice(), tensor(true), 2}).sizes() == Shape{6, 1, 7});
+  CHECK(equal(x.index({Slice(), tensor(true)}).squeeze(1), x));
+  // The gradient of a 2-d index adds into the source's own shape: no buffer as many times
+  // larger as the index has rows.
+  Tensor embedding = randn({2000, 64}).requires_grad_(true);
+  Tensor lookups = randint(0, 2000, {64, 1});
+  eval({embedding, lookups});
+  reset_stats();
+  embedding.index({lookups}).sum().backward();
+  CHECK(stats().bytes_allocated < 8 * 2000 * 64 * 4);
+  Tensor counts = zeros({2000});
+  for (int64_t r : lookups.to_vector<int64_t>())
+    counts[r] += 1;
+  CHECK(equal(embedding.grad(), counts.unsqueeze(1).expand({2000, 64})));
 }
 
 TEST_CASE("gathers check their index at the call, and write in place safely", "[views][gather]") {

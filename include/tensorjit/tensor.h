@@ -1,5 +1,6 @@
 // tj::Tensor: a lazy handle to a node of the tensor graph.
 #pragma once
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -25,7 +26,10 @@ using Shape = std::vector<int64_t>;
 // ({2, 3}), a Shape, or one integer (x.sum(1), x.view(-1), flip(x, 0)).
 struct DimList : std::vector<int64_t> {
   using std::vector<int64_t>::vector;
-  DimList(int64_t one) : std::vector<int64_t>{one} {}
+  // Integers only: a bool (libtorch's var(false)) or a double is not a dim.
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) DimList(I one)
+      : std::vector<int64_t>{static_cast<int64_t>(one)} {}
   DimList(const std::vector<int64_t>& v) : std::vector<int64_t>(v) {}
   DimList(std::vector<int64_t>&& v) : std::vector<int64_t>(std::move(v)) {}
 };

@@ -92,7 +92,7 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
     if (std::holds_alternative<int64_t>(v) || std::holds_alternative<Slice>(v))
       ++consumed;
     else if (const Tensor* t = std::get_if<Tensor>(&v))
-      consumed += is_mask_dtype(t->dtype()) ? std::max<int64_t>(t->dim(), 1) : 1;
+      consumed += is_mask_dtype(t->dtype()) ? t->dim() : 1; // a 0-d mask adds a dim
     else if (std::holds_alternative<EllipsisIndexType>(v))
       ++ellipses;
   }
@@ -127,15 +127,20 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
       ++d;
     } else {
       const Tensor& t = std::get<Tensor>(v);
-      if (is_mask_dtype(t.dtype())) {
-        int64_t k = std::max<int64_t>(t.dim(), 1);
+      if (is_mask_dtype(t.dtype()) && t.dim() == 0) {
+        // As a bool: a new dim of size 1, selected (kept) or not; a copy, as any mask's result.
+        cur = cur.unsqueeze(d);
+        p.advanced.push_back({d, t.reshape({1}), true});
+        ++d;
+      } else if (is_mask_dtype(t.dtype())) {
+        int64_t k = t.dim();
         for (int64_t j = 0; j < t.dim(); ++j)
           if (t.size(j) != cur.size(d + j))
             throw Error(fmt::format("The shape of the mask {} at index {} does not match the "
                                     "shape of the indexed tensor {} at index {}",
                                     ir::shape_str(t.sizes()), j, ir::shape_str(cur.sizes()),
                                     d + j));
-        p.advanced.push_back({d, t.dim() == 0 ? t.reshape({1}) : t, true});
+        p.advanced.push_back({d, t, true});
         d += k;
         source_dim += k;
       } else if (is_index_dtype(t.dtype())) {
@@ -291,7 +296,8 @@ Tensor gather_along(const Tensor& t, int64_t d, const Tensor& index, const Tenso
 // replaces dim d. One Gather along the last of idx's dims, of the view with idx's other dims
 // broadcast in front of d, so the view is read in place (or computed) by the kernel that uses
 // the selection.
-Tensor index_along(const Tensor& view, int64_t d, const Tensor& idx) {
+Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
+  const Tensor idx = index.to(view.device()); // before it is broadcast
   const auto nb = static_cast<size_t>(idx.dim()), at = static_cast<size_t>(d);
   Shape shape = view.sizes();
   shape.erase(shape.begin() + d);
@@ -303,8 +309,24 @@ Tensor index_along(const Tensor& view, int64_t d, const Tensor& idx) {
   src_shape[at + nb - 1] = view.size(d);
   Shape along(shape.size(), 1);
   std::copy(idx.sizes().begin(), idx.sizes().end(), along.begin() + d);
-  return gather_along(src.expand(src_shape), d + static_cast<int64_t>(nb) - 1,
-                      idx.reshape(along).expand(shape), idx, "IndexBackward0", d);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = gather_along(src.expand(src_shape), d + static_cast<int64_t>(nb) - 1,
+                       idx.reshape(along).expand(shape), idx, "IndexBackward0", d);
+  }
+  // The gradient adds at the view's own positions (not the broadcast source's, which would be
+  // as many times larger as idx has rows).
+  if (autograd::any_requires_grad({view})) {
+    auto positions = std::make_shared<std::vector<int64_t>>(
+        select_positions(view, {Advanced{d, index, false}}).positions);
+    autograd::record(
+        "IndexBackward0", {view}, {out}, {},
+        [in = view.sizes(), positions](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+          return std::vector<Tensor>{add_at_positions(g[0], in, positions)};
+        });
+  }
+  return out;
 }
 
 // The single integer index (view dim, index of rank >= 1) that `adv` amounts to, if it is one:
@@ -662,7 +684,8 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller ca
   // The index along d, broadcast over t's other dims.
   Shape along(static_cast<size_t>(t.dim()), 1), shape = t.sizes();
   along[static_cast<size_t>(d)] = shape[static_cast<size_t>(d)] = index.numel();
-  return gather_along(t, d, index.reshape(along).expand(shape), index, "IndexSelectBackward0");
+  const Tensor idx = index.to(t.device()); // before it is broadcast
+  return gather_along(t, d, idx.reshape(along).expand(shape), idx, "IndexSelectBackward0");
 }
 
 Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
