@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "llvm_kernel.h"
+#include "llvm_vmath.h"
 
 namespace tj::llvmjit {
 namespace {
@@ -186,6 +187,17 @@ llvm::orc::LLJIT& jit() {
     if (!created)
       throw std::runtime_error("LLVM backend: cannot create the JIT: " +
                                to_string(created.takeError()));
+    // Our vector math routines, by address: kernels (and cached objects) call them by name.
+    llvm::orc::SymbolMap routines;
+    for (const detail::VmathRoutine& r : detail::vmath_routines())
+      routines[(*created)->mangleAndIntern(r.name)] = {llvm::orc::ExecutorAddr::fromPtr(r.address),
+                                                       llvm::JITSymbolFlags::Exported |
+                                                           llvm::JITSymbolFlags::Callable};
+    if (!routines.empty())
+      if (auto e =
+              (*created)->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(routines))))
+        throw std::runtime_error("LLVM backend: cannot define the vector math routines: " +
+                                 to_string(std::move(e)));
     return created->release();
   }();
   return *j;

@@ -1,6 +1,8 @@
 // LLVM lowering of kernel-IR scalar ops: ALU ops, casts, Philox and vectorizable libm calls.
 #include "llvm_math.h"
 
+#include "llvm_vmath.h"
+
 #include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
@@ -346,6 +348,7 @@ std::string OpLowering::vector_variants(llvm::Module& m, const std::string& name
     unsigned lanes = isa.bits / elem_bits;
     std::string params(nargs, 'v');
     std::string vname = fmt::format("_ZGV{}N{}{}_{}", isa.letter, lanes, params, name);
+    if (const char* ours = vmath_variant(name, isa.letter, lanes)) vname = ours;
     if (!attr.empty()) attr += ',';
     attr += fmt::format("_ZGV_LLVM_N{}{}_{}({})", lanes, params, name, vname);
     if (!m.getFunction(vname)) {
