@@ -219,6 +219,14 @@ TEST_CASE("tjc expr: echo and print", "[tjc]") {
   CHECK(live.str() == "1\ntensor([0., 0.])\n");
 }
 
+TEST_CASE("tjc expr: masked_fill and advanced indexing", "[tjc]") {
+  CHECK(run("x = torch.arange(4.)\nx.masked_fill(x > 1, -1)") == "tensor([ 0.,  1., -1., -1.])\n");
+  CHECK(run("x = torch.arange(4)\nx.masked_fill_(x < 2, torch.tensor(9))\nx") ==
+        "tensor([9, 9, 2, 3])\ntensor([9, 9, 2, 3])\n");
+  CHECK(run("x = torch.arange(6).reshape(2, 3)\nx[torch.tensor([1, 0, 1])]") ==
+        "tensor([[3, 4, 5],\n        [0, 1, 2],\n        [3, 4, 5]])\n");
+}
+
 TEST_CASE("tjc expr: the tensors of the last statement", "[tjc]") {
   auto names = [](const std::string& program) { return run_expr(program, false).names; };
   using V = std::vector<std::string>;

@@ -1119,6 +1119,17 @@ void Tables::elementwise() {
     if (a.fn == "fmod") return ot ? t.fmod(*ot) : t.fmod(a.to_scalar(o, "other"));
     return ot ? t.fmod_(*ot) : t.fmod_(a.to_scalar(o, "other"));
   });
+  auto masked_fill = [](Args& a) {
+    Tensor t = a.self();
+    Tensor mask = a.tensor(1, "mask");
+    const Value& v = a.need(2, "value");
+    auto vt = v.get<Tensor>();
+    if (a.fn == "masked_fill")
+      return vt ? t.masked_fill(mask, *vt) : t.masked_fill(mask, a.to_scalar(v, "value"));
+    return vt ? t.masked_fill_(mask, *vt) : t.masked_fill_(mask, a.to_scalar(v, "value"));
+  };
+  def({"masked_fill"}, TM, masked_fill);
+  def({"masked_fill_"}, kMethod, masked_fill); // no torch.masked_fill_, as in PyTorch
   def({"where"}, kTorch, [](Args& a) {
     return where_op(a.tensor(0, "condition"), a.need(1, "input"), a.need(2, "other"));
   });
