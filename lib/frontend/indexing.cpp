@@ -297,7 +297,8 @@ Tensor gather_along(const Tensor& t, int64_t d, const Tensor& index, const Tenso
 // broadcast in front of d, so the view is read in place (or computed) by the kernel that uses
 // the selection.
 Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
-  const Tensor idx = index.to(view.device()); // before it is broadcast
+  // Moved before it is broadcast; its values are read (checked) from the caller's copy.
+  const Tensor idx = index.to(view.device());
   const auto nb = static_cast<size_t>(idx.dim()), at = static_cast<size_t>(d);
   Shape shape = view.sizes();
   shape.erase(shape.begin() + d);
@@ -313,7 +314,7 @@ Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
   {
     NoGradGuard no_grad;
     out = gather_along(src.expand(src_shape), d + static_cast<int64_t>(nb) - 1,
-                       idx.reshape(along).expand(shape), idx, "IndexBackward0", d);
+                       idx.reshape(along).expand(shape), index, "IndexBackward0", d);
   }
   // The gradient adds at the view's own positions (not the broadcast source's, which would be
   // as many times larger as idx has rows).
@@ -684,8 +685,9 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller ca
   // The index along d, broadcast over t's other dims.
   Shape along(static_cast<size_t>(t.dim()), 1), shape = t.sizes();
   along[static_cast<size_t>(d)] = shape[static_cast<size_t>(d)] = index.numel();
-  const Tensor idx = index.to(t.device()); // before it is broadcast
-  return gather_along(t, d, idx.reshape(along).expand(shape), idx, "IndexSelectBackward0");
+  // Moved before it is broadcast; its values are read (checked) from the caller's copy.
+  const Tensor idx = index.to(t.device());
+  return gather_along(t, d, idx.reshape(along).expand(shape), index, "IndexSelectBackward0");
 }
 
 Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
