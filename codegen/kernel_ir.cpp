@@ -54,8 +54,12 @@ uint64_t Kernel::hash() const {
     h = mix(h, uint64_t(uint32_t(v.slot)));
     h = mix(h, uint64_t(v.imm));
   }
-  for (const auto& s : stores)
+  for (const auto& s : stores) {
     h = mix(h, (uint64_t(uint32_t(s.slot)) << 32) | uint32_t(s.value));
+    if (s.scatters())
+      h = mix(h, (uint64_t(uint32_t(s.at)) << 32) ^ (uint64_t(uint32_t(s.stride)) << 16) ^
+                     uint64_t(uint32_t(s.bound)) ^ (uint64_t(s.add) << 63));
+  }
   return h;
 }
 
@@ -104,6 +108,10 @@ bool Kernel::has_reduction() const {
   return false;
 }
 
+bool Kernel::scatters() const {
+  return std::any_of(stores.begin(), stores.end(), [](const Store& s) { return s.scatters(); });
+}
+
 bool Kernel::has_row_loops() const {
   if (has_reduction()) return true;
   for (const auto& st : stores)
@@ -122,7 +130,8 @@ LoopPlan plan_loops(const Kernel& k) {
   varying.assign(nv, 0);
   // Only what the stores need is computed (a kernel may hold values nothing uses).
   for (const auto& st : k.stores)
-    live[st.value] = 1;
+    for (int32_t v : {st.value, st.at, st.stride, st.bound})
+      if (v >= 0) live[v] = 1;
   for (size_t v = nv; v-- > 0;)
     if (live[v])
       for (int32_t s : k.values[v].src)
@@ -207,7 +216,11 @@ std::string Kernel::str() const {
     s += fmt::format("  %{} : {} = {}\n", i, short_dtype_name(v.dtype), rhs);
   }
   for (const auto& st : stores)
-    s += fmt::format("  store slot{}, %{}\n", st.slot, st.value);
+    if (st.scatters())
+      s += fmt::format("  {} slot{} at %{} * %{}, bound %{}, %{}\n", st.add ? "add" : "store",
+                       st.slot, st.at, st.stride, st.bound, st.value);
+    else
+      s += fmt::format("  store slot{}, %{}\n", st.slot, st.value);
   return s + "}\n";
 }
 
@@ -243,7 +256,7 @@ void verify(const Kernel& k) {
     if (!leaf && v.op != Op::Cast && v.op != Op::Gather &&
         (v.dtype == kFloat16 || v.dtype == kBFloat16))
       fail(fmt::format("%{} computes in a 16-bit float type", i));
-    if (ir::is_movement(v.op) || ir::category(v.op) == ir::OpCategory::Mutation)
+    if (ir::is_movement(v.op) || ir::is_write(v.op))
       fail(fmt::format("%{} is a {} op, which kernels do not have", i, ir::name(v.op)));
   }
   for (const auto& st : k.stores) {
@@ -252,6 +265,15 @@ void verify(const Kernel& k) {
       fail("store to a non-output slot");
     if (st.value < 0 || size_t(st.value) >= k.values.size()) fail("store of a missing value");
     if (k.values[st.value].dtype != k.slots[st.slot].dtype) fail("store changes the dtype");
+    if (!st.scatters()) {
+      if (st.stride != -1 || st.bound != -1 || st.add) fail("a plain store with scatter operands");
+      continue;
+    }
+    for (int32_t v : {st.at, st.stride, st.bound})
+      if (v < 0 || size_t(v) >= k.values.size() || k.values[v].dtype != kInt64)
+        fail("a scattering store whose place is not three int64 values");
+    if (st.add && k.slots[st.slot].dtype == kBool) fail("a scattering store adds bool");
+    if (k.has_row_loops()) fail("a scattering store in a kernel that loops over j");
   }
   // A value that varies along j is stored only by the store loop, into a slot that moves along j.
   LoopPlan p = plan_loops(k);

@@ -83,9 +83,18 @@ struct Value {
   bool operator==(const Value&) const = default;
 };
 
+// A store of `value` to element i of slot `slot`; or, scattering (at >= 0), to that element plus
+// at * stride elements, where at must lie in [0, bound) (all three int64 values: the index, and
+// parameters for the scattered dim's stride and size): out of range, it sets kErrIndex and stores
+// nothing. A scattering store may meet an element another store of the launch writes, so its
+// launch runs its elements in order (later writes win), and with `add` it adds value to the
+// element (not for bool). Scattering kernels do not loop over j.
 struct Store {
   int32_t slot;
   int32_t value;
+  int32_t at = -1, stride = -1, bound = -1;
+  bool add = false;
+  bool scatters() const { return at >= 0; }
   bool operator==(const Store&) const = default;
 };
 
@@ -97,6 +106,8 @@ struct Kernel {
   std::vector<Store> stores;
 
   bool has_reduction() const;
+  // Whether a store scatters: then the elements run in order, on one thread of a CPU.
+  bool scatters() const;
   // Whether the kernel loops over j: it reduces or stores rows (it takes r and rstride).
   bool has_row_loops() const;
 

@@ -38,6 +38,7 @@ bool transposed_input(const Launch& l, size_t s) {
 bool transposes(const Launch& l) {
   const size_t nd = l.domain.size();
   if (l.r != 1 || nd < 2 || l.domain[nd - 1] < kTile || l.domain[nd - 2] < kTile) return false;
+  if (l.kernel.scatters()) return false; // its elements run in order
   // A gathered slot is read at places a packed tile does not hold.
   for (const auto& v : l.kernel.values)
     if (v.op == ir::Op::Gather) return false;
@@ -151,8 +152,10 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
   int64_t total = 1;
   for (int64_t d : l.domain)
     total *= d;
-  // Work per output element is r: reductions split over fewer elements.
-  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(l.r, 1));
+  // Work per output element is r: reductions split over fewer elements. A scattering kernel's
+  // stores may meet, so its elements run in order on this thread (kernel_ir.h).
+  int64_t grain =
+      l.kernel.scatters() ? total : std::max<int64_t>(1, kGrain / std::max<int64_t>(l.r, 1));
   parallel_for(total, grain, l.r > 1 ? 1 : 64, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> idx(nd), base(ns);
     int64_t rem = begin;

@@ -171,10 +171,22 @@ std::vector<OpResult> op_suite(Device d) {
   add("layer_norm", [&] { return nn::functional::layer_norm(x.m3, {65}); });
   add("transpose sum", [&] { return x.m3.transpose(0, 2).sum({1}); });
   // Gathers: rows of a matrix, columns of a transposed one, fused with what uses them.
-  Tensor pick = tensor(std::vector<int64_t>{5, 0, 36, -1, 5}).to(d);
+  Tensor pick = tensor(std::vector<int64_t>{5, 0, 36, 2, 5}).to(d);
   add("index_select rows", [&] { return index_select(x.m2, 0, pick) * 2; });
   add("index_select cols", [&] { return index_select(x.m3.transpose(1, 2), 1, pick).exp(); });
   add("gather", [&] { return gather(x.m2, 1, (x.m2 * 50).to(kInt64).narrow(1, 0, 7)); });
+  // Scatters: places distinct within each row (a GPU leaves any one of repeated writes), and
+  // sums at repeated places (a gather's gradient), in float32 and through float16's CAS loop.
+  TensorOptions on_d = TensorOptions().dtype(kInt64).device(d);
+  Tensor places =
+      ((arange(7, on_d) * 7).unsqueeze(0) + arange(37, on_d).unsqueeze(1)).remainder(53);
+  add("scatter", [&] { return scatter(x.m2 * 2, 1, places, x.m2.exp()); });
+  for (DType t : {kFloat32, kFloat16})
+    add(t == kFloat32 ? "scatter add" : "scatter add half", [&, t] {
+      Tensor w = x.m2.to(t).detach().requires_grad_(true);
+      (index_select(w, 0, pick) * 2).sum().backward();
+      return w.grad();
+    });
   add("matmul", [&] { return matmul(x.m2, x.m2.t()); });
   add("bmm", [&] { return matmul(x.m3, x.m3.transpose(1, 2)); });
   add("sum f64 keepdim", [&] { return x.m3.to(kFloat64).sum({1}, true); });

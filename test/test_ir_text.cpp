@@ -99,6 +99,7 @@ std::vector<Tensor> corpus() {
   // Gathers along a dim, one of them through a transposed source.
   out.push_back(index_select(x * 2, 1, tensor(std::vector<int64_t>{2, 0, 2})));
   out.push_back(gather(x.t(), 0, tensor(std::vector<int64_t>{1, 0, 3, 2}).reshape({2, 2})));
+  out.push_back(scatter(x * 2, 1, tensor(std::vector<int64_t>{3, 0, 1, 1}).reshape({2, 2}), -x));
   // An in-place write through a view.
   Tensor z = zeros({4, 4});
   z.slice(1, 0, 4, 2).add_(1);

@@ -1726,6 +1726,69 @@ TEST_CASE("llvm: gathers read at the index, and flag an index out of range", "[l
   }
 }
 
+TEST_CASE("llvm: scattering stores write or add at the index in order, and flag an index out of "
+          "range",
+          "[llvm][scatter]") {
+  // out[idx[i] * 2] = v[i] (or += v[i]) for a bound of 5 places; float32, float16 and int8.
+  const int opt = GENERATE(0, 2);
+  for (bool add : {false, true})
+    for (DType t : {kFloat32, kFloat16, kInt8}) {
+      INFO("opt " << opt << ", " << dtype_name(t) << (add ? ", add" : ""));
+      KernelBuilder kb;
+      int v = kb.load(kb.in(t));
+      int idx = kb.load(kb.in(kInt64));
+      int stride = kb.cnst(kb.param(kInt64)), bound = kb.cnst(kb.param(kInt64));
+      kir::Store st{kb.out(t, StrideKind::Broadcast), v};
+      st.at = idx;
+      st.stride = stride;
+      st.bound = bound;
+      st.add = add;
+      kb.k.stores.push_back(st);
+      kir::verify(kb.k);
+      CHECK(kb.k.str().find(add ? "add slot2 at %1 * %2, bound %3, %0"
+                                : "store slot2 at %1 * %2, bound %3, %0") != std::string::npos);
+      auto ck = jit(kb.k, opt);
+      // Values 1..8 (exact in every dtype), places with repeats.
+      std::vector<int64_t> at = {3, 0, 4, 3, 1, 3, 0, 2};
+      std::vector<float> vals = {1, 2, 3, 4, 5, 6, 7, 8};
+      std::vector<uint8_t> bytes(8 * 4); // the values in t's memory form
+      for (size_t e = 0; e < vals.size(); ++e) {
+        const uint16_t h = ref_f32_to_f16(vals[e]);
+        if (t == kFloat32)
+          std::memcpy(bytes.data() + 4 * e, &vals[e], 4);
+        else if (t == kFloat16)
+          std::memcpy(bytes.data() + 2 * e, &h, 2);
+        else
+          bytes[e] = uint8_t(vals[e]);
+      }
+      std::vector<uint8_t> out(10 * 4, 0);
+      Call call(kb.k);
+      call.ptrs = {bytes.data(), at.data(), out.data()};
+      call.params = {2, 5, 0};
+      call.run(*ck, int64_t(at.size()));
+      CHECK(call.err == 0);
+      auto read = [&](size_t e) -> double {
+        if (t == kFloat32) return reinterpret_cast<float*>(out.data())[e];
+        if (t == kFloat16) return ref_f16_to_f32(reinterpret_cast<uint16_t*>(out.data())[e]);
+        return int8_t(out[e]);
+      };
+      // Place p is element 2p; odd elements are never written.
+      std::vector<double> want(5, 0.0);
+      for (size_t e = 0; e < at.size(); ++e)
+        want[size_t(at[e])] = add ? want[size_t(at[e])] + vals[e] : vals[e];
+      for (size_t p = 0; p < 5; ++p) {
+        CHECK(read(2 * p) == want[p]);
+        CHECK(read(2 * p + 1) == 0);
+      }
+      // Out of range: the error bit, and nothing stored for that element.
+      std::fill(out.begin(), out.end(), 0);
+      at[2] = 5;
+      call.run(*ck, int64_t(at.size()));
+      CHECK(call.err == kir::kErrIndex);
+      CHECK(read(8) == 0); // place 4 was only element 2's
+    }
+}
+
 TEST_CASE("kernel IR: a value that varies along the row is stored only into rows", "[llvm]") {
   KernelBuilder kb;
   int sx = kb.slot(Role::Input, kFloat32, StrideKind::Strided, StrideKind::Contiguous);

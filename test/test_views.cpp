@@ -681,7 +681,7 @@ TEST_CASE("gather and index_select read through a Gather node, fused with their 
   Tensor rows = tensor(std::vector<int64_t>{4, 0, -1, 4, 2});
   for (int64_t dim : {0, 1, 2, -1}) {
     INFO("dim " << dim);
-    Tensor idx = rows.remainder(x.size(dim)) - (dim == 0 ? 0 : 1);
+    Tensor idx = rows.remainder(x.size(dim));
     Tensor y = index_select(x, dim, idx);
     check_exact_vs_interp(y);
     // A slice of the selection is the source's slice at that index.
@@ -809,7 +809,10 @@ TEST_CASE("advanced indexing reads through Gather nodes, fused with their users"
 TEST_CASE("gathers check their index at the call, and write in place safely", "[views][gather]") {
   Tensor x = arange(12).reshape({3, 4}).to(kFloat32);
   CHECK_THROWS_WITH(index_select(x, 0, tensor(std::vector<int64_t>{3})),
-                    "index 3 is out of bounds for dimension 0 with size 3");
+                    "index out of range in self");
+  CHECK_THROWS_WITH(index_select(x, 0, tensor(std::vector<int64_t>{-1})),
+                    "index out of range in self");
+  CHECK(index_select(tensor(5.0), 0, tensor(std::vector<int64_t>{0, 0})).str() == "tensor(5.)");
   CHECK_THROWS_WITH(gather(x, 1, tensor(std::vector<int64_t>{0, -5}).reshape({1, 2})),
                     "index -5 is out of bounds for dimension 1 with size 4");
   // A permutation of x's rows written back into x: the kernel must not read rows it wrote.
@@ -833,4 +836,176 @@ TEST_CASE("gathers check their index at the call, and write in place safely", "[
                      "%4 = Gather %3, %2 dim=0 : int64[3]\n"
                      "output %4\n";
   CHECK(equal(ir::parse(good).outputs[0], tensor(std::vector<int64_t>{0, 2, 4})));
+}
+
+TEST_CASE("scatter and index_put_ with tensors write through Scatter nodes", "[views][scatter]") {
+  manual_seed(23);
+  Tensor x = randn({6, 5, 7});
+  Tensor src = randn({6, 5, 7});
+  eval({x, src});
+  // Along each dim, with repeated places (later writes win), an index smaller than the base in
+  // the other dims, and a src larger than the index.
+  for (int64_t dim : {0, 1, 2}) {
+    INFO("dim " << dim);
+    Tensor idx = randint(0, x.size(dim), {4, 3, 5});
+    idx.eval();
+    check_exact_vs_interp(scatter(x * 2, dim, idx, src + 1));
+    check_exact_vs_interp(scatter(x.transpose(0, 2).contiguous().transpose(0, 2), dim, idx, src));
+    check_exact_vs_interp(scatter(x, dim, idx, 0.5));
+  }
+  for (DType t : {kBool, kUInt8, kInt8, kInt16, kInt32, kFloat16, kBFloat16, kFloat64}) {
+    INFO(dtype_name(t));
+    Tensor base = x.mul(10).to(t), value = src.mul(10).to(t);
+    Tensor idx = randint(0, 5, {6, 5, 7});
+    check_exact_vs_interp(scatter(base, 1, idx, value));
+    eval({base, value});
+    check_exact_vs_interp(scatter(base, 1, idx, value));
+  }
+  // Lazy and fused: one kernel computes the base, one computes the values and scatters them.
+  Tensor idx = randint(0, 5, {6, 5, 7});
+  idx.eval();
+  reset_stats();
+  Tensor y = scatter(x.exp(), 1, idx, src * 3);
+  CHECK(stats().materializations == 0);
+  y.eval();
+  CHECK(stats().kernels_launched == 2);
+  CHECK(equal(scatter(tensor({1.0f, 2.0f, 3.0f}), 0, tensor(std::vector<int64_t>{2, 0, 2}),
+                      tensor({7.0f, 8.0f, 9.0f})),
+              tensor({8.0f, 2.0f, 9.0f})));
+  // A 0-d scatter, and an empty index.
+  CHECK(scatter(tensor(5.0f), 0, tensor(int64_t{0}), tensor(7.0f)).str() == "tensor(7.)");
+  CHECK(equal(scatter(x, 0, zeros({0, 5, 7}, dtype(kInt64)), src), x));
+  // PyTorch's errors, at the call.
+  Tensor sq = zeros({3, 3});
+  CHECK_THROWS_WITH(scatter(sq, 0, tensor({{0, 1, 4}}, dtype(kInt64)), ones({1, 3})),
+                    "index 4 is out of bounds for dimension 0 with size 3");
+  CHECK_THROWS_WITH(scatter(sq, 0, tensor({{0, -1, 2}}, dtype(kInt64)), ones({1, 3})),
+                    "index -1 is out of bounds for dimension 0 with size 3");
+  CHECK_THROWS_WITH(scatter(sq, 0, tensor({{0, 1, 2}}, dtype(kInt64)), ones({1, 2})),
+                    "Expected index [1, 3] to be smaller than self [3, 3] apart from dimension 0 "
+                    "and to be smaller size than src [1, 2]");
+  CHECK_THROWS_WITH(scatter(sq, 1, zeros({4, 3}, dtype(kInt64)), 1.0),
+                    "Expected index [4, 3] to be smaller than self [3, 3] apart from dimension 1");
+  CHECK_THROWS_WITH(scatter(sq, 1, zeros({3}, dtype(kInt64)), 1.0),
+                    "Index tensor must have the same number of dimensions as self tensor");
+  CHECK_THROWS_WITH(scatter(sq, 1, zeros({1, 3}, dtype(kInt32)), 1.0),
+                    "scatter(): Expected dtype int64 for index");
+  CHECK_THROWS_WITH(scatter(sq, 1, zeros({1, 3}, dtype(kInt64)), ones({3, 3}, dtype(kFloat64))),
+                    "scatter(): Expected self.dtype to be equal to src.dtype");
+  CHECK_THROWS_WITH(gather(sq, 0, tensor({{0, -1, 2}}, dtype(kInt64))),
+                    "index -1 is out of bounds for dimension 0 with size 3");
+  Tensor w = x.clone().requires_grad_(true);
+  CHECK(scatter(w, 1, idx, src).grad_fn()->name() == "ScatterBackward0");
+
+  // index_put_ with index tensors: a Scatter of the flattened view, written back lazily.
+  Tensor z = x.clone();
+  Tensor r = tensor(std::vector<int64_t>{4, 0, -1, 4}),
+         c = tensor(std::vector<int64_t>{1, 2, 3, 1});
+  Tensor v = tensor({1.0f, 2.0f, 3.0f, 4.0f});
+  eval({z, r, c, v});
+  reset_stats();
+  z.index_put_({r, Slice(), c}, v.unsqueeze(1));
+  CHECK(stats().materializations == 0);
+  Tensor want = x.clone();
+  for (int64_t k = 0; k < 4; ++k) {
+    const int64_t row = (r[k].item<int64_t>() + 6) % 6, col = c[k].item<int64_t>();
+    want.select(0, row).select(1, col).fill_(v[k].item<double>()); // later writes win
+  }
+  CHECK(equal(z, want));
+  Tensor t2 = x.clone().transpose(0, 2);
+  Tensor before = t2.clone();
+  t2.index_put_({c, Slice(), r}, tensor(-1.0f));
+  CHECK(equal(t2.index({c, Slice(), r}), full({4, 5}, -1.0f)));
+  CHECK(equal(t2.index({Slice(0, 1)}), before.index({Slice(0, 1)})));
+  CHECK(equal(x.clone().index_put_({x > 0.5}, tensor(0.0f)), x.masked_fill(x > 0.5, 0.0f)));
+  Tensor bools = zeros({3, 4}, dtype(kBool));
+  bools.index_put_({tensor(std::vector<int64_t>{0, 2}), tensor(std::vector<int64_t>{1, 3})},
+                   tensor(true));
+  CHECK(bools.str() ==
+        "tensor([[False,  True, False, False],\n        [False, False, False, False],"
+        "\n        [False, False, False,  True]])");
+
+  // A graph from text: a Scatter whose computed index leaves the dim is the kernel's error.
+  const char* bad = "%0 = Iota strides=[1] offset=0 : int64[4]\n"
+                    "%1 = Const 2 : int64[4]\n"
+                    "%2 = Mul %0, %1 : int64[4]\n"
+                    "%3 = Const 0 : float32[5]\n"
+                    "%4 = Const 1 : float32[4]\n"
+                    "%5 = Scatter %3, %2, %4 dim=0 accumulate=1 : float32[5]\n"
+                    "output %5\n";
+  CHECK_THROWS_WITH(ir::parse(bad).outputs[0].eval(),
+                    Catch::Contains("index out of range in self"));
+  const char* good = "%0 = Iota strides=[1] offset=0 : int64[4]\n"
+                     "%1 = Const 2 : int64[4]\n"
+                     "%2 = Mod %0, %1 : int64[4]\n"
+                     "%3 = Const 0 : float32[5]\n"
+                     "%4 = Const 1.5 : float32[4]\n"
+                     "%5 = Scatter %3, %2, %4 dim=0 accumulate=1 : float32[5]\n"
+                     "output %5\n";
+  CHECK(equal(ir::parse(good).outputs[0], tensor({3.0f, 3.0f, 0.0f, 0.0f, 0.0f})));
+  CHECK_THROWS_WITH(ir::parse("%0 = Const false : bool[5]\n%1 = Const 1 : int64[2]\n"
+                              "%2 = Const true : bool[2]\n"
+                              "%3 = Scatter %0, %1, %2 dim=0 accumulate=1 : bool[5]\n"),
+                    Catch::Contains("does not accumulate bool"));
+}
+
+TEST_CASE("gradients of reads at data-dependent places accumulate through Scatter nodes",
+          "[views][scatter][autograd]") {
+  manual_seed(24);
+  // An embedding lookup's gradient: repeated rows add up, in one scattering kernel.
+  Tensor table = randn({50, 16}).requires_grad_(true);
+  Tensor ids = randint(0, 50, {300});
+  eval({table, ids});
+  (table.index({ids}) * 2).sum().backward();
+  Tensor counts = zeros({50});
+  for (int64_t i : ids.to_vector<int64_t>())
+    counts[i] += 2;
+  CHECK(equal(table.grad(), counts.unsqueeze(1).expand({50, 16})));
+  // gather, index_select and the flat path of several index tensors: the gradient is the
+  // interpreter's scatter-add of the same graph, exactly.
+  Tensor x = randn({6, 5, 7}, dtype(kFloat64)).requires_grad_(true);
+  x.eval();
+  Tensor gi = randint(0, 5, {6, 3, 7});
+  Tensor r = randint(0, 6, {9}), c = randint(0, 7, {9});
+  eval({gi, r, c});
+  for (int variant = 0; variant < 3; ++variant) {
+    INFO("variant " << variant);
+    x.set_grad(Tensor());
+    Tensor y = variant == 0   ? gather(x, 1, gi)
+               : variant == 1 ? index_select(x, 2, c)
+                              : x.index({r, Slice(), c});
+    Tensor g = randn(y.sizes(), dtype(kFloat64));
+    (y * g).sum().backward();
+    // The same gradient, summed on the host.
+    std::vector<double> want(static_cast<size_t>(x.numel()), 0.0);
+    auto gv = g.to_vector<double>();
+    auto gix = gi.to_vector<int64_t>();
+    auto rv = r.to_vector<int64_t>(), cv = c.to_vector<int64_t>();
+    for (size_t k = 0; k < gv.size(); ++k) {
+      int64_t i0, i1, i2;
+      if (variant == 0) {
+        i0 = int64_t(k) / 21, i1 = gix[k], i2 = int64_t(k) % 7;
+      } else if (variant == 1) {
+        i0 = int64_t(k) / 45, i1 = int64_t(k) / 9 % 5, i2 = cv[k % 9];
+      } else {
+        i0 = rv[k / 5], i1 = int64_t(k) % 5, i2 = cv[k / 5];
+      }
+      want[size_t(i0 * 35 + i1 * 7 + i2)] += gv[k];
+    }
+    auto got = x.grad().to_vector<double>();
+    for (size_t k = 0; k < want.size(); ++k)
+      CHECK(got[k] == Approx(want[k]).epsilon(1e-12));
+  }
+  // index_put_: the written places take the value's gradient, the rest keep the base's.
+  Tensor b = randn({4, 3}).requires_grad_(true), v = randn({2}).requires_grad_(true);
+  Tensor pos_r = tensor(std::vector<int64_t>{1, 3}), pos_c = tensor(std::vector<int64_t>{2, 0});
+  Tensor out = b * 1;
+  out.index_put_({pos_r, pos_c}, v);
+  CHECK(out.grad_fn()->name() == "IndexPutBackward0");
+  (out * out).sum().backward();
+  Tensor keep = ones({4, 3});
+  keep[1][2] = 0;
+  keep[3][0] = 0;
+  CHECK(allclose(b.grad(), 2 * b.detach() * keep));
+  CHECK(allclose(v.grad(), 2 * v.detach()));
 }

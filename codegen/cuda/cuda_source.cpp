@@ -117,6 +117,24 @@ __device__ __forceinline__ i64 tj_philox(i64 ctr, i64 key, int w) {
   return i64(r);
 }
 
+// Adds to an element that other threads may add to (a scattering store that accumulates).
+__device__ __forceinline__ void tj_atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void tj_atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ __forceinline__ void tj_atomic_add(int* p, int v) { atomicAdd(p, v); }
+__device__ __forceinline__ void tj_atomic_add(i64* p, i64 v) { atomicAdd((u64*)p, u64(v)); }
+// 8- and 16-bit elements: a compare-and-swap loop on the aligned 32-bit word that holds one.
+// (Device blocks are allocated in whole words, so the word lies inside the element's block.)
+template <class T, class F> __device__ void tj_atomic_update(T* p, F next) {
+  u32* word = (u32*)((u64)p & ~u64(3));
+  const u32 shift = u32((u64)p & 3) * 8, mask = u32((1ull << (8 * sizeof(T))) - 1) << shift;
+  u32 old = *word, seen;
+  do {
+    seen = old;
+    const T cur = T((seen & mask) >> shift);
+    old = atomicCAS(word, seen, (seen & ~mask) | ((u32(next(cur)) << shift) & mask));
+  } while (old != seen);
+}
+
 // Shuffles of any register type, through 32- or 64-bit words.
 template <class T> __device__ __forceinline__ T tj_shfl_xor(T v, int lane_mask) {
   if constexpr (sizeof(T) == 8) {
@@ -403,7 +421,8 @@ private:
     in_loop_.assign(nv, 0);
     after_loop_.assign(nv, 0);
     for (const auto& st : k_.stores)
-      after_loop_[st.value] = 1;
+      for (int32_t v : {st.value, st.at, st.stride, st.bound})
+        if (v >= 0) after_loop_[v] = 1;
     for (size_t v = nv; v-- > 0;) {
       const Value& x = k_.values[v];
       const bool reduce = ir::is_reduce(x.op);
@@ -415,6 +434,7 @@ private:
       if ((x.op == Op::Div || x.op == Op::Mod) && !is_float(x.dtype)) may_fail_ = true;
       if (x.op == Op::Gather) may_fail_ = true;
     }
+    if (k_.scatters()) may_fail_ = true;
   }
 
   // Element offset of slot s at the current domain index (idx0..), plus j * rstride in the loop.
@@ -551,8 +571,42 @@ private:
       std::string v =
           ir::is_reduce(x.op) ? fmt::format("acc{}", st.value) : fmt::format("v{}", st.value);
       if (x.dtype == kBool) v = fmt::format("u8({})", v);
+      if (st.scatters()) {
+        scatter(indent, st, v);
+        continue;
+      }
       line(indent, fmt::format("p{}[{}] = {};", st.slot, slot_offset(st.slot, rows), v));
     }
+  }
+
+  // A scattering store (kernel_ir.h): threads that meet at an element add atomically; plain
+  // writes that meet leave one of the values, as PyTorch's on a GPU.
+  void scatter(int indent, const kir::Store& st, const std::string& v) {
+    const std::string at = fmt::format("v{}", st.at);
+    line(indent, fmt::format("if (u64({}) < u64(v{})) {{", at, st.bound));
+    const std::string p =
+        fmt::format("&p{}[{} + {} * v{}]", st.slot, slot_offset(st.slot, false), at, st.stride);
+    const DType t = k_.slots[st.slot].dtype;
+    std::string write;
+    if (!st.add)
+      write = fmt::format("*{} = {};", p, v);
+    else if (t == kFloat32 || t == kFloat64 || t == kInt32 || t == kInt64)
+      write = fmt::format("tj_atomic_add({}, {});", p, v);
+    else if (t == kFloat16)
+      write = fmt::format("tj_atomic_update({}, [=](u16 c) {{ return tj_f2h(tj_h2f(c) + "
+                          "tj_h2f({})); }});",
+                          p, v);
+    else if (t == kBFloat16)
+      write = fmt::format("tj_atomic_update({}, [=](u16 c) {{ return tj_f2bf(tj_bf2f(c) + "
+                          "tj_bf2f({})); }});",
+                          p, v);
+    else // 8- and 16-bit integers wrap
+      write = fmt::format("tj_atomic_update({0}, [=]({1} c) {{ return {1}(u32(c) + u32({2})); }});",
+                          p, mem(t), v);
+    line(indent + 1, write);
+    line(indent, "} else {");
+    line(indent + 1, fmt::format("err |= {};", kir::kErrIndex));
+    line(indent, "}");
   }
 
   // Typed, unaliased pointers to the slots' memory.

@@ -99,6 +99,7 @@ private:
   llvm::Value* element_loop(llvm::BasicBlock* done);
   llvm::Value* tiled_loops(llvm::BasicBlock* done);
   void store_outputs(bool rows);
+  void scatter(const kir::Store& st);
   void reduction_loop(int loop);
   void store_loop();
   void row_loop(const char* name, const std::function<void()>& body);
@@ -282,9 +283,44 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
 void KernelLowering::store_outputs(bool rows) {
   for (const kir::Store& st : k_.stores) {
     if (kir::moves_along_j(k_.slots[st.slot]) != rows) continue;
+    if (st.scatters()) {
+      scatter(st);
+      continue;
+    }
     llvm::Value* x = ops_.to_mem(vals_[st.value], k_.slots[st.slot].dtype);
     annotate(b_.CreateStore(x, element_address(st.slot)), st.slot);
   }
+}
+
+// A scattering store: if at is in [0, bound), the element at + at * stride is written (or added
+// to); else the error bit is set.
+void KernelLowering::scatter(const kir::Store& st) {
+  const DType t = k_.slots[st.slot].dtype;
+  llvm::Value* at = vals_[st.at];
+  llvm::Value* ok = b_.CreateICmpULT(at, vals_[st.bound]);
+  llvm::Value* bit = b_.CreateSelect(ok, no_err(), b_.getInt32(kir::kErrIndex));
+  ops_.err = ops_.err ? b_.CreateOr(ops_.err, bit) : bit;
+  auto* write = llvm::BasicBlock::Create(ctx_, "scatter", f_);
+  auto* next = llvm::BasicBlock::Create(ctx_, "scatter.next", f_);
+  b_.CreateCondBr(ok, write, next);
+  b_.SetInsertPoint(write);
+  llvm::Type* mt = ops_.mem_type(t);
+  llvm::Value* e = b_.CreateAdd(element_index(st.slot), b_.CreateMul(at, vals_[st.stride]));
+  llvm::Value* p = b_.CreateInBoundsGEP(mt, slots_[st.slot].ptr, e);
+  llvm::Value* x = vals_[st.value];
+  if (st.add) { // 16-bit floats add in float32, as every ALU op
+    const DType c = t == kFloat16 || t == kBFloat16 ? kFloat32 : t;
+    llvm::Value* old = ops_.to_reg(annotate(b_.CreateLoad(mt, p), st.slot), t);
+    if (c != t) {
+      old = ops_.cast(old, t, c);
+      x = ops_.cast(x, t, c);
+    }
+    x = ops_.binary(Op::Add, c, old, x);
+    if (c != t) x = ops_.cast(x, c, t);
+  }
+  annotate(b_.CreateStore(ops_.to_mem(x, t), p), st.slot);
+  b_.CreateBr(next);
+  b_.SetInsertPoint(next);
 }
 
 void KernelLowering::declare(const std::string& fname) {
@@ -380,7 +416,8 @@ void KernelLowering::classify() {
   in_loop_.assign(nv, 0);
   after_loop_.assign(nv, 0);
   for (const kir::Store& st : k_.stores)
-    after_loop_[st.value] = 1;
+    for (int32_t v : {st.value, st.at, st.stride, st.bound})
+      if (v >= 0) after_loop_[v] = 1;
   for (size_t v = nv; v-- > 0;) {
     const kir::Value& x = k_.values[v];
     bool reduce = ir::is_reduce(x.op);
@@ -1062,6 +1099,7 @@ llvm::Value* KernelLowering::lower_value(int idx) {
   case ir::OpCategory::Reduce:
     bad(idx, "a Reduce value used inside the reduction loop");
   case ir::OpCategory::Movement:
+  case ir::OpCategory::Scatter:
   case ir::OpCategory::Mutation:
     break;
   }

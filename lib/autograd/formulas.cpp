@@ -77,6 +77,33 @@ Tensor strided_read(const Tensor& x, const Shape& sizes, const std::vector<int64
   return out;
 }
 
+Tensor gather_at(const Tensor& t, int64_t d, const Tensor& idx, const char* name) {
+  Tensor out = detail::wrap(ir::make_node(ir::Op::Gather, t.dtype(), idx.sizes(),
+                                          {detail::node_of(t), detail::node_of(idx)}, {d}));
+  record(name, {t}, {out}, {},
+         [in = t.sizes(), d, idx](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+           return std::vector<Tensor>{
+               scatter_at(zeros(in, g[0].options()), d, idx, g[0], true, "ScatterAddBackward0")};
+         });
+  return out;
+}
+
+Tensor scatter_at(const Tensor& base, int64_t d, const Tensor& idx, const Tensor& value,
+                  bool accumulate, const char* name) {
+  Tensor out = detail::wrap(
+      ir::make_node(ir::Op::Scatter, base.dtype(), base.sizes(),
+                    {detail::node_of(base), detail::node_of(idx), detail::node_of(value)},
+                    {d, accumulate ? 1 : 0}));
+  record(name, {base, value}, {out}, {},
+         [d, idx, accumulate](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+           Tensor kept = accumulate ? g[0]
+                                    : scatter_at(g[0], d, idx, zeros(idx.sizes(), g[0].options()),
+                                                 false, "ScatterBackward0");
+           return std::vector<Tensor>{kept, gather_at(g[0], d, idx, "GatherBackward0")};
+         });
+  return out;
+}
+
 Tensor unreduce(const Tensor& g, const Shape& in, const std::vector<int64_t>& axes, bool keepdim) {
   Tensor k = g;
   if (!keepdim) {

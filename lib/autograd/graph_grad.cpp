@@ -145,6 +145,8 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
   }
   case Op::Gather:
     return gather(x, n.args[0], in[1]);
+  case Op::Scatter:
+    return autograd::scatter_at(x, n.args[0], in[1], in[2], n.args[1] != 0, "ScatterBackward0");
   default: // comparisons and logical ops: no gradient flows through them
     throw Error(fmt::format("differentiate: {} has no gradient", name(n.op)));
   }

@@ -1,8 +1,10 @@
 // Indexing, joining and selection. Basic indexing and splitting are views;
-// joining writes the pieces into a fresh storage; gather and index_select
-// are Gather nodes, computed by kernels; the rest of data-dependent
-// selection (advanced indexing, scatter, masked_select, nonzero, unique)
-// runs on the host over materialized values.
+// joining writes the pieces into a fresh storage; reads at data-dependent
+// places (gather, index_select, advanced indexing, masked_select) are Gather
+// nodes and writes there (scatter, index_put_ with tensors, their gradients)
+// Scatter nodes, computed by kernels. Index values are read when the op is
+// called, to check them and to shape the result; nonzero and unique run on
+// the host over materialized values.
 #include "tensorjit/indexing.h"
 
 #include <fmt/format.h>
@@ -14,6 +16,7 @@
 #include <optional>
 #include <string_view>
 
+#include "autograd/formulas.h"
 #include "autograd/node.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
@@ -246,6 +249,13 @@ Selection select_positions(const Tensor& view, const std::vector<Advanced>& adv)
 using Positions = std::shared_ptr<const std::vector<int64_t>>;
 Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& positions);
 
+// The positions as an int64 tensor on `device`.
+Tensor positions_tensor(const Positions& positions, Device device) {
+  return tensor(*positions, {static_cast<int64_t>(positions->size())},
+                TensorOptions().dtype(kInt64))
+      .to(device);
+}
+
 // The elements of x (row-major) at `positions`, as a tensor of `shape`: a Gather of x's
 // flattened value, so x is read in place (or computed) by the kernel that uses the selection,
 // on x's device. The positions were checked when they were computed.
@@ -255,13 +265,9 @@ Tensor take_positions(const Tensor& x, const Shape& shape, const Positions& posi
     out = empty(shape, x.options());
   } else {
     NoGradGuard no_grad;
-    Tensor pos =
-        tensor(*positions, {static_cast<int64_t>(positions->size())}, TensorOptions().dtype(kInt64))
-            .to(x.device());
-    Tensor flat = x.reshape({x.numel()});
-    out = detail::wrap(ir::make_node(ir::Op::Gather, x.dtype(), pos.sizes(),
-                                     {detail::node_of(flat), detail::node_of(pos)}, {0}))
-              .reshape(shape);
+    out =
+        autograd::gather_at(x.reshape({x.numel()}), 0, positions_tensor(positions, x.device()), "")
+            .reshape(shape);
   }
   autograd::record(
       "IndexBackward0", {x}, {out}, {},
@@ -271,14 +277,18 @@ Tensor take_positions(const Tensor& x, const Shape& shape, const Positions& posi
   return out;
 }
 
-// Zeros of `shape` with g's elements added at `positions` (repeats add up):
-// take_positions' adjoint.
+// Zeros of `shape` with g's elements added at `positions` (repeats add up): take_positions'
+// adjoint, a Scatter that accumulates.
 Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& positions) {
-  HostValues src(g);
-  std::vector<double> acc(static_cast<size_t>(ir::numel(shape)), 0.0);
-  for (size_t i = 0; i < positions->size(); ++i)
-    acc[(*positions)[i]] += src.as_double(static_cast<int64_t>(i));
-  Tensor out = tensor(acc, shape, TensorOptions().dtype(kFloat64)).to(g.dtype()).to(g.device());
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = zeros({ir::numel(shape)}, g.options());
+    if (!positions->empty())
+      out = autograd::scatter_at(out, 0, positions_tensor(positions, g.device()),
+                                 g.reshape({g.numel()}), true, "");
+    out = out.reshape(shape);
+  }
   autograd::record(
       "IndexPutBackward0", {g}, {out}, {},
       [vs = g.sizes(), positions](const std::vector<Tensor>& gr, const std::vector<Tensor>&) {
@@ -287,10 +297,36 @@ Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& po
   return out;
 }
 
-// t gathered along d at index's values (checked, negative ones wrapped); `values` are index's
-// own values (index may be their broadcast). Errors name dim `error_dim` (d when negative).
-Tensor gather_along(const Tensor& t, int64_t d, const Tensor& index, const Tensor& values,
-                    const char* grad_name, int64_t error_dim = -1);
+// How index values are checked: advanced indexing counts negative ones from the end; gather and
+// scatter reject them; index_select rejects them, and those too large, in its own words.
+enum class IndexRule { Wrap, Bounds, Select };
+
+// index as int64 values in [0, size) on `device`. Its values, all in `values` (the index itself,
+// or what it broadcasts), are read now, so that a bad one is this call's error (naming dim
+// `error_dim`).
+Tensor checked_indices(const Tensor& index, const Tensor& values, int64_t size, int64_t error_dim,
+                       IndexRule rule, Device device) {
+  bool negative = false;
+  {
+    HostValues ix(values);
+    for (int64_t i = 0; i < values.numel(); ++i) {
+      const int64_t v = ix.as_int(i);
+      if (rule == IndexRule::Select && (v < 0 || v >= size))
+        throw Error("index out of range in self");
+      if (rule == IndexRule::Bounds && v < 0)
+        throw Error(fmt::format("index {} is out of bounds for dimension {} with size {}", v,
+                                error_dim, size));
+      negative |= checked_index(v, size, error_dim) != v;
+    }
+  }
+  ir::NodePtr idx = fe::cast(detail::node_of(index.to(device)), kInt64);
+  if (negative) { // idx + size where negative
+    ir::NodePtr zero = fe::constant(0, kInt64, {}, idx->device);
+    idx = fe::where(fe::binary(ir::Op::CmpLt, idx, zero),
+                    fe::binary(ir::Op::Add, idx, fe::constant(size, kInt64, {}, idx->device)), idx);
+  }
+  return detail::wrap(idx);
+}
 
 // view[..., idx, ...] for one integer index tensor idx (rank >= 1) at dim d: idx's shape
 // replaces dim d. One Gather along the last of idx's dims, of the view with idx's other dims
@@ -298,35 +334,35 @@ Tensor gather_along(const Tensor& t, int64_t d, const Tensor& index, const Tenso
 // the selection.
 Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
   // Moved before it is broadcast; its values are read (checked) from the caller's copy.
-  const Tensor idx = index.to(view.device());
+  const Tensor idx = checked_indices(index, index, view.size(d), d, IndexRule::Wrap, view.device());
   const auto nb = static_cast<size_t>(idx.dim()), at = static_cast<size_t>(d);
   Shape shape = view.sizes();
   shape.erase(shape.begin() + d);
   shape.insert(shape.begin() + d, idx.sizes().begin(), idx.sizes().end());
   Tensor src = view;
-  for (size_t k = 1; k < nb; ++k)
-    src = src.unsqueeze(d);
-  Shape src_shape = shape;
-  src_shape[at + nb - 1] = view.size(d);
   Shape along(shape.size(), 1);
   std::copy(idx.sizes().begin(), idx.sizes().end(), along.begin() + d);
   Tensor out;
   {
     NoGradGuard no_grad;
-    out = gather_along(src.expand(src_shape), d + static_cast<int64_t>(nb) - 1,
-                       idx.reshape(along).expand(shape), index, "IndexBackward0", d);
+    for (size_t k = 1; k < nb; ++k)
+      src = src.unsqueeze(d);
+    Shape src_shape = shape;
+    src_shape[at + nb - 1] = view.size(d);
+    out = autograd::gather_at(src.expand(src_shape), d + static_cast<int64_t>(nb) - 1,
+                              idx.reshape(along).expand(shape), "");
   }
-  // The gradient adds at the view's own positions (not the broadcast source's, which would be
-  // as many times larger as idx has rows).
-  if (autograd::any_requires_grad({view})) {
-    auto positions = std::make_shared<std::vector<int64_t>>(
-        select_positions(view, {Advanced{d, index, false}}).positions);
-    autograd::record(
-        "IndexBackward0", {view}, {out}, {},
-        [in = view.sizes(), positions](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-          return std::vector<Tensor>{add_at_positions(g[0], in, positions)};
-        });
-  }
+  // The gradient adds into the view's own shape (not the broadcast source's, which would be as
+  // many times larger as idx has rows), with idx's dims flattened into dim d.
+  autograd::record(
+      "IndexBackward0", {view}, {out}, {},
+      [vs = view.sizes(), d, idx](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+        Shape flat = vs, at_d(vs.size(), 1);
+        flat[d] = at_d[d] = idx.numel();
+        return std::vector<Tensor>{
+            autograd::scatter_at(zeros(vs, g[0].options()), d, idx.reshape(at_d).expand(flat),
+                                 g[0].reshape(flat), true, "IndexPutBackward0")};
+      });
   return out;
 }
 
@@ -347,35 +383,30 @@ Tensor gather_positions(const Tensor& view, const Selection& sel) {
   return take_positions(view, sel.shape, std::make_shared<std::vector<int64_t>>(sel.positions));
 }
 
-// `value` written at `positions` of a copy of `view` (later writes win).
-Tensor scatter_positions(const Tensor& view, const std::vector<int64_t>& positions,
-                         const Tensor& value) {
-  HostValues base(view), v(value);
-  return from_host(view.dtype(), view.sizes(), view.device(), [&](char* dst) {
-    std::memcpy(dst, base.data, static_cast<size_t>(view.numel()) * base.item);
-    for (size_t i = 0; i < positions.size(); ++i)
-      std::memcpy(dst + positions[i] * static_cast<int64_t>(base.item),
-                  v.at(static_cast<int64_t>(i)), base.item);
-  });
-}
-
-// `view` with `value`'s elements written at `positions` (later writes win),
-// recorded: the written positions take value's gradient, the rest keep view's.
+// `view` with `value`'s elements written at `positions` (later writes win): a Scatter of the
+// flattened view, recorded: the written positions take value's gradient, the rest keep view's.
 Tensor put_positions(const Tensor& view, const Positions& positions, const Tensor& value,
                      const char* grad_name) {
   Tensor out;
   {
     NoGradGuard no_grad;
-    out = scatter_positions(view, *positions, value);
+    out = view.numel() == 0 ? view.clone()
+                            : autograd::scatter_at(view.reshape({view.numel()}), 0,
+                                                   positions_tensor(positions, view.device()),
+                                                   value.reshape({value.numel()}), false, "")
+                                  .reshape(view.sizes());
   }
   autograd::record(
       grad_name, {view, value}, {out}, {},
       [positions, vs = value.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-        Tensor hit =
-            add_at_positions(ones(vs, TensorOptions().dtype(kFloat64).device(g[0].device())),
-                             g[0].sizes(), positions) != 0;
-        return std::vector<Tensor>{where(hit, zeros_like(g[0]), g[0]),
-                                   take_positions(g[0], vs, positions)};
+        const int64_t n = g[0].numel();
+        Tensor kept = n == 0 ? g[0]
+                             : autograd::scatter_at(
+                                   g[0].reshape({n}), 0, positions_tensor(positions, g[0].device()),
+                                   zeros({static_cast<int64_t>(positions->size())}, g[0].options()),
+                                   false, "IndexPutBackward0")
+                                   .reshape(g[0].sizes());
+        return std::vector<Tensor>{kept, take_positions(g[0], vs, positions)};
       });
   return out;
 }
@@ -431,12 +462,16 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     s.resize(static_cast<size_t>(p.view.dim()), 1);
     Tensor mask = a.index.to(kBool).reshape(s);
     p.view.copy_(tj::where(mask, value.reshape({}), p.view));
-    return *this;
+  } else {
+    Selection sel = select_positions(p.view, p.advanced);
+    Tensor v = value.to(p.view.device()).expand(sel.shape);
+    p.view.copy_(put_positions(p.view, std::make_shared<std::vector<int64_t>>(sel.positions), v,
+                               "IndexPutBackward0"));
   }
-  Selection sel = select_positions(p.view, p.advanced);
-  Tensor v = value.to(p.view.device()).expand(sel.shape).contiguous();
-  p.view.copy_(put_positions(p.view, std::make_shared<std::vector<int64_t>>(sel.positions), v,
-                             "IndexPutBackward0"));
+  // Written as a whole, the tensor's history is this op, as PyTorch names it.
+  if (p.view.sizes() == sizes() && p.view.stride() == stride() &&
+      p.view.storage_offset() == storage_offset())
+    autograd::rename(*this, "IndexPutBackward0");
   return *this;
 }
 
@@ -587,11 +622,10 @@ Tensor nonzero(const Tensor& t, Caller caller) {
 }
 
 namespace {
-void check_gather_shapes(const char* what, const Tensor& t, int64_t d, const Tensor& index) {
+void check_gather_shapes(const Tensor& t, int64_t d, const Tensor& index) {
   if (index.dim() != t.dim())
     throw Error("Index tensor must have the same number of dimensions as input tensor");
-  if (index.dtype() != kInt64)
-    throw Error(fmt::format("{}(): Expected dtype int64 for index", what));
+  if (index.dtype() != kInt64) throw Error("gather(): Expected dtype int64 for index");
   for (int64_t k = 0; k < t.dim(); ++k)
     if (k != d && index.size(k) > t.size(k))
       throw Error(fmt::format("Size does not match at dimension {} expected index {} to be "
@@ -599,75 +633,24 @@ void check_gather_shapes(const char* what, const Tensor& t, int64_t d, const Ten
                               k, ir::shape_str(index.sizes()), ir::shape_str(t.sizes()), d));
 }
 
-// Positions in a tensor of shape `shape` (row-major) of index's elements along `d`.
-std::vector<int64_t> dim_positions(const Shape& shape, int64_t d, const HostValues& ix,
-                                   const Shape& index_shape) {
-  std::vector<int64_t> cs = ir::contiguous_strides(shape);
-  std::vector<int64_t> ics = ir::contiguous_strides(index_shape);
-  const auto nd = static_cast<int64_t>(shape.size());
-  std::vector<int64_t> pos(static_cast<size_t>(ir::numel(index_shape)));
-  for (size_t i = 0; i < pos.size(); ++i) {
-    int64_t p = 0;
-    for (int64_t k = 0; k < nd; ++k) {
-      int64_t c = static_cast<int64_t>(i) / ics[k] % index_shape[k];
-      if (k == d) c = checked_index(ix.as_int(static_cast<int64_t>(i)), shape[d], d);
-      p += c * cs[k];
+// scatter's checks; src is null for a scalar value.
+void check_scatter_shapes(const Tensor& t, int64_t d, const Tensor& index, const Tensor* src) {
+  if (index.dim() != t.dim())
+    throw Error("Index tensor must have the same number of dimensions as self tensor");
+  if (src && src->dim() != index.dim())
+    throw Error("Index tensor must have the same number of dimensions as src tensor");
+  if (index.dtype() != kInt64) throw Error("scatter(): Expected dtype int64 for index");
+  if (src && src->dtype() != t.dtype())
+    throw Error("scatter(): Expected self.dtype to be equal to src.dtype");
+  for (int64_t k = 0; k < t.dim(); ++k)
+    if ((k != d && index.size(k) > t.size(k)) || (src && index.size(k) > src->size(k))) {
+      std::string msg =
+          fmt::format("Expected index {} to be smaller than self {} apart from dimension {}",
+                      ir::shape_str(index.sizes()), ir::shape_str(t.sizes()), d);
+      if (src)
+        msg += fmt::format(" and to be smaller size than src {}", ir::shape_str(src->sizes()));
+      throw Error(msg);
     }
-    pos[i] = p;
-  }
-  return pos;
-}
-std::vector<int64_t> dim_positions(const Tensor& t, int64_t d, const Tensor& index) {
-  HostValues ix(index);
-  std::vector<int64_t> cs = ir::contiguous_strides(t.sizes());
-  std::vector<int64_t> ics = ir::contiguous_strides(index.sizes());
-  std::vector<int64_t> pos(static_cast<size_t>(index.numel()));
-  for (int64_t i = 0; i < index.numel(); ++i) {
-    int64_t p = 0;
-    for (int64_t k = 0; k < t.dim(); ++k) {
-      int64_t c = i / ics[k] % index.size(k);
-      if (k == d) c = checked_index(ix.as_int(i), t.size(d), d);
-      p += c * cs[k];
-    }
-    pos[i] = p;
-  }
-  return pos;
-}
-} // namespace
-
-namespace {
-// t's elements along `d` at `index` (of t's rank, an index dtype; other dims within t's): a
-// Gather node, so that a kernel reads t where the index says, fused with what uses the result,
-// and t need not be in memory. The index values, all in `values` (the index itself, or what it
-// broadcasts), are read now, so that a bad one is this call's error; negative ones count from
-// the end. The gradient adds g at the same places.
-Tensor gather_along(const Tensor& t, int64_t d, const Tensor& index, const Tensor& values,
-                    const char* grad_name, int64_t error_dim) {
-  const int64_t size = t.size(d);
-  bool negative = false;
-  {
-    HostValues ix(values);
-    for (int64_t i = 0; i < values.numel(); ++i)
-      negative |= checked_index(ix.as_int(i), size, error_dim < 0 ? d : error_dim) != ix.as_int(i);
-  }
-  ir::NodePtr idx = fe::cast(detail::node_of(index.to(t.device())), kInt64);
-  if (negative) { // idx + size where negative
-    ir::NodePtr zero = fe::constant(0, kInt64, {}, idx->device);
-    idx = fe::where(fe::binary(ir::Op::CmpLt, idx, zero),
-                    fe::binary(ir::Op::Add, idx, fe::constant(size, kInt64, {}, idx->device)), idx);
-  }
-  Tensor out = detail::wrap(
-      ir::make_node(ir::Op::Gather, t.dtype(), index.sizes(), {detail::node_of(t), idx}, {d}));
-  if (autograd::any_requires_grad({t})) {
-    auto positions = std::make_shared<std::vector<int64_t>>(
-        dim_positions(t.sizes(), d, HostValues(index), index.sizes()));
-    autograd::record(
-        grad_name, {t}, {out}, {},
-        [in = t.sizes(), positions](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-          return std::vector<Tensor>{add_at_positions(g[0], in, positions)};
-        });
-  }
-  return out;
 }
 } // namespace
 
@@ -677,17 +660,18 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller ca
   if (!is_index_dtype(index.dtype()))
     throw Error("index_select(): Expected dtype int32 or int64 for index");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
-  if (t.dim() == 0) {
-    std::vector<TensorIndex> ix(static_cast<size_t>(d), Slice());
-    ix.emplace_back(index.reshape({-1}));
-    return t.index(ix);
+  if (t.dim() == 0) { // PyTorch's result is t's element, whatever the index's length
+    checked_indices(index, index, 1, 0, IndexRule::Select, t.device());
+    Tensor first = zeros({1}, TensorOptions().dtype(kInt64).device(t.device()));
+    Tensor out = autograd::gather_at(t.reshape({1}), 0, first, "IndexSelectBackward0").reshape({});
+    autograd::rename(out, "IndexSelectBackward0");
+    return out;
   }
   // The index along d, broadcast over t's other dims.
   Shape along(static_cast<size_t>(t.dim()), 1), shape = t.sizes();
   along[static_cast<size_t>(d)] = shape[static_cast<size_t>(d)] = index.numel();
-  // Moved before it is broadcast; its values are read (checked) from the caller's copy.
-  const Tensor idx = index.to(t.device());
-  return gather_along(t, d, idx.reshape(along).expand(shape), index, "IndexSelectBackward0");
+  Tensor idx = checked_indices(index, index, t.size(d), d, IndexRule::Select, t.device());
+  return autograd::gather_at(t, d, idx.reshape(along).expand(shape), "IndexSelectBackward0");
 }
 
 Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
@@ -722,35 +706,41 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value, Cal
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
   detail::CallSite site(caller, "gather");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
-  check_gather_shapes("gather", t, d, index);
-  if (t.dim() == 0) { // a 0-d gather: one element
-    Selection sel{index.sizes(), dim_positions(t, d, index)};
-    Tensor out = gather_positions(t, sel);
+  check_gather_shapes(t, d, index);
+  if (t.dim() == 0) { // one element, seen as a vector of one
+    Tensor out = gather(t.reshape({1}), 0, index.reshape({1})).reshape({});
     autograd::rename(out, "GatherBackward0");
     return out;
   }
-  return gather_along(t, d, index, index, "GatherBackward0");
+  return autograd::gather_at(
+      t, d, checked_indices(index, index, t.size(d), d, IndexRule::Bounds, t.device()),
+      "GatherBackward0");
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
                Caller caller) {
   detail::CallSite site(caller, "scatter");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
-  check_gather_shapes("scatter", t, d, index);
-  if (src.dtype() != t.dtype())
-    throw Error(fmt::format("scatter(): Expected self.dtype to be equal to src.dtype"));
-  // Elements of src at index's positions (src may be larger than index).
+  check_scatter_shapes(t, d, index, &src);
+  if (src.device() != t.device()) fe::throw_device_mismatch(t.device(), src.device());
+  if (t.dim() == 0) { // one element, seen as a vector of one
+    Tensor out = scatter(t.reshape({1}), 0, index.reshape({1}), src.reshape({1})).reshape({});
+    autograd::rename(out, "ScatterBackward0");
+    return out;
+  }
+  // src's elements at index's places (src may be larger than index).
   std::vector<TensorIndex> box;
   for (int64_t k = 0; k < index.dim(); ++k)
     box.emplace_back(Slice(0, index.size(k)));
-  Tensor s = src.index(box).contiguous();
-  return put_positions(t, std::make_shared<std::vector<int64_t>>(dim_positions(t, d, index)), s,
-                       "ScatterBackward0");
+  return autograd::scatter_at(
+      t, d, checked_indices(index, index, t.size(d), d, IndexRule::Bounds, t.device()),
+      src.index(box), false, "ScatterBackward0");
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value,
                Caller caller) {
   detail::CallSite site(caller, "scatter");
+  check_scatter_shapes(t, ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1)), index, nullptr);
   return scatter(t, dim, index, full(index.sizes(), value, t.options()));
 }
 

@@ -78,6 +78,7 @@ public:
 
 private:
   void perform_write(const ir::NodePtr& a);
+  void perform_scatter(const ir::NodePtr& a);
   void run(const std::vector<sched::Target>& targets);
 
   Plan* plan_;
@@ -108,14 +109,14 @@ Plan plan(const std::vector<ir::NodePtr>& nodes, bool cuda_kernels) {
 }
 
 namespace {
-// The unrealized Assign nodes below `roots`, each after the ones it reads.
+// The unrealized writes (Assign, Scatter) below `roots`, each after the ones it reads.
 void collect_writes(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& seen,
                     std::vector<ir::NodePtr>& out) {
   ir::NodePtr n = ir::resolve(in);
   if (n->realized || ir::is_leaf(n->op) || !seen.insert(n.get()).second) return;
   for (const auto& s : n->src)
     collect_writes(s, seen, out);
-  if (n->op == ir::Op::Assign) out.push_back(n);
+  if (ir::is_write(n->op)) out.push_back(n);
 }
 
 // Performs one write: the base is copied into fresh memory when the write may
@@ -124,6 +125,7 @@ void collect_writes(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& 
 // write), then the value is stored through the view. The Assign is then
 // realized as that memory at its new version.
 void Materializer::perform_write(const ir::NodePtr& a) {
+  if (a->op == ir::Op::Scatter) return perform_scatter(a);
   ir::NodePtr base = ir::resolve(a->src[0]);
   const ir::NodePtr& value = a->src[1];
   const size_t nd = static_cast<size_t>(value->ndim());
@@ -147,6 +149,21 @@ void Materializer::perform_write(const ir::NodePtr& a) {
   // A plan writes nothing, so the memory keeps its version.
   if (!plan_) storage->bump_version();
   a->realized = ir::make_buffer(storage, a->dtype, a->shape, base_view);
+  if (plan_) marked_.push_back(a);
+}
+
+// Performs a Scatter: the base is computed into fresh memory, then one launch computes the index
+// and the values and writes each value where its index says, in order.
+void Materializer::perform_scatter(const ir::NodePtr& a) {
+  ir::NodePtr base = ir::resolve(a->src[0]);
+  auto storage =
+      rt::Storage::allocate(static_cast<size_t>(base->numel()) * itemsize(base->dtype), a->device);
+  const ir::View view{ir::contiguous_strides(base->shape), 0};
+  run({{nullptr, passes::simplify({base})[0], storage, view}});
+  std::vector<ir::NodePtr> operands = passes::simplify({a->src[2], a->src[1]});
+  sched::Scatter scatter{operands[1], a->shape, a->args[0], a->args[1] != 0};
+  run({{nullptr, operands[0], storage, view, std::move(scatter)}});
+  a->realized = ir::make_buffer(storage, a->dtype, a->shape, view);
   if (plan_) marked_.push_back(a);
 }
 

@@ -129,6 +129,27 @@ private:
       }
       return out;
     }
+    if (n.op == Op::Scatter) { // in order: later writes win; sums round at each addition
+      out = eval(n.src[0]);
+      const HostArray &index = eval(n.src[1]), &v = eval(n.src[2]);
+      const size_t dim = static_cast<size_t>(n.args[0]);
+      const bool accumulate = n.args[1] != 0;
+      const ir::Shape& is = n.src[1]->shape;
+      for (int64_t k = 0; k < ir::numel(is); ++k) {
+        std::vector<int64_t> idx = unravel(k, is);
+        idx[dim] = index.i[static_cast<size_t>(k)];
+        if (idx[dim] < 0 || idx[dim] >= n.shape[dim])
+          throw Error(fmt::format("index {} is out of bounds for dimension {} with size {}",
+                                  idx[dim], dim, n.shape[dim]));
+        const int64_t to = ravel(idx, n.shape);
+        if (out.is_float())
+          out.f[to] = accumulate ? ir::round_to_dtype(out.f[to] + v.f[k], n.dtype) : v.f[k];
+        else
+          out.i[to] =
+              accumulate ? ir::eval_int(Op::Add, n.dtype, out.i[to], v.i[k], nullptr) : v.i[k];
+      }
+      return out;
+    }
     if (n.op == Op::Assign) {
       out = eval(n.src[0]);
       const HostArray& v = eval(n.src[1]);

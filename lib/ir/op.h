@@ -20,6 +20,7 @@ enum class OpCategory : uint8_t {
   Reduce,
   Movement,
   Gather,
+  Scatter,
   Mutation
 };
 
@@ -53,6 +54,11 @@ constexpr bool is_alu(Op op) {
   auto c = category(op);
   return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary ||
          c == OpCategory::Cast;
+}
+// A write into a copy of its first input (or into that input's memory): performed by
+// materialization before the kernels that read its result are scheduled.
+constexpr bool is_write(Op op) {
+  return category(op) == OpCategory::Scatter || category(op) == OpCategory::Mutation;
 }
 constexpr bool is_comparison(Op op) {
   return op == Op::CmpEq || op == Op::CmpNe || op == Op::CmpLt || op == Op::CmpLe;

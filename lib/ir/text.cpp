@@ -63,6 +63,8 @@ std::string attrs(const Node& n) {
     return " perm=" + shape_str(n.args);
   case Op::Gather:
     return fmt::format(" dim={}", n.args[0]);
+  case Op::Scatter:
+    return fmt::format(" dim={} accumulate={}", n.args[0], n.args[1]);
   case Op::Slice: {
     std::vector<int64_t> start, step;
     for (size_t i = 0; i + 1 < n.args.size(); i += 2) {
@@ -799,6 +801,28 @@ private:
         if (in[static_cast<size_t>(dim)] == 0 && numel(index) > 0)
           fail("gathers along an empty dim");
         args = {dim};
+        break;
+      }
+      case OpCategory::Scatter: {
+        same(src[0], "the base");
+        dtype_is(src[0], t, "the base");
+        dtype_is(src[1], kInt64, "the index");
+        dtype_is(src[2], t, "the value");
+        const Shape &base = src[0]->shape, &index = src[1]->shape;
+        const int64_t dim = take1("dim"), accumulate = take1("accumulate");
+        if (index.size() != base.size() || dim < 0 || dim >= static_cast<int64_t>(base.size()))
+          fail("scatters along a dim of a base of the index's rank");
+        if (accumulate != 0 && accumulate != 1) fail("accumulate is 0 or 1");
+        if (accumulate && t == kBool) fail("does not accumulate bool");
+        for (size_t d = 0; d < base.size(); ++d)
+          if (static_cast<int64_t>(d) != dim && index[d] > base[d])
+            fail(
+                fmt::format("index dim {} of size {} exceeds the base's {}", d, index[d], base[d]));
+        if (src[2]->shape != index)
+          fail(fmt::format("the value's shape is the index's, {}", shape_str(index)));
+        if (base[static_cast<size_t>(dim)] == 0 && numel(index) > 0)
+          fail("scatters along an empty dim");
+        args = {dim, accumulate};
         break;
       }
       case OpCategory::Mutation: {

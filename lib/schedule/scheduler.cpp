@@ -246,6 +246,22 @@ public:
     k_.stores.push_back({s, convert(value, root->dtype)});
   }
 
+  // Stores `value` as `scatter` says, into `storage` through `view` (of shape scatter.base).
+  void scatter_store(const NodePtr& root, int32_t value, const Scatter& scatter,
+                     std::shared_ptr<rt::Storage> storage, const ir::View& view) {
+    const auto dim = static_cast<size_t>(scatter.dim);
+    std::vector<int64_t> strides = view.strides;
+    strides[dim] = 0; // the index places the element along dim
+    strides.resize(domain_.size(), 0);
+    int32_t s = add_slot(Slot::Role::Output, root->dtype, std::move(storage), view.offset, strides);
+    kir::Store st{s, convert(value, root->dtype)};
+    st.at = convert(lower(scatter.index, root_access(domain_.size())), kInt64);
+    st.stride = int_param(view.strides[dim]);
+    st.bound = int_param(scatter.base[dim]);
+    st.add = scatter.accumulate;
+    k_.stores.push_back(st);
+  }
+
   // Whether a store into `s` could overwrite an element before the kernel reads it.
   bool reads_other_elements_of(const rt::Storage* s) const {
     const rt::SlotBinding* out = nullptr;
@@ -261,6 +277,13 @@ public:
           (!red_sizes_.empty() || slots_[i].base != out->base ||
            slots_[i].strides != out->strides || gathered(i)))
         return true;
+    return false;
+  }
+
+  // Whether the kernel reads memory of `s`.
+  bool reads(const rt::Storage* s) const {
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (k_.slots[i].role == Slot::Role::Input && slots_[i].storage.get() == s) return true;
     return false;
   }
 
@@ -393,6 +416,7 @@ private:
       return lower_reduce(n, a);
     case ir::OpCategory::Gather:
       return lower_gather(n, a);
+    case ir::OpCategory::Scatter:
     case ir::OpCategory::Mutation:
       throw std::logic_error("scheduler: writes are performed before scheduling");
     default: {
@@ -715,12 +739,26 @@ private:
     for (bool local = row_local_;;) {
       NodePtr c = ir::resolve(t.compute);
       try {
-        KernelBuilder kb = builder_for({c}, c->shape, local);
+        // A scattering kernel computes no reduction: its elements run in order on one thread.
+        KernelBuilder kb =
+            t.scatter ? KernelBuilder(c->shape, nullptr, false) : builder_for({c}, c->shape, local);
         int32_t v = kb.lower(c, kb.root_access(c->ndim()));
-        kb.store(c, v, t.dest, t.dest_view);
+        if (t.scatter) {
+          kb.scatter_store(c, v, *t.scatter, t.dest, t.dest_view);
+          // Its stores land anywhere: it reads nothing of the memory it writes.
+          if (kb.reads(t.dest.get())) {
+            const bool value_free = c->op == Op::Buffer && c->storage != t.dest;
+            throw NeedsRealize{value_free ? t.scatter->index : c, kWhyOverlap};
+          }
+        } else {
+          kb.store(c, v, t.dest, t.dest_view);
+        }
         if (kb.reads_other_elements_of(t.dest.get())) throw NeedsRealize{c, kWhyOverlap};
         rt::Launch l = kb.finish(kernel_name({c}));
-        if (c->numel() > 0) add(std::move(l), kb, {c}, "an in-place write into existing memory");
+        if (c->numel() > 0)
+          add(std::move(l), kb, {c},
+              t.scatter ? "a scatter: values written where their index says, in order"
+                        : "an in-place write into existing memory");
         return;
       } catch (const NeedsRealize& need) {
         realize_dependency(need);

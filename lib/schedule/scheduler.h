@@ -1,5 +1,6 @@
 // The scheduler: partitions a graph into fused kernels of the kernel IR.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "ir/node.h"
@@ -13,11 +14,21 @@ namespace tj::sched {
 // records nothing: the caller knows what the memory now holds). A write
 // whose value reads the destination elsewhere than where it writes is
 // computed into fresh memory first.
+// A write may scatter: element p of `compute` then goes to the element of dest_view (of shape
+// `base`) at p with dim `dim` replaced by index[p], or is added to it (ops.def, Scatter). The
+// launch runs its elements in order.
+struct Scatter {
+  ir::NodePtr index; // int64, of compute's shape
+  ir::Shape base;
+  int64_t dim = 0;
+  bool accumulate = false;
+};
 struct Target {
   ir::NodePtr mark;
   ir::NodePtr compute;
   std::shared_ptr<rt::Storage> dest = nullptr;
   ir::View dest_view = {};
+  std::optional<Scatter> scatter = std::nullopt;
 };
 
 // What a kernel of a plan computes, for dumps: the graph nodes it lowers
