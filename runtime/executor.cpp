@@ -152,11 +152,21 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
   int64_t total = 1;
   for (int64_t d : l.domain)
     total *= d;
-  // Work per output element is r: reductions split over fewer elements. A scattering kernel's
-  // stores may meet, so its elements run in order on this thread (kernel_ir.h).
-  int64_t grain =
-      l.kernel.scatters() ? total : std::max<int64_t>(1, kGrain / std::max<int64_t>(l.r, 1));
-  parallel_for(total, grain, l.r > 1 ? 1 : 64, [&](int64_t begin, int64_t end) {
+  // Work per output element is r: reductions split over fewer elements.
+  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(l.r, 1));
+  int64_t align = l.r > 1 ? 1 : 64;
+  if (l.kernel.scatters() && total > 0) {
+    // Its stores may meet, so its elements run in order (kernel_ir.h); but slices of the
+    // outermost dim along which every scattering slot moves write apart (a scatter's output is
+    // fresh row-major memory, where the index only moves along the scattered dim), so those
+    // slices run in parallel, each in order.
+    bool apart = nd >= 2;
+    for (const auto& st : l.kernel.stores)
+      apart &= !st.scatters() || l.slots[size_t(st.slot)].strides[0] != 0;
+    align = apart ? total / l.domain[0] : total;
+    grain = (std::max(grain, align) + align - 1) / align * align;
+  }
+  parallel_for(total, grain, align, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> idx(nd), base(ns);
     int64_t rem = begin;
     for (size_t d = nd; d-- > 0;) {

@@ -861,6 +861,12 @@ TEST_CASE("scatter and index_put_ with tensors write through Scatter nodes", "[v
     eval({base, value});
     check_exact_vs_interp(scatter(base, 1, idx, value));
   }
+  // Large enough that slices of the outermost dim run on several threads, each in order.
+  Tensor wide = randn({400, 200}), wide_src = randn({400, 150});
+  Tensor wide_idx = randint(0, 200, {400, 150});
+  eval({wide, wide_src, wide_idx});
+  check_exact_vs_interp(scatter(wide, 1, wide_idx, wide_src));
+  check_exact_vs_interp(scatter(wide.t().contiguous(), 0, wide_idx.t(), wide_src.t()));
   // Lazy and fused: one kernel computes the base, one computes the values and scatters them.
   Tensor idx = randint(0, 5, {6, 5, 7});
   idx.eval();
@@ -918,6 +924,23 @@ TEST_CASE("scatter and index_put_ with tensors write through Scatter nodes", "[v
   CHECK(equal(t2.index({c, Slice(), r}), full({4, 5}, -1.0f)));
   CHECK(equal(t2.index({Slice(0, 1)}), before.index({Slice(0, 1)})));
   CHECK(equal(x.clone().index_put_({x > 0.5}, tensor(0.0f)), x.masked_fill(x > 0.5, 0.0f)));
+  // One index tensor: a Scatter along its dim, later writes winning; a 2-d index, a value
+  // broadcast over the selection, and a 1-d mask with values.
+  Tensor one = x.clone();
+  Tensor pairs = tensor({{2, -1}, {0, 2}}, dtype(kInt64));
+  one.index_put_({Slice(), pairs}, src.narrow(1, 0, 1).unsqueeze(1).expand({6, 2, 2, 7}));
+  Tensor want_one = x.clone();
+  want_one.select(1, 4).copy_(src.select(1, 0));
+  want_one.select(1, 0).copy_(src.select(1, 0));
+  want_one.select(1, 2).copy_(src.select(1, 0));
+  CHECK(equal(one, want_one));
+  Tensor dup = zeros({5});
+  dup.index_put_({tensor(std::vector<int64_t>{1, 3, 1})}, tensor({1.0f, 2.0f, 3.0f}));
+  CHECK(values(dup) == std::vector<double>{0, 3, 0, 2, 0});
+  Tensor masked = x.clone();
+  Tensor rows_mask = tensor({true, false, false, true, false, true});
+  masked.index_put_({rows_mask}, full({3, 5, 7}, 9.0f));
+  CHECK(equal(masked, where(rows_mask.view({6, 1, 1}), full({}, 9.0f), x)));
   Tensor bools = zeros({3, 4}, dtype(kBool));
   bools.index_put_({tensor(std::vector<int64_t>{0, 2}), tensor(std::vector<int64_t>{1, 3})},
                    tensor(true));

@@ -383,16 +383,23 @@ void flatten(const NestedList& l, std::vector<Scalar>& out) {
       flatten(c, out);
 }
 
-Tensor from_scalars(const std::vector<Scalar>& vals, const Shape& shape, DType t,
-                    const TensorOptions& o) {
+// A new tensor of `shape` and dtype t whose host memory `fill` writes, on o's device.
+template <typename F>
+Tensor from_host(const Shape& shape, DType t, const TensorOptions& o, F&& fill) {
   Device dev = check_device(o);
   NodePtr buf = ir::make_empty(t, shape);
-  char* p = static_cast<char*>(buf->storage->data());
-  for (size_t i = 0; i < vals.size(); ++i)
-    ir::store_scalar(p + i * itemsize(t), vals[i], t);
+  fill(static_cast<char*>(buf->storage->data()));
   if (dev.is_cuda())
     buf = ir::make_buffer(rt::copy_to_device(buf->storage, dev), t, shape, buf->view);
   return finish(buf, o);
+}
+
+Tensor from_scalars(const std::vector<Scalar>& vals, const Shape& shape, DType t,
+                    const TensorOptions& o) {
+  return from_host(shape, t, o, [&](char* p) {
+    for (size_t i = 0; i < vals.size(); ++i)
+      ir::store_scalar(p + i * itemsize(t), vals[i], t);
+  });
 }
 
 } // namespace
@@ -425,11 +432,17 @@ Tensor tensor(const std::vector<T>& data, IntArrayRef shape, TensorOptions o, Ca
   if constexpr (std::is_same_v<T, int16_t>) natural = kInt16;
   if constexpr (std::is_same_v<T, int8_t>) natural = kInt8;
   if constexpr (std::is_same_v<T, uint8_t>) natural = kUInt8;
+  const DType t = o.dtype_or(natural);
+  if constexpr (!std::is_same_v<T, bool>) // already in memory form: one copy
+    if (t == natural)
+      return from_host(shape, t, o, [&](char* p) {
+        if (!data.empty()) std::memcpy(p, data.data(), data.size() * sizeof(T));
+      });
   std::vector<Scalar> vals;
   vals.reserve(data.size());
   for (const auto& v : data)
     vals.emplace_back(static_cast<T>(v));
-  return from_scalars(vals, shape, o.dtype_or(natural), o);
+  return from_scalars(vals, shape, t, o);
 }
 template Tensor tensor<float>(const std::vector<float>&, IntArrayRef, TensorOptions, Caller);
 template Tensor tensor<double>(const std::vector<double>&, IntArrayRef, TensorOptions, Caller);

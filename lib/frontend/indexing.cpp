@@ -309,7 +309,8 @@ Tensor checked_indices(const Tensor& index, const Tensor& values, int64_t size, 
   bool negative = false;
   {
     HostValues ix(values);
-    for (int64_t i = 0; i < values.numel(); ++i) {
+    const int64_t n = values.numel();
+    for (int64_t i = 0; i < n; ++i) {
       const int64_t v = ix.as_int(i);
       if (rule == IndexRule::Select && (v < 0 || v >= size))
         throw Error("index out of range in self");
@@ -462,6 +463,19 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     s.resize(static_cast<size_t>(p.view.dim()), 1);
     Tensor mask = a.index.to(kBool).reshape(s);
     p.view.copy_(tj::where(mask, value.reshape({}), p.view));
+  } else if (auto one = single_index(p.advanced)) {
+    // One index tensor (or 1-d mask) at dim d: a Scatter along d of the value broadcast to the
+    // selection's shape, with the index's dims flattened into dim d.
+    const auto [d, index] = *one;
+    const Tensor idx =
+        checked_indices(index, index, p.view.size(d), d, IndexRule::Wrap, p.view.device());
+    Shape sel = p.view.sizes(), flat = p.view.sizes(), at_d(flat.size(), 1);
+    sel.erase(sel.begin() + d);
+    sel.insert(sel.begin() + d, idx.sizes().begin(), idx.sizes().end());
+    flat[static_cast<size_t>(d)] = at_d[static_cast<size_t>(d)] = idx.numel();
+    Tensor v = value.to(p.view.device()).expand(sel).reshape(flat);
+    p.view.copy_(autograd::scatter_at(p.view, d, idx.reshape(at_d).expand(flat), v, false,
+                                      "IndexPutBackward0"));
   } else {
     Selection sel = select_positions(p.view, p.advanced);
     Tensor v = value.to(p.view.device()).expand(sel.shape);
@@ -609,7 +623,7 @@ Tensor nonzero(const Tensor& t, Caller caller) {
   HostValues v(t);
   std::vector<int64_t> hits;
   const bool is_float = t.is_floating_point();
-  for (int64_t i = 0; i < t.numel(); ++i)
+  for (int64_t i = 0, count = t.numel(); i < count; ++i)
     if (is_float ? v.as_double(i) != 0.0 : v.as_int(i) != 0) hits.push_back(i);
   int64_t nd = t.dim(), n = static_cast<int64_t>(hits.size());
   std::vector<int64_t> cs = ir::contiguous_strides(t.sizes());
@@ -884,8 +898,8 @@ Tensor unique(const Tensor& t, Caller caller) {
   }
   HostValues h(t);
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i)
-    v[i] = h.as_int(i);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = h.as_int(static_cast<int64_t>(i));
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
   return tensor(v, {static_cast<int64_t>(v.size())}, TensorOptions().dtype(kInt64))

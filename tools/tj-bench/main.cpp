@@ -204,6 +204,14 @@ int main(int argc, char** argv) {
     tj::Tensor ids = tj::randint(0, 4 * s, {s * s / (feats * 11)}, on);
     tj::eval({table, ids});
     fused_unfused("gather rows", mat_bytes, [&] { return tj::index_select(table, 0, ids) * 2; });
+    // Its gradient: the gathered rows' gradients added into a zero table (a Scatter that
+    // accumulates; repeated ids add up), through backward.
+    tj::Tensor weights = table.detach().requires_grad_();
+    fused_unfused("scatter add", mat_bytes, [&] {
+      weights.set_grad(tj::Tensor());
+      (tj::index_select(weights, 0, ids) * 2).sum().backward();
+      return weights.grad();
+    });
     tj::Tensor target = tj::zeros({2 * s, s}, on); // its half: as large as the copy's buffers
     run(target);
     double t = time_median(reps, [&] {
