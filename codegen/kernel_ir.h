@@ -31,7 +31,7 @@
 // bits of parameter p (floats: IEEE bits, float32 in the low half; integers
 // sign-extended; bool 0/1). A kernel ORs error bits into *err: kErrDivideByZero
 // when an integer division or remainder by zero happened, kErrIndex when a
-// gather index was out of range; it leaves *err untouched otherwise.
+// gather's or a scattering store's index was out of range; it leaves *err untouched otherwise.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -106,7 +106,7 @@ struct Kernel {
   std::vector<Store> stores;
 
   bool has_reduction() const;
-  // Whether a store scatters: then the elements run in order, on one thread of a CPU.
+  // Whether a store scatters: then the elements run in order on a CPU (see Store).
   bool scatters() const;
   // Whether the kernel loops over j: it reduces or stores rows (it takes r and rstride).
   bool has_row_loops() const;

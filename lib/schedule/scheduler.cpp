@@ -739,7 +739,7 @@ private:
     for (bool local = row_local_;;) {
       NodePtr c = ir::resolve(t.compute);
       try {
-        // A scattering kernel computes no reduction: its elements run in order on one thread.
+        // A scattering kernel computes no reduction: its elements run in order.
         KernelBuilder kb =
             t.scatter ? KernelBuilder(c->shape, nullptr, false) : builder_for({c}, c->shape, local);
         int32_t v = kb.lower(c, kb.root_access(c->ndim()));
