@@ -130,7 +130,7 @@ LoopPlan plan_loops(const Kernel& k) {
   varying.assign(nv, 0);
   // Only what the stores need is computed (a kernel may hold values nothing uses).
   for (const auto& st : k.stores)
-    for (int32_t v : {st.value, st.at, st.stride, st.bound})
+    for (int32_t v : st.operands())
       if (v >= 0) live[v] = 1;
   for (size_t v = nv; v-- > 0;)
     if (live[v])

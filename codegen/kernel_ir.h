@@ -33,6 +33,7 @@
 // when an integer division or remainder by zero happened, kErrIndex when a
 // gather's or a scattering store's index was out of range; it leaves *err untouched otherwise.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -95,6 +96,8 @@ struct Store {
   int32_t at = -1, stride = -1, bound = -1;
   bool add = false;
   bool scatters() const { return at >= 0; }
+  // The values the store reads (-1 for those a plain store lacks).
+  std::array<int32_t, 4> operands() const { return {value, at, stride, bound}; }
   bool operator==(const Store&) const = default;
 };
 

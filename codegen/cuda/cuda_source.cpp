@@ -421,7 +421,7 @@ private:
     in_loop_.assign(nv, 0);
     after_loop_.assign(nv, 0);
     for (const auto& st : k_.stores)
-      for (int32_t v : {st.value, st.at, st.stride, st.bound})
+      for (int32_t v : st.operands())
         if (v >= 0) after_loop_[v] = 1;
     for (size_t v = nv; v-- > 0;) {
       const Value& x = k_.values[v];

@@ -55,14 +55,6 @@ struct HostValues {
   double as_double(int64_t i) const { return ir::load_float(at(i), buf->dtype); }
 };
 
-// A new CPU tensor of `shape` whose bytes `fill` writes, moved to `device`.
-template <typename F> Tensor from_host(DType t, const Shape& shape, Device device, F&& fill) {
-  ir::NodePtr b = ir::make_empty(t, shape, kCPU);
-  fill(static_cast<char*>(b->storage->data()));
-  Tensor out = detail::wrap(b);
-  return device.is_cpu() ? out : out.to(device);
-}
-
 bool is_index_dtype(DType t) { return t == kInt64 || t == kInt32 || t == kInt16 || t == kInt8; }
 bool is_mask_dtype(DType t) { return t == kBool || t == kUInt8; }
 
@@ -301,15 +293,14 @@ Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& po
 // scatter reject them; index_select rejects them, and those too large, in its own words.
 enum class IndexRule { Wrap, Bounds, Select };
 
-// index as int64 values in [0, size) on `device`. Its values, all in `values` (the index itself,
-// or what it broadcasts), are read now, so that a bad one is this call's error (naming dim
-// `error_dim`).
-Tensor checked_indices(const Tensor& index, const Tensor& values, int64_t size, int64_t error_dim,
-                       IndexRule rule, Device device) {
+// index as int64 values in [0, size) on `device`. Its values are read now, so that a bad one is
+// this call's error (naming dim `error_dim`).
+Tensor checked_indices(const Tensor& index, int64_t size, int64_t error_dim, IndexRule rule,
+                       Device device) {
   bool negative = false;
   {
-    HostValues ix(values);
-    const int64_t n = values.numel();
+    HostValues ix(index);
+    const int64_t n = index.numel();
     for (int64_t i = 0; i < n; ++i) {
       const int64_t v = ix.as_int(i);
       if (rule == IndexRule::Select && (v < 0 || v >= size))
@@ -329,17 +320,37 @@ Tensor checked_indices(const Tensor& index, const Tensor& values, int64_t size, 
   return detail::wrap(idx);
 }
 
+// The shape of view[..., idx, ...] for an index of shape `idx` at dim d of a view of shape `vs`:
+// idx's dims in place of d.
+Shape selection_shape(const Shape& vs, int64_t d, const Shape& idx) {
+  Shape shape = vs;
+  shape.erase(shape.begin() + d);
+  shape.insert(shape.begin() + d, idx.begin(), idx.end());
+  return shape;
+}
+
+// idx (an index of rank >= 1 at dim d of a view of shape `vs`) flattened into dim d and broadcast
+// over the view's other dims, and that shape: a Scatter along d with this index writes the
+// selection view[..., idx, ...] reshaped to it.
+struct FlatIndex {
+  Tensor index;
+  Shape shape;
+};
+FlatIndex flat_along(const Tensor& idx, const Shape& vs, int64_t d) {
+  Shape shape = vs, at_d(vs.size(), 1);
+  shape[static_cast<size_t>(d)] = at_d[static_cast<size_t>(d)] = idx.numel();
+  return {idx.reshape(at_d).expand(shape), shape};
+}
+
 // view[..., idx, ...] for one integer index tensor idx (rank >= 1) at dim d: idx's shape
 // replaces dim d. One Gather along the last of idx's dims, of the view with idx's other dims
 // broadcast in front of d, so the view is read in place (or computed) by the kernel that uses
 // the selection.
 Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
   // Moved before it is broadcast; its values are read (checked) from the caller's copy.
-  const Tensor idx = checked_indices(index, index, view.size(d), d, IndexRule::Wrap, view.device());
+  const Tensor idx = checked_indices(index, view.size(d), d, IndexRule::Wrap, view.device());
   const auto nb = static_cast<size_t>(idx.dim()), at = static_cast<size_t>(d);
-  Shape shape = view.sizes();
-  shape.erase(shape.begin() + d);
-  shape.insert(shape.begin() + d, idx.sizes().begin(), idx.sizes().end());
+  const Shape shape = selection_shape(view.sizes(), d, idx.sizes());
   Tensor src = view;
   Shape along(shape.size(), 1);
   std::copy(idx.sizes().begin(), idx.sizes().end(), along.begin() + d);
@@ -358,11 +369,10 @@ Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
   autograd::record(
       "IndexBackward0", {view}, {out}, {},
       [vs = view.sizes(), d, idx](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-        Shape flat = vs, at_d(vs.size(), 1);
-        flat[d] = at_d[d] = idx.numel();
-        return std::vector<Tensor>{
-            autograd::scatter_at(zeros(vs, g[0].options()), d, idx.reshape(at_d).expand(flat),
-                                 g[0].reshape(flat), true, "IndexPutBackward0")};
+        FlatIndex flat = flat_along(idx, vs, d);
+        return std::vector<Tensor>{autograd::scatter_at(zeros(vs, g[0].options()), d, flat.index,
+                                                        g[0].reshape(flat.shape), true,
+                                                        "IndexPutBackward0")};
       });
   return out;
 }
@@ -467,15 +477,12 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     // One index tensor (or 1-d mask) at dim d: a Scatter along d of the value broadcast to the
     // selection's shape, with the index's dims flattened into dim d.
     const auto [d, index] = *one;
-    const Tensor idx =
-        checked_indices(index, index, p.view.size(d), d, IndexRule::Wrap, p.view.device());
-    Shape sel = p.view.sizes(), flat = p.view.sizes(), at_d(flat.size(), 1);
-    sel.erase(sel.begin() + d);
-    sel.insert(sel.begin() + d, idx.sizes().begin(), idx.sizes().end());
-    flat[static_cast<size_t>(d)] = at_d[static_cast<size_t>(d)] = idx.numel();
-    Tensor v = value.to(p.view.device()).expand(sel).reshape(flat);
-    p.view.copy_(autograd::scatter_at(p.view, d, idx.reshape(at_d).expand(flat), v, false,
-                                      "IndexPutBackward0"));
+    const Tensor idx = checked_indices(index, p.view.size(d), d, IndexRule::Wrap, p.view.device());
+    FlatIndex flat = flat_along(idx, p.view.sizes(), d);
+    Tensor v = value.to(p.view.device())
+                   .expand(selection_shape(p.view.sizes(), d, idx.sizes()))
+                   .reshape(flat.shape);
+    p.view.copy_(autograd::scatter_at(p.view, d, flat.index, v, false, "IndexPutBackward0"));
   } else {
     Selection sel = select_positions(p.view, p.advanced);
     Tensor v = value.to(p.view.device()).expand(sel.shape);
@@ -625,14 +632,14 @@ Tensor nonzero(const Tensor& t, Caller caller) {
   const bool is_float = t.is_floating_point();
   for (int64_t i = 0, count = t.numel(); i < count; ++i)
     if (is_float ? v.as_double(i) != 0.0 : v.as_int(i) != 0) hits.push_back(i);
-  int64_t nd = t.dim(), n = static_cast<int64_t>(hits.size());
-  std::vector<int64_t> cs = ir::contiguous_strides(t.sizes());
-  return from_host(kInt64, {n, nd}, t.device(), [&](char* dst) {
-    auto* out = reinterpret_cast<int64_t*>(dst);
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t k = 0; k < nd; ++k)
-        out[r * nd + k] = hits[r] / cs[k] % t.size(k);
-  });
+  const Shape shape = t.sizes();
+  const int64_t nd = t.dim(), n = static_cast<int64_t>(hits.size());
+  const std::vector<int64_t> cs = ir::contiguous_strides(shape);
+  std::vector<int64_t> coords(static_cast<size_t>(n * nd));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t k = 0; k < nd; ++k)
+      coords[static_cast<size_t>(r * nd + k)] = hits[r] / cs[k] % shape[k];
+  return tensor(coords, {n, nd}, TensorOptions().dtype(kInt64).device(t.device()));
 }
 
 namespace {
@@ -675,7 +682,7 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller ca
     throw Error("index_select(): Expected dtype int32 or int64 for index");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
   if (t.dim() == 0) { // PyTorch's result is t's element, whatever the index's length
-    checked_indices(index, index, 1, 0, IndexRule::Select, t.device());
+    checked_indices(index, 1, 0, IndexRule::Select, t.device());
     Tensor first = zeros({1}, TensorOptions().dtype(kInt64).device(t.device()));
     Tensor out = autograd::gather_at(t.reshape({1}), 0, first, "IndexSelectBackward0").reshape({});
     autograd::rename(out, "IndexSelectBackward0");
@@ -684,7 +691,7 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller ca
   // The index along d, broadcast over t's other dims.
   Shape along(static_cast<size_t>(t.dim()), 1), shape = t.sizes();
   along[static_cast<size_t>(d)] = shape[static_cast<size_t>(d)] = index.numel();
-  Tensor idx = checked_indices(index, index, t.size(d), d, IndexRule::Select, t.device());
+  Tensor idx = checked_indices(index, t.size(d), d, IndexRule::Select, t.device());
   return autograd::gather_at(t, d, idx.reshape(along).expand(shape), "IndexSelectBackward0");
 }
 
@@ -727,8 +734,7 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) 
     return out;
   }
   return autograd::gather_at(
-      t, d, checked_indices(index, index, t.size(d), d, IndexRule::Bounds, t.device()),
-      "GatherBackward0");
+      t, d, checked_indices(index, t.size(d), d, IndexRule::Bounds, t.device()), "GatherBackward0");
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
@@ -746,9 +752,9 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
   std::vector<TensorIndex> box;
   for (int64_t k = 0; k < index.dim(); ++k)
     box.emplace_back(Slice(0, index.size(k)));
-  return autograd::scatter_at(
-      t, d, checked_indices(index, index, t.size(d), d, IndexRule::Bounds, t.device()),
-      src.index(box), false, "ScatterBackward0");
+  return autograd::scatter_at(t, d,
+                              checked_indices(index, t.size(d), d, IndexRule::Bounds, t.device()),
+                              src.index(box), false, "ScatterBackward0");
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value,

@@ -280,13 +280,6 @@ public:
     return false;
   }
 
-  // Whether the kernel reads memory of `s`.
-  bool reads(const rt::Storage* s) const {
-    for (size_t i = 0; i < slots_.size(); ++i)
-      if (k_.slots[i].role == Slot::Role::Input && slots_[i].storage.get() == s) return true;
-    return false;
-  }
-
   // Every node lowered so far (and leaves made for views of memory).
   const std::vector<NodePtr>& lowered() const { return keep_; }
 
@@ -745,11 +738,6 @@ private:
         int32_t v = kb.lower(c, kb.root_access(c->ndim()));
         if (t.scatter) {
           kb.scatter_store(c, v, *t.scatter, t.dest, t.dest_view);
-          // Its stores land anywhere: it reads nothing of the memory it writes.
-          if (kb.reads(t.dest.get())) {
-            const bool value_free = c->op == Op::Buffer && c->storage != t.dest;
-            throw NeedsRealize{value_free ? t.scatter->index : c, kWhyOverlap};
-          }
         } else {
           kb.store(c, v, t.dest, t.dest_view);
         }

@@ -16,7 +16,8 @@ namespace tj::sched {
 // computed into fresh memory first.
 // A write may scatter: element p of `compute` then goes to the element of dest_view (of shape
 // `base`) at p with dim `dim` replaced by index[p], or is added to it (ops.def, Scatter). The
-// launch runs its elements in order.
+// launch runs its elements in order. Its stores land anywhere, so `dest` must be memory that
+// neither compute nor index reads (materialization passes fresh memory).
 struct Scatter {
   ir::NodePtr index; // int64, of compute's shape
   ir::Shape base;
