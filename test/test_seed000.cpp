@@ -100,3 +100,140 @@ TEST_CASE("seed 000: item and scalar conversion", "[seed]") {
   CHECK(tensor(4.).str() == "tensor(4.)");
   CHECK(tensor(2.5).str() == "tensor(2.5000)");
 }
+
+namespace {
+// A 4x3x2 result printed as four identical layers, each `block` (a 3x2 matrix as PyTorch prints
+// it inside a 3-d tensor).
+std::string four_layers(const std::string& block) {
+  std::string s = "tensor([";
+  for (int i = 0; i < 4; ++i)
+    s += (i ? ",\n\n        " : "") + block;
+  return s + "])";
+}
+} // namespace
+
+// The cells whose inputs are random: rebuilt from the values the tutorial printed, the results
+// as PyTorch prints them for those inputs.
+TEST_CASE("seed 000: broadcasting over layers, rows and columns", "[seed]") {
+  Tensor a = ones({4, 3, 2});
+  CHECK((a * tensor({{0.6493, 0.2633}, {0.4762, 0.0548}, {0.2024, 0.5731}})).str() ==
+        four_layers("[[0.6493, 0.2633],\n         [0.4762, 0.0548],\n         [0.2024, 0.5731]]"));
+  CHECK((a * tensor({{0.7191}, {0.4067}, {0.7301}})).str() ==
+        four_layers("[[0.7191, 0.7191],\n         [0.4067, 0.4067],\n         [0.7301, 0.7301]]"));
+  CHECK((a * tensor({{0.6276, 0.7357}})).str() ==
+        four_layers("[[0.6276, 0.7357],\n         [0.6276, 0.7357],\n         [0.6276, 0.7357]]"));
+  // unsqueeze restores the broadcast of a 3-vector over columns.
+  Tensor c = tensor({0.1891, 0.3952, 0.9176}).unsqueeze(1);
+  CHECK(c.sizes() == Shape{3, 1});
+  CHECK((a * c).str() ==
+        four_layers("[[0.1891, 0.1891],\n         [0.3952, 0.3952],\n         [0.9176, 0.9176]]"));
+  Tensor r = tensor({{0.6146, 0.5999, 0.5013, 0.9397}, {0.8656, 0.5207, 0.6865, 0.3614}});
+  CHECK((r * (ones({1, 4}) * 2)).str() ==
+        "tensor([[1.2292, 1.1998, 1.0026, 1.8794],\n        [1.7312, 1.0414, 1.3730, 0.7228]])");
+}
+
+TEST_CASE("seed 000: altering tensors in place", "[seed]") {
+  Tensor a = tensor({0., M_PI / 4, M_PI / 2, 3 * M_PI / 4});
+  CHECK(sin(a).str() == "tensor([0.0000, 0.7071, 1.0000, 0.7071])");
+  CHECK(a.str() == "tensor([0.0000, 0.7854, 1.5708, 2.3562])"); // a has not changed
+  Tensor b = a.clone();
+  CHECK(sin_(b).str() == "tensor([0.0000, 0.7071, 1.0000, 0.7071])");
+  CHECK(b.str() == "tensor([0.0000, 0.7071, 1.0000, 0.7071])"); // b has
+
+  Tensor x = ones({2, 2});
+  Tensor y = tensor({{0.3788, 0.4567}, {0.0649, 0.6677}});
+  CHECK(x.add_(y).str() == "tensor([[1.3788, 1.4567],\n        [1.0649, 1.6677]])");
+  CHECK(x.str() == "tensor([[1.3788, 1.4567],\n        [1.0649, 1.6677]])");
+  CHECK(y.str() == "tensor([[0.3788, 0.4567],\n        [0.0649, 0.6677]])");
+  CHECK(y.mul_(y).str() == "tensor([[0.1435, 0.2086],\n        [0.0042, 0.4458]])");
+  CHECK(y.str() == "tensor([[0.1435, 0.2086],\n        [0.0042, 0.4458]])");
+}
+
+TEST_CASE("seed 000: out arguments, creation included, keep the tensor", "[seed]") {
+  Tensor c = zeros({2, 2});
+  CHECK(c.str() == "tensor([[0., 0.],\n        [0., 0.]])");
+  const void* storage = c.data_ptr<float>();
+  Tensor& d = matmul_out(c, tensor({{0.1, 0.2}, {0.3, 0.4}}), tensor({{1., 2.}, {3., 4.}}));
+  CHECK(&d == &c);
+  CHECK(c.str() == "tensor([[0.7000, 1.0000],\n        [1.5000, 2.2000]])");
+  Tensor& e = rand_out(c, {2, 2});
+  CHECK(&e == &c);
+  CHECK(c.data_ptr<float>() == storage); // the same memory, written again
+  const auto v = c.to_vector<float>();
+  CHECK(std::all_of(v.begin(), v.end(), [](float f) { return f >= 0 && f < 1; }));
+  CHECK(v != std::vector<float>{0.7f, 1.f, 1.5f, 2.2f});
+  Tensor n = zeros({3}, dtype(kFloat64));
+  randn_out(n, {3});
+  CHECK(n.dtype() == kFloat64);
+  CHECK_THROWS_WITH(rand_out(n = zeros({2}, dtype(kInt64)), {2}),
+                    "\"check_uniform_bounds\" not implemented for 'Long'");
+}
+
+TEST_CASE("seed 000: copying tensors", "[seed]") {
+  Tensor a = ones({2, 2});
+  Tensor b = a;
+  a[0][1] = 561;
+  CHECK(b.str() == "tensor([[  1., 561.],\n        [  1.,   1.]])");
+
+  a = ones({2, 2});
+  b = a.clone();
+  CHECK(eq(a, b).str() == "tensor([[True, True],\n        [True, True]])");
+  a[0][1] = 561;
+  CHECK(b.str() == "tensor([[1., 1.],\n        [1., 1.]])");
+
+  a = tensor({{0.0905, 0.4485}, {0.8740, 0.2526}}, requires_grad());
+  const std::string values = "tensor([[0.0905, 0.4485],\n        [0.8740, 0.2526]]";
+  CHECK(a.str() == values + ", requires_grad=True)");
+  CHECK(a.clone().str() == values + ", grad_fn=<CloneBackward0>)");
+  CHECK(a.detach().clone().str() == values + ")");
+  CHECK(a.str() == values + ", requires_grad=True)");
+}
+
+TEST_CASE("seed 000: changing the number of dimensions", "[seed]") {
+  CHECK(rand({3, 226, 226}).unsqueeze(0).sizes() == Shape{1, 3, 226, 226});
+  CHECK(tensor({0.2347}).reshape({1, 1, 1, 1, 1}).str() == "tensor([[[[[0.2347]]]]])");
+  Tensor a =
+      tensor({{0.1899, 0.4067, 0.1519, 0.1506, 0.9585, 0.7756, 0.8973, 0.4929, 0.2367, 0.8194,
+               0.4509, 0.2690, 0.8381, 0.8207, 0.6818, 0.5057, 0.9335, 0.9769, 0.2792, 0.3277}});
+  CHECK(a.str() ==
+        "tensor([[0.1899, 0.4067, 0.1519, 0.1506, 0.9585, 0.7756, 0.8973, 0.4929, 0.2367,\n"
+        "         0.8194, 0.4509, 0.2690, 0.8381, 0.8207, 0.6818, 0.5057, 0.9335, 0.9769,\n"
+        "         0.2792, 0.3277]])");
+  Tensor b = a.squeeze(0);
+  CHECK(b.sizes() == Shape{20});
+  CHECK(b.str() ==
+        "tensor([0.1899, 0.4067, 0.1519, 0.1506, 0.9585, 0.7756, 0.8973, 0.4929, 0.2367,\n"
+        "        0.8194, 0.4509, 0.2690, 0.8381, 0.8207, 0.6818, 0.5057, 0.9335, 0.9769,\n"
+        "        0.2792, 0.3277])");
+  CHECK(rand({2, 2}).squeeze(0).sizes() == Shape{2, 2}); // a dim of extent 2 stays
+
+  // The in-place forms change the tensor's own shape; the storage is shared.
+  Tensor batch_me = rand({3, 226, 226});
+  const Tensor alias = batch_me;
+  CHECK(&batch_me.unsqueeze_(0) == &batch_me);
+  CHECK(batch_me.sizes() == Shape{1, 3, 226, 226});
+  CHECK(batch_me.stride() == std::vector<int64_t>{153228, 51076, 226, 1});
+  batch_me.squeeze_(0);
+  CHECK(batch_me.sizes() == Shape{3, 226, 226});
+  Tensor t = zeros({1, 2, 1});
+  t.squeeze_();
+  CHECK(t.sizes() == Shape{2});
+  t.unsqueeze_(-1);
+  CHECK(t.sizes() == Shape{2, 1});
+  CHECK_THROWS_WITH(t.unsqueeze_(3),
+                    "Dimension out of range (expected to be in range of [-3, 2], but got 3)");
+  CHECK(t.sizes() == Shape{2, 1}); // a failed call changes nothing
+
+  Tensor output3d = rand({6, 20, 20});
+  CHECK(output3d.reshape({6 * 20 * 20}).sizes() == Shape{2400});
+  CHECK(reshape(output3d, {6 * 20 * 20}).sizes() == Shape{2400});
+}
+
+TEST_CASE("seed 000: the NumPy bridge and unique", "[seed]") {
+  std::vector<double> numpy_array(6, 1.0);
+  Tensor t = from_blob(numpy_array.data(), {2, 3}, kFloat64);
+  CHECK(t.str() == "tensor([[1., 1., 1.],\n        [1., 1., 1.]], dtype=torch.float64)");
+  numpy_array[1] = 23;
+  CHECK(t.str() == "tensor([[ 1., 23.,  1.],\n        [ 1.,  1.,  1.]], dtype=torch.float64)");
+  CHECK(unique(tensor({1, 2, 1, 2, 1, 2})).str() == "tensor([1, 2])");
+}

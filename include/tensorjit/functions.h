@@ -226,6 +226,16 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Caller where = {});
 Tensor cross_entropy(const Tensor& input, const Tensor& target, Caller where = {});
 } // namespace nn::functional
 
+// The view ops' free forms, as torch.reshape(t, shape): the same views as the members.
+Tensor reshape(const Tensor& t, IntArrayRef shape, Caller where = {});
+Tensor flatten(const Tensor& t, int64_t start_dim = 0, int64_t end_dim = -1, Caller where = {});
+Tensor squeeze(const Tensor& t, Caller where = {});
+Tensor squeeze(const Tensor& t, int64_t dim, Caller where = {});
+Tensor unsqueeze(const Tensor& t, int64_t dim, Caller where = {});
+Tensor transpose(const Tensor& t, int64_t d0, int64_t d1, Caller where = {});
+Tensor permute(const Tensor& t, IntArrayRef dims, Caller where = {});
+Tensor t(const Tensor& t, Caller where = {});
+
 // In-place free forms, as torch.sin_(t).
 Tensor& sin_(Tensor& a, Caller where = {});
 // The `out` forms write the result into `out`: it must be castable to out's
@@ -241,6 +251,8 @@ Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b, Caller where =
 Tensor& zeros_out(Tensor& out, IntArrayRef size, Caller where = {});
 Tensor& ones_out(Tensor& out, IntArrayRef size, Caller where = {});
 Tensor& full_out(Tensor& out, IntArrayRef size, const Scalar& value, Caller where = {});
+Tensor& rand_out(Tensor& out, IntArrayRef size, Caller where = {});
+Tensor& randn_out(Tensor& out, IntArrayRef size, Caller where = {});
 Tensor& arange_out(Tensor& out, const Scalar& end, Caller where = {});
 Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step = 1,
                    Caller where = {});

@@ -166,6 +166,9 @@ public:
   Tensor mT(Caller where = {}) const; // the last two dims swapped
   Tensor& t_(Caller where = {});
   Tensor& transpose_(int64_t d0, int64_t d1, Caller where = {});
+  Tensor& squeeze_(Caller where = {});
+  Tensor& squeeze_(int64_t dim, Caller where = {});
+  Tensor& unsqueeze_(int64_t dim, Caller where = {});
   Tensor expand(IntArrayRef shape, Caller where = {}) const;
   Tensor expand_as(const Tensor& other, Caller where = {}) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length, Caller where = {}) const;

@@ -782,6 +782,24 @@ Tensor& Tensor::transpose_(int64_t d0, int64_t d1, Caller caller) {
   become(*this, transpose(d0, d1));
   return *this;
 }
+Tensor& Tensor::squeeze_(Caller caller) {
+  detail::CallSite site(caller, "squeeze_");
+  check_inplace_grad(*this);
+  become(*this, squeeze());
+  return *this;
+}
+Tensor& Tensor::squeeze_(int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "squeeze_");
+  check_inplace_grad(*this);
+  become(*this, squeeze(dim));
+  return *this;
+}
+Tensor& Tensor::unsqueeze_(int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "unsqueeze_");
+  check_inplace_grad(*this);
+  become(*this, unsqueeze(dim));
+  return *this;
+}
 Tensor Tensor::expand(IntArrayRef shape, Caller caller) const {
   detail::CallSite site(caller, "expand");
   Shape s = fe::expanded_shape(sizes(), shape, dtype());
@@ -1204,6 +1222,48 @@ Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Sc
                    Caller caller) {
   detail::CallSite site(caller, "arange_out");
   return write_out(out, arange(start, end, step, out.options()), "arange");
+}
+Tensor& rand_out(Tensor& out, IntArrayRef size, Caller caller) {
+  detail::CallSite site(caller, "rand_out");
+  return write_out(out, rand(size, out.options()), "rand");
+}
+Tensor& randn_out(Tensor& out, IntArrayRef size, Caller caller) {
+  detail::CallSite site(caller, "randn_out");
+  return write_out(out, randn(size, out.options()), "randn");
+}
+
+// The view ops' free forms, as torch.reshape(t, shape).
+Tensor reshape(const Tensor& t, IntArrayRef shape, Caller caller) {
+  detail::CallSite site(caller, "reshape");
+  return t.reshape(shape);
+}
+Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim, Caller caller) {
+  detail::CallSite site(caller, "flatten");
+  return t.flatten(start_dim, end_dim);
+}
+Tensor squeeze(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "squeeze");
+  return t.squeeze();
+}
+Tensor squeeze(const Tensor& t, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "squeeze");
+  return t.squeeze(dim);
+}
+Tensor unsqueeze(const Tensor& t, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "unsqueeze");
+  return t.unsqueeze(dim);
+}
+Tensor transpose(const Tensor& t, int64_t d0, int64_t d1, Caller caller) {
+  detail::CallSite site(caller, "transpose");
+  return t.transpose(d0, d1);
+}
+Tensor permute(const Tensor& t, IntArrayRef dims, Caller caller) {
+  detail::CallSite site(caller, "permute");
+  return t.permute(dims);
+}
+Tensor t(const Tensor& t, Caller caller) {
+  detail::CallSite site(caller, "t");
+  return t.t();
 }
 
 Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
