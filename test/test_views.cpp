@@ -477,6 +477,17 @@ TEST_CASE("view, index and join errors use PyTorch's wording", "[views][errors]"
   CHECK_THROWS_WITH(cat({a, zeros({3})}),
                     "Tensors must have same number of dimensions: got 2 and 1");
   CHECK_THROWS_WITH(cat({}), "torch.cat(): expected a non-empty list of Tensors");
+  // Empty 1-D tensors are skipped, but the errors count them.
+  CHECK_THROWS_WITH(cat({tensor(std::vector<float>{}), zeros({3, 4}), zeros({3, 5})}),
+                    "Sizes of tensors must match except in dimension 0. Expected size 4 but got "
+                    "size 5 for tensor number 2 in the list.");
+  CHECK_THROWS_WITH(cat({zeros({3, 4}), tensor(std::vector<float>{}), zeros({3, 5})}),
+                    "Sizes of tensors must match except in dimension 0. Expected size 4 but got "
+                    "size 5 for tensor number 2 in the list.");
+  CHECK_THROWS_WITH(cat({tensor(std::vector<float>{}), tensor(1.0)}),
+                    "zero-dimensional tensor (at position 1) cannot be concatenated");
+  CHECK(cat({zeros({3, 4}), tensor(std::vector<float>{}), zeros({3, 5})}, 1).sizes() ==
+        Shape{3, 9});
   CHECK_THROWS_WITH(stack({a, zeros({4, 3})}),
                     "stack expects each tensor to be equal size, but got [3, 4] at entry 0 and "
                     "[4, 3] at entry 1");

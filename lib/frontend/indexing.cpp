@@ -501,11 +501,20 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
   detail::CallSite site(caller, "cat");
   if (tensors.empty()) throw Error("torch.cat(): expected a non-empty list of Tensors");
-  // PyTorch skips 1-D empty tensors, a legacy placeholder for "nothing".
+  // PyTorch skips 1-D empty tensors, a legacy placeholder for "nothing"; its errors still count
+  // positions in the whole list.
   std::vector<Tensor> parts;
-  for (const auto& t : tensors) {
+  std::vector<size_t> positions;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
     detail::check_defined(t, "cat");
-    if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
+    if (t.dim() == 0)
+      throw Error(
+          fmt::format("zero-dimensional tensor (at position {}) cannot be concatenated", i));
+    if (!(t.dim() == 1 && t.numel() == 0)) {
+      parts.push_back(t);
+      positions.push_back(i);
+    }
   }
   DType dtype = tensors[0].dtype();
   for (const auto& t : tensors)
@@ -515,15 +524,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
     if (t.device() != device) fe::throw_device_mismatch(device, t.device());
   if (parts.empty()) return empty({0}, TensorOptions().dtype(dtype).device(device));
   const Tensor& ref = parts[0];
-  if (ref.dim() == 0) throw Error("zero-dimensional tensor (at position 0) cannot be concatenated");
   int64_t d = ir::wrap_dim(dim, ref.dim());
   Shape shape = ref.sizes();
   shape[d] = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& t = parts[i];
-    if (t.dim() == 0)
-      throw Error(
-          fmt::format("zero-dimensional tensor (at position {}) cannot be concatenated", i));
     if (t.dim() != ref.dim())
       throw Error(fmt::format("Tensors must have same number of dimensions: got {} and {}",
                               ref.dim(), t.dim()));
@@ -531,7 +536,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
       if (k != d && t.size(k) != ref.size(k))
         throw Error(fmt::format("Sizes of tensors must match except in dimension {}. Expected "
                                 "size {} but got size {} for tensor number {} in the list.",
-                                d, ref.size(k), t.size(k), i));
+                                d, ref.size(k), t.size(k), positions[i]));
     shape[d] += t.size(d);
   }
   Tensor out = empty(shape, TensorOptions().dtype(dtype).device(device));
