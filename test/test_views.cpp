@@ -1043,3 +1043,90 @@ TEST_CASE("gradients of reads at data-dependent places accumulate through Scatte
   CHECK(allclose(b.grad(), 2 * b.detach() * keep));
   CHECK(allclose(v.grad(), 2 * v.detach()));
 }
+
+TEST_CASE("joining and selection errors use PyTorch's wording", "[views][errors]") {
+  Tensor a = zeros({3, 4});
+  const std::string dim2 = "Dimension out of range (expected to be in range of [-2, 1], but got 2)";
+  const std::string dim3 = "Dimension out of range (expected to be in range of [-3, 2], but got 3)";
+  CHECK_THROWS_WITH(cat({a, a}, 2), dim2);
+  CHECK_THROWS_WITH(cat({a, a}, -3),
+                    "Dimension out of range (expected to be in range of [-2, 1], but got -3)");
+  CHECK_THROWS_WITH(stack({a, a}, 3), dim3);
+  CHECK_THROWS_WITH(index_select(a, 2, tensor({0})), dim2);
+  CHECK_THROWS_WITH(gather(a, 2, zeros({3, 4}, kInt64)), dim2);
+  CHECK_THROWS_WITH(flip(a, {2}), dim2);
+  CHECK_THROWS_WITH(roll(a, {1}, {2}), dim2);
+  CHECK_THROWS_WITH(split(a, 2, 2), dim2);
+  CHECK_THROWS_WITH(split(a, std::vector<int64_t>{1, 1}, 2), dim2);
+  CHECK_THROWS_WITH(chunk(a, 2, 2), dim2);
+  CHECK_THROWS_WITH(a.unsqueeze(3), dim3);
+  CHECK_THROWS_WITH(a.unsqueeze(-4),
+                    "Dimension out of range (expected to be in range of [-3, 2], but got -4)");
+  CHECK_THROWS_WITH(a.permute({0, 2}), dim2);
+  CHECK_THROWS_WITH(a.transpose(0, 2), dim2);
+  CHECK_THROWS_WITH(a.squeeze(2), dim2);
+
+  CHECK_THROWS_WITH(flip(a, {0, 0}), "dim 0 appears multiple times in the list of dims");
+  CHECK_THROWS_WITH(flip(a, {1, -1}), "dim 1 appears multiple times in the list of dims");
+  CHECK_THROWS_WITH(roll(a, {1, 2}, {0}), "shifts and dimensions must align. shifts: 2, dims:1");
+  CHECK_THROWS_WITH(roll(a, {1, 2}), "shifts and dimensions must align. shifts: 2, dims:0");
+  CHECK_THROWS_WITH(a.repeat({2}), "Number of dimensions of repeat dims can not be smaller than "
+                                   "number of dimensions of tensor");
+  CHECK_THROWS_WITH(split(a, std::vector<int64_t>{1, 1}, 0),
+                    "split_with_sizes expects split_sizes to sum exactly to 3 (input tensor's size "
+                    "at dimension 0), but got split_sizes=[1, 1]");
+  CHECK_THROWS_WITH(chunk(a, 0), "chunk expects `chunks` to be greater than 0, got: 0");
+  CHECK_THROWS_WITH(index_select(a, 0, tensor({{0}})),
+                    "index_select(): Index is supposed to be a vector");
+  CHECK_THROWS_WITH(index_select(a, 0, tensor({0.0})),
+                    "index_select(): Expected dtype int32 or int64 for index");
+  CHECK_THROWS_WITH(index_select(a, 0, tensor({3})), "index out of range in self");
+  CHECK_THROWS_WITH(gather(a, 1, zeros({3}, kInt64)),
+                    "Index tensor must have the same number of dimensions as input tensor");
+  CHECK_THROWS_WITH(gather(a, 1, zeros({3, 4}, kInt32)),
+                    "gather(): Expected dtype int64 for index");
+  CHECK_THROWS_WITH(gather(a, 1, zeros({3}, kInt32)), "gather(): Expected dtype int64 for index");
+  CHECK_THROWS_WITH(masked_select(a, ones({3, 4})),
+                    "masked_select: expected BoolTensor or ByteTensor for mask");
+  CHECK_THROWS_WITH(masked_select(a, tensor({1, 0, 1, 0})),
+                    "masked_select: expected BoolTensor or ByteTensor for mask");
+  CHECK_THROWS_WITH(masked_select(a, ones({5}, kBool)), "The size of tensor a (5) must match the "
+                                                        "size of tensor b (4) at non-singleton "
+                                                        "dimension 1");
+  CHECK_THROWS_WITH(masked_select(zeros({2, 4}), ones({3, 1}, kBool)),
+                    "The size of tensor a (3) must match the size of tensor b (2) at "
+                    "non-singleton dimension 0");
+  CHECK_THROWS_WITH(diag(zeros({2, 2, 2})), "matrix or a vector expected");
+  CHECK_THROWS_WITH(diag(tensor(1.0)), "matrix or a vector expected");
+  CHECK_THROWS_WITH(trace(zeros({3})), "trace: expected a matrix, but got tensor with dim 1");
+  const std::string dim_1d =
+      "Dimension out of range (expected to be in range of [-1, 0], but got -2)";
+  CHECK_THROWS_WITH(triu(zeros({3})), dim_1d);
+  CHECK_THROWS_WITH(tril(zeros({3})), dim_1d);
+  CHECK_THROWS_WITH(stack({}), "stack expects a non-empty TensorList");
+  CHECK_THROWS_WITH(cat({tensor(1.0), tensor(2.0)}),
+                    "zero-dimensional tensor (at position 0) cannot be concatenated");
+  CHECK_THROWS_WITH(cat({zeros({2}), tensor(2.0)}),
+                    "zero-dimensional tensor (at position 1) cannot be concatenated");
+  // A failed in-place op leaves the tensor's values as they were.
+  Tensor x = arange(12, TensorOptions().dtype(kFloat32)).view({3, 4});
+  const std::vector<double> x0 = values(x);
+  CHECK_THROWS_WITH(x.index_put_({tensor({3})}, 1.0),
+                    "index 3 is out of bounds for dimension 0 with size 3");
+  CHECK_THROWS_WITH(x.index_put_({tensor({0}), tensor({5})}, 1.0),
+                    "index 5 is out of bounds for dimension 1 with size 4");
+  CHECK_THROWS_WITH(x.index_put_({tensor({-4})}, 1.0),
+                    "index -4 is out of bounds for dimension 0 with size 3");
+  CHECK(values(x) == x0);
+  CHECK_THROWS_WITH(x.masked_fill_(ones({2, 3, 4}, kBool), 0),
+                    "output with shape [3, 4] doesn't match the broadcast shape [2, 3, 4]");
+  CHECK(values(x) == x0);
+  Tensor cube = arange(8, TensorOptions().dtype(kFloat32)).view({2, 2, 2});
+  CHECK_THROWS_WITH(cube.t_(), "t_() expects a tensor with <= 2 dimensions, but self is 3D");
+  CHECK(cube.sizes() == Shape{2, 2, 2});
+  CHECK(values(cube) == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor v = tensor({1.0f, 2.0f, 3.0f});
+  CHECK_THROWS_WITH(v.copy_(zeros({2})), "The size of tensor a (3) must match the size of tensor "
+                                         "b (2) at non-singleton dimension 0");
+  CHECK(values(v) == std::vector<double>{1, 2, 3});
+}

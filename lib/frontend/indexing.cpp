@@ -649,9 +649,9 @@ Tensor nonzero(const Tensor& t, Caller caller) {
 
 namespace {
 void check_gather_shapes(const Tensor& t, int64_t d, const Tensor& index) {
+  if (index.dtype() != kInt64) throw Error("gather(): Expected dtype int64 for index");
   if (index.dim() != t.dim())
     throw Error("Index tensor must have the same number of dimensions as input tensor");
-  if (index.dtype() != kInt64) throw Error("gather(): Expected dtype int64 for index");
   for (int64_t k = 0; k < t.dim(); ++k)
     if (k != d && index.size(k) > t.size(k))
       throw Error(fmt::format("Size does not match at dimension {} expected index {} to be "
@@ -702,10 +702,10 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller ca
 
 Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
   detail::CallSite site(caller, "masked_select");
-  if (mask.dtype() != kBool)
-    throw Error(fmt::format("masked_select: expected BoolTensor for mask"));
-  Shape s = ir::broadcast_shapes(t.sizes(), mask.sizes());
-  Tensor m = mask.expand(s);
+  if (!is_mask_dtype(mask.dtype()))
+    throw Error("masked_select: expected BoolTensor or ByteTensor for mask");
+  Shape s = ir::broadcast_shapes(mask.sizes(), t.sizes()); // PyTorch's order, for its error
+  Tensor m = mask.to(kBool).expand(s);
   if (s.empty()) return t.reshape({1}).index({m.reshape({1})});
   return t.expand(s).index({m});
 }
@@ -773,18 +773,12 @@ Tensor flip(const Tensor& t, IntArrayRef dims, Caller caller) {
   detail::CallSite site(caller, "flip");
   std::vector<bool> seen(static_cast<size_t>(t.dim()), false);
   ir::NodePtr n = detail::node_of(t);
-  size_t unique = 0;
   for (int64_t dim : dims) {
     int64_t d = ir::wrap_dim(dim, t.dim());
-    if (seen[d]) continue;
+    if (seen[d]) throw Error(fmt::format("dim {} appears multiple times in the list of dims", d));
     seen[d] = true;
-    ++unique;
     n = fe::slice(n, d, t.size(d) - 1, -1, -1);
   }
-  if (unique != dims.size())
-    throw Error(fmt::format("dims has duplicates, original flip dims size={}, but unique flip "
-                            "dims size={}",
-                            dims.size(), unique));
   Tensor out = detail::wrap(ir::make_node(ir::Op::Cast, n->dtype, n->shape, {n}));
   autograd::record("FlipBackward0", {t}, {out}, {},
                    [dims](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
@@ -852,7 +846,7 @@ Tensor diag(const Tensor& t, int64_t k, Caller caller) {
     return out;
   }
   if (t.dim() == 2) return t.diagonal(k).clone();
-  throw Error(fmt::format("diag(): Supports 1D or 2D tensors. Got {}D", t.dim()));
+  throw Error("matrix or a vector expected");
 }
 
 Tensor diagonal(const Tensor& t, int64_t offset, int64_t dim1, int64_t dim2, Caller caller) {
@@ -871,9 +865,9 @@ Tensor trace(const Tensor& t, Caller caller) {
 
 namespace {
 // Keeps the elements with col - row >= k (upper) or <= k (lower) of the last two dims.
-Tensor triangle(const Tensor& t, int64_t k, bool upper, const char* name) {
-  if (t.dim() < 2)
-    throw Error(fmt::format("{}: input tensor must have at least 2 dimensions", name));
+Tensor triangle(const Tensor& t, int64_t k, bool upper) {
+  if (t.dim() == 0) throw Error("Dimension specified as -2 but tensor has no dimensions");
+  if (t.dim() < 2) ir::wrap_dim(-2, t.dim()); // a vector: throws, dim -2 is out of range
   TensorOptions o = TensorOptions().dtype(kInt64).device(t.device());
   Tensor row = arange(t.size(-2), o).unsqueeze(1), col = arange(t.size(-1), o);
   Tensor diff = col - row;
@@ -884,13 +878,13 @@ Tensor triangle(const Tensor& t, int64_t k, bool upper, const char* name) {
 
 Tensor triu(const Tensor& t, int64_t k, Caller caller) {
   detail::CallSite site(caller, "triu");
-  Tensor out = triangle(t, k, true, "triu");
+  Tensor out = triangle(t, k, true);
   autograd::rename(out, "TriuBackward0");
   return out;
 }
 Tensor tril(const Tensor& t, int64_t k, Caller caller) {
   detail::CallSite site(caller, "tril");
-  Tensor out = triangle(t, k, false, "tril");
+  Tensor out = triangle(t, k, false);
   autograd::rename(out, "TrilBackward0");
   return out;
 }

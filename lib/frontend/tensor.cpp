@@ -732,9 +732,11 @@ Tensor transposed(const Tensor& x, int64_t d0, int64_t d1, const char* grad_name
     return g;
   });
 }
-void check_t(int64_t dim) {
+// `name` is "t" or "t_", as PyTorch's message names the op.
+void check_t(int64_t dim, const char* name) {
   if (dim > 2)
-    throw Error(fmt::format("t() expects a tensor with <= 2 dimensions, but self is {}D", dim));
+    throw Error(
+        fmt::format("{}() expects a tensor with <= 2 dimensions, but self is {}D", name, dim));
 }
 // An in-place view op: this tensor becomes the view, history included.
 void become(Tensor& self, const Tensor& v) {
@@ -750,7 +752,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1, Caller caller) const {
 }
 Tensor Tensor::t(Caller caller) const {
   detail::CallSite site(caller, "t");
-  check_t(dim());
+  check_t(dim(), "t");
   return transposed(*this, 0, dim() < 2 ? 0 : 1, "TBackward0");
 }
 Tensor Tensor::T(Caller caller) const {
@@ -771,7 +773,7 @@ Tensor Tensor::mT(Caller caller) const {
 // The in-place view ops change this tensor's own view of its storage.
 Tensor& Tensor::t_(Caller caller) {
   detail::CallSite site(caller, "t_");
-  check_t(dim());
+  check_t(dim(), "t_");
   check_inplace_grad(*this);
   become(*this, t());
   return *this;
