@@ -412,6 +412,12 @@ TEST_CASE("nn::functional losses match their definitions", "[autograd]") {
         Approx((l0 + l1) / 2).epsilon(1e-14));
   CHECK(error_of([&] { nn::functional::cross_entropy(logits, target.to(kFloat32)); }) ==
         "expected scalar type Long but found Float");
+  CHECK(error_of([&] {
+          nn::functional::cross_entropy(logits, tensor({1, -1}));
+        }) == "Target -1 is out of bounds.");
+  CHECK(error_of([&] {
+          nn::functional::cross_entropy(logits, tensor({3, -1}));
+        }) == "Target 3 is out of bounds.");
   Tensor p = tensor({1.0, 2.0}, requires_grad());
   Tensor loss = nn::functional::mse_loss(p, tensor({0.0, 4.0}));
   CHECK(loss.str() == "tensor(2.5000, grad_fn=<MseLossBackward0>)");

@@ -1130,3 +1130,60 @@ TEST_CASE("joining and selection errors use PyTorch's wording", "[views][errors]
                                          "b (2) at non-singleton dimension 0");
   CHECK(values(v) == std::vector<double>{1, 2, 3});
 }
+
+TEST_CASE("gather, scatter and index_select take and check indices as PyTorch 1.13",
+          "[views][gather][scatter][errors]") {
+  Tensor a = zeros({3, 4});
+  // scatter checks dtypes before ranks and shapes.
+  CHECK_THROWS_WITH(a.scatter(1, zeros({3}, kInt32), 1.0),
+                    "scatter(): Expected dtype int64 for index");
+  CHECK_THROWS_WITH(a.scatter(1, zeros({3}, kInt32), zeros({3})),
+                    "scatter(): Expected dtype int64 for index");
+  CHECK_THROWS_WITH(a.scatter(1, zeros({3, 4}, kInt64), zeros({3, 3}, kFloat64)),
+                    "scatter(): Expected self.dtype to be equal to src.dtype");
+  CHECK_THROWS_WITH(a.scatter(1, zeros({3}, kInt64), 1.0),
+                    "Index tensor must have the same number of dimensions as self tensor");
+  CHECK_THROWS_WITH(a.scatter(1, zeros({3, 4}, kInt64), zeros({3, 3})),
+                    "Expected index [3, 4] to be smaller than self [3, 4] apart from dimension 1 "
+                    "and to be smaller size than src [3, 3]");
+  CHECK_THROWS_WITH(zeros({3}).scatter(0, zeros({2}, kInt64), zeros({1})),
+                    "Expected index [2] to be smaller than self [3] apart from dimension 0 and to "
+                    "be smaller size than src [1]");
+
+  // A 0-d tensor counts as a vector of one.
+  CHECK(tensor(5.0).gather(0, tensor({0})).str() == "tensor([5.])");
+  CHECK(tensor(5.0).gather(0, tensor({0, 0})).str() == "tensor([5., 5.])");
+  CHECK(tensor({4.0, 5.0, 6.0}).gather(0, tensor(2)).str() == "tensor(6.)");
+  CHECK_THROWS_WITH(tensor(5.0).gather(0, tensor({1})),
+                    "index 1 is out of bounds for dimension 0 with size 1");
+  CHECK(tensor(5.0).scatter(0, tensor({0}), tensor({7.0})).str() == "tensor(7.)");
+  CHECK(tensor(5.0).scatter(0, tensor({0}), 7.0).str() == "tensor(7.)");
+  CHECK(tensor(5.0).scatter(0, tensor(0), tensor(7.0)).str() == "tensor(7.)");
+  CHECK(tensor({4.0, 5.0, 6.0}).scatter(0, tensor(2), tensor(9.0)).str() == "tensor([4., 5., 9.])");
+  CHECK_THROWS_WITH(tensor(5.0).scatter(0, tensor({{0}}), 1.0),
+                    "Index tensor must have the same number of dimensions as self tensor");
+  CHECK_THROWS_WITH(tensor(5.0).scatter(0, tensor({0}), ones({1, 1})),
+                    "Index tensor must have the same number of dimensions as src tensor");
+
+  // An empty index: nothing is checked of its shape (nor, by gather, of its dtype).
+  CHECK(a.gather(1, zeros({0}, kInt32)).str() == "tensor([])");
+  CHECK(a.gather(1, zeros({2, 0, 7}, kInt64)).sizes() == Shape{2, 0, 7});
+  CHECK(values(a.scatter(1, zeros({0}, kInt32), 1.0)) == values(a));
+  CHECK(values(a.scatter(1, zeros({2, 0, 7}, kInt64), zeros({1}))) == values(a));
+  CHECK_THROWS_WITH(a.scatter(1, zeros({0}, kInt64), zeros({2}, kFloat64)),
+                    "scatter(): Expected self.dtype to be equal to src.dtype");
+  Tensor w = ones({3, 4}).requires_grad_(true);
+  Tensor none = w.gather(1, zeros({0}, kInt64));
+  CHECK(none.grad_fn()->name() == "GatherBackward0");
+  (none.sum() + w.scatter(1, zeros({0}, kInt64), 1.0).sum()).backward();
+  CHECK(values(w.grad()) == std::vector<double>(12, 1.0));
+
+  // index_select takes int32 and int64 indices only.
+  CHECK(index_select(a, 0, tensor({0}, kInt32)).sizes() == Shape{1, 4});
+  CHECK_THROWS_WITH(index_select(a, 0, tensor({0}, kInt8)),
+                    "index_select(): Expected dtype int32 or int64 for index");
+  CHECK_THROWS_WITH(index_select(a, 0, tensor({0}, kInt16)),
+                    "index_select(): Expected dtype int32 or int64 for index");
+  // masked_select takes a uint8 mask too.
+  CHECK(masked_select(arange(3), tensor({1, 0, 1}, kUInt8)).str() == "tensor([0, 2])");
+}

@@ -648,9 +648,14 @@ Tensor nonzero(const Tensor& t, Caller caller) {
 }
 
 namespace {
+// gather's and scatter's checks count a 0-d tensor as a vector of one, as PyTorch does.
+int64_t nonempty_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
+int64_t nonempty_size(const Tensor& t, int64_t k) { return t.dim() == 0 ? 1 : t.size(k); }
+
+// gather's checks, for a nonempty index (PyTorch checks nothing of an empty one).
 void check_gather_shapes(const Tensor& t, int64_t d, const Tensor& index) {
   if (index.dtype() != kInt64) throw Error("gather(): Expected dtype int64 for index");
-  if (index.dim() != t.dim())
+  if (nonempty_dim(index) != nonempty_dim(t))
     throw Error("Index tensor must have the same number of dimensions as input tensor");
   for (int64_t k = 0; k < t.dim(); ++k)
     if (k != d && index.size(k) > t.size(k))
@@ -660,16 +665,20 @@ void check_gather_shapes(const Tensor& t, int64_t d, const Tensor& index) {
 }
 
 // scatter's checks; src is null for a scalar value.
+// PyTorch checks the dtypes first, and no shapes for an empty index.
 void check_scatter_shapes(const Tensor& t, int64_t d, const Tensor& index, const Tensor* src) {
-  if (index.dim() != t.dim())
-    throw Error("Index tensor must have the same number of dimensions as self tensor");
-  if (src && src->dim() != index.dim())
-    throw Error("Index tensor must have the same number of dimensions as src tensor");
-  if (index.dtype() != kInt64) throw Error("scatter(): Expected dtype int64 for index");
+  if (index.numel() != 0 && index.dtype() != kInt64)
+    throw Error("scatter(): Expected dtype int64 for index");
   if (src && src->dtype() != t.dtype())
     throw Error("scatter(): Expected self.dtype to be equal to src.dtype");
-  for (int64_t k = 0; k < t.dim(); ++k)
-    if ((k != d && index.size(k) > t.size(k)) || (src && index.size(k) > src->size(k))) {
+  if (index.numel() == 0) return;
+  if (nonempty_dim(index) != nonempty_dim(t))
+    throw Error("Index tensor must have the same number of dimensions as self tensor");
+  if (src && nonempty_dim(*src) != nonempty_dim(index))
+    throw Error("Index tensor must have the same number of dimensions as src tensor");
+  for (int64_t k = 0; k < nonempty_dim(t); ++k)
+    if ((k != d && nonempty_size(index, k) > nonempty_size(t, k)) ||
+        (src && nonempty_size(index, k) > nonempty_size(*src, k))) {
       std::string msg =
           fmt::format("Expected index {} to be smaller than self {} apart from dimension {}",
                       ir::shape_str(index.sizes()), ir::shape_str(t.sizes()), d);
@@ -683,7 +692,7 @@ void check_scatter_shapes(const Tensor& t, int64_t d, const Tensor& index, const
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
   detail::CallSite site(caller, "index_select");
   if (index.dim() > 1) throw Error("index_select(): Index is supposed to be a vector");
-  if (!is_index_dtype(index.dtype()))
+  if (index.dtype() != kInt64 && index.dtype() != kInt32)
     throw Error("index_select(): Expected dtype int32 or int64 for index");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
   if (t.dim() == 0) { // PyTorch's result is t's element, whatever the index's length
@@ -732,9 +741,18 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value, Cal
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
   detail::CallSite site(caller, "gather");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
+  if (index.numel() == 0) { // nothing read: PyTorch checks nothing
+    Tensor out = zeros(index.sizes(), t.options());
+    autograd::record("GatherBackward0", {t}, {out}, {},
+                     [shape = t.sizes(), options = t.options()](const std::vector<Tensor>&,
+                                                                const std::vector<Tensor>&) {
+                       return std::vector<Tensor>{zeros(shape, options)};
+                     });
+    return out;
+  }
   check_gather_shapes(t, d, index);
-  if (t.dim() == 0) { // one element, seen as a vector of one
-    Tensor out = gather(t.reshape({1}), 0, index.reshape({1})).reshape({});
+  if (t.dim() == 0 || index.dim() == 0) { // 0-d among vectors: all seen as vectors
+    Tensor out = gather(t.reshape({-1}), 0, index.reshape({-1})).reshape(index.sizes());
     autograd::rename(out, "GatherBackward0");
     return out;
   }
@@ -748,8 +766,12 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
   check_scatter_shapes(t, d, index, &src);
   if (src.device() != t.device()) fe::throw_device_mismatch(t.device(), src.device());
-  if (t.dim() == 0) { // one element, seen as a vector of one
-    Tensor out = scatter(t.reshape({1}), 0, index.reshape({1}), src.reshape({1})).reshape({});
+  if (index.numel() == 0 || std::min({t.dim(), index.dim(), src.dim()}) == 0) {
+    // Nothing written, or 0-d tensors among vectors: all seen as vectors.
+    Tensor out = index.numel() == 0
+                     ? t.clone()
+                     : scatter(t.reshape({-1}), 0, index.reshape({-1}), src.reshape({-1}))
+                           .reshape(t.sizes());
     autograd::rename(out, "ScatterBackward0");
     return out;
   }

@@ -669,6 +669,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Caller caller) {
   if (target.dim() != 1 || target.size(0) != input.size(0))
     throw Error(fmt::format("Expected input batch_size ({}) to match target batch_size ({}).",
                             input.size(0), target.dim() == 0 ? 1 : target.size(0)));
+  for (int64_t v : target.to_vector<int64_t>())
+    if (v < 0 || v >= input.size(1)) throw Error(fmt::format("Target {} is out of bounds.", v));
   Tensor picked = gather(log_softmax(input, 1), 1, target.unsqueeze(1));
   Tensor out = -picked.mean();
   ag::rename(out, "NllLossBackward0");
