@@ -43,8 +43,8 @@ const char* stride_kind(StrideKind s) {
 uint64_t Kernel::hash() const {
   uint64_t h = 0x243f6a8885a308d3ULL;
   for (const auto& s : slots)
-    h = mix(h, (uint64_t(s.rstride) << 24) | (uint64_t(s.role) << 16) | (uint64_t(s.dtype) << 8) |
-                   uint64_t(s.stride));
+    h = mix(h, (uint64_t(s.stream) << 32) | (uint64_t(s.rstride) << 24) | (uint64_t(s.role) << 16) |
+                   (uint64_t(s.dtype) << 8) | uint64_t(s.stride));
   for (auto p : params)
     h = mix(h, uint64_t(p));
   for (const auto& v : values) {
@@ -78,6 +78,8 @@ std::string Kernel::difference(const Kernel& o) const {
     if (a.rstride != b.rstride)
       return fmt::format("slot{} is {} along the reduction, not {}", i, stride_kind(a.rstride),
                          stride_kind(b.rstride));
+    if (a.stream != b.stream)
+      return fmt::format("slot{} is {}written around the cache", i, a.stream ? "" : "not ");
   }
   if (params != o.params) return fmt::format("its parameters differ in number or dtype");
   for (size_t i = 0; i < std::min(values.size(), o.values.size()); ++i) {
@@ -97,7 +99,8 @@ bool Kernel::same_structure(const Kernel& o) const {
     return false;
   for (size_t i = 0; i < slots.size(); ++i)
     if (slots[i].role != o.slots[i].role || slots[i].dtype != o.slots[i].dtype ||
-        slots[i].stride != o.slots[i].stride || slots[i].rstride != o.slots[i].rstride)
+        slots[i].stride != o.slots[i].stride || slots[i].rstride != o.slots[i].rstride ||
+        slots[i].stream != o.slots[i].stream)
       return false;
   return true;
 }
@@ -181,10 +184,11 @@ LoopPlan plan_loops(const Kernel& k) {
 std::string Kernel::str() const {
   std::string s = fmt::format("kernel {} {{\n", name);
   for (size_t i = 0; i < slots.size(); ++i)
-    s += fmt::format("  slot{} = {} {} {}{}\n", i, slot_role(slots[i].role),
+    s += fmt::format("  slot{} = {} {} {}{}{}\n", i, slot_role(slots[i].role),
                      short_dtype_name(slots[i].dtype), stride_kind(slots[i].stride),
                      has_row_loops() ? fmt::format(", reduce {}", stride_kind(slots[i].rstride))
-                                     : "");
+                                     : "",
+                     slots[i].stream ? ", stream" : "");
   for (size_t i = 0; i < params.size(); ++i)
     s += fmt::format("  param{} : {}\n", i, short_dtype_name(params[i]));
   for (size_t i = 0; i < values.size(); ++i) {
@@ -258,6 +262,16 @@ void verify(const Kernel& k) {
       fail(fmt::format("%{} computes in a 16-bit float type", i));
     if (ir::is_movement(v.op) || ir::is_write(v.op))
       fail(fmt::format("%{} is a {} op, which kernels do not have", i, ir::name(v.op)));
+  }
+  for (size_t s = 0; s < k.slots.size(); ++s) {
+    const Slot& slot = k.slots[s];
+    if (slot.stream &&
+        (slot.role != Slot::Role::Output || slot.stride != StrideKind::Contiguous ||
+         k.has_row_loops() || std::any_of(k.stores.begin(), k.stores.end(), [&](const Store& st) {
+           return st.slot == int32_t(s) && st.scatters();
+         })))
+      fail(fmt::format("slot{} streams, but is not a contiguous output of an elementwise kernel",
+                       s));
   }
   for (const auto& st : k.stores) {
     if (st.slot < 0 || size_t(st.slot) >= k.slots.size() ||

@@ -58,6 +58,10 @@ struct Slot {
   DType dtype; // element type of Input/Output; int64 for Index
   StrideKind stride;
   StrideKind rstride = StrideKind::Broadcast; // along the reduction loop
+  // An output written around the cache (non-temporal stores where the backend has them): it is
+  // larger than the cache, so caching it would only evict data and cost a read of each line
+  // before it is written. Only a contiguous output of a kernel without reductions or scatters.
+  bool stream = false;
 };
 
 // One SSA value of the kernel body. Operands refer to earlier values.

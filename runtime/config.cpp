@@ -22,6 +22,8 @@ Config from_env() {
   c.opt_level = env_int("TJ_OPT_LEVEL", 3);
   if (const char* v = std::getenv("TJ_MAX_GRAPH_NODES"); v && *v) c.max_graph_nodes = std::atoll(v);
   if (const char* v = std::getenv("TJ_CACHE_MAX_MB"); v && *v) c.cache_max_mb = std::atoll(v);
+  if (const char* v = std::getenv("TJ_STREAM_STORE_BYTES"); v && *v)
+    c.stream_store_bytes = std::atoll(v);
   if (const char* v = std::getenv("TJ_DUMP")) c.dump = v;
   if (const char* v = std::getenv("TJ_DUMP_DIR"); v && *v) c.dump_dir = v;
   if (const char* v = std::getenv("TJ_CACHE_DIR")) {

@@ -254,6 +254,9 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt) {
   else
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(kernel_pipeline(opt)));
   mpm.run(m, mam);
+  if (opt > 0)
+    for (llvm::Function& f : m)
+      if (!f.isDeclaration()) detail::mark_streaming_stores(f);
 
   // The vector variants were for the vectorizer only: drop the attributes left on scalar calls
   // (loop remainders) and the declarations nothing calls.
@@ -377,7 +380,7 @@ std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level) {
 
 // Salt of cached machine code: changed with any edit to optimize() or machine_code() that the
 // printed pass pipeline does not show (the post-pipeline clean-up, code generation options).
-constexpr const char* kCodegenRevision = "tj-llvm-4";
+constexpr const char* kCodegenRevision = "tj-llvm-5";
 
 std::string identity(const kir::Kernel& k, int opt_level) {
   kir::verify(k);

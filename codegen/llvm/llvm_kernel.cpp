@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/MDBuilder.h>
+#include <llvm/Transforms/Utils/Local.h>
 #include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include <algorithm>
@@ -13,6 +14,10 @@
 
 namespace tj::llvmjit::detail {
 namespace {
+
+// The name of the alias scope of a slot written around the cache: how mark_streaming_stores
+// finds its stores once the vectorizer has widened them (it keeps their alias scopes).
+constexpr const char* kStreamScope = "stream";
 
 using ir::Op;
 using kir::Slot;
@@ -97,6 +102,9 @@ private:
   void choose_kept();
   void loop_values(int loop, bool keep);
   llvm::Value* element_loop(llvm::BasicBlock* done);
+  llvm::Value* counted_loop(llvm::BasicBlock* exit, llvm::Value* count, llvm::Value* first,
+                            bool cached);
+  llvm::Value* streaming_loops(llvm::BasicBlock* done);
   llvm::Value* tiled_loops(llvm::BasicBlock* done);
   void store_outputs(bool rows);
   void scatter(const kir::Store& st);
@@ -151,10 +159,13 @@ private:
   llvm::Function* f_ = nullptr;
   bool reduces_ = false;
   bool tiled_ = false;
-  bool narrow_by_rows_ = false;      // tiled, but calls with n < kMinTiledN take the element loop
-  llvm::BasicBlock* done_ = nullptr; // after the loops: new blocks go before it
-  llvm::Value* i_ = nullptr;         // element index
-  llvm::Value* j_ = nullptr;         // reduction index, inside the reduction loop only
+  bool narrow_by_rows_ = false;       // tiled, but calls with n < kMinTiledN take the element loop
+  llvm::BasicBlock* done_ = nullptr;  // after the loops: new blocks go before it
+  llvm::Value* i_ = nullptr;          // element index
+  llvm::Value* j_ = nullptr;          // reduction index, inside the reduction loop only
+  int stream_ = -1;                   // the output slot written around the cache, if any
+  llvm::Value* stream_row_ = nullptr; // its first element on a 64-byte boundary
+  llvm::Value* stream_k_ = nullptr;   // and the index from there, inside the streaming loop only
   std::vector<SlotState> slots_;
   std::vector<llvm::Value*> params_;
   std::vector<llvm::Value*> vals_; // of the current context (per i, or a loop over j)
@@ -201,6 +212,9 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
   if (!tiled_) {
     err = element_loop(done);
     b_.SetInsertPoint(done);
+    // Non-temporal stores are weakly ordered: they are made visible before the kernel returns
+    // (and the thread pool reports it done).
+    if (stream_ >= 0) b_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
   } else if (!narrow_by_rows_) {
     err = tiled_loops(done);
     b_.SetInsertPoint(done);
@@ -245,14 +259,26 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
 // The element loop over i, from the end of the preheader (the reduction nest inside, if any).
 // Returns the error flag at `done`, or nullptr when nothing divides integers.
 llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
+  for (size_t s = 0; s < k_.slots.size(); ++s)
+    if (k_.slots[s].stream) stream_ = static_cast<int>(s);
+  if (stream_ >= 0) return streaming_loops(done);
+  return counted_loop(done, arg(kN), nullptr, true);
+}
+
+// for i in [first, first + count) (first: 0 when null), count > 0, then to `exit`; `cached`:
+// the streaming slot, if any, is written through the cache (the iterations before its 64-byte
+// boundary). Returns the error flag at `exit`, or nullptr when nothing divides integers.
+llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* count,
+                                          llvm::Value* first, bool cached) {
   auto* i64 = b_.getInt64Ty();
   llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f_, done);
+  auto* loop = llvm::BasicBlock::Create(ctx_, cached ? "loop" : "stream.loop", f_, exit);
   b_.CreateBr(loop);
   b_.SetInsertPoint(loop);
-  auto* i = b_.CreatePHI(i64, 2, "i");
+  auto* k = b_.CreatePHI(i64, 2, "k");
   auto* err_in = b_.CreatePHI(err_ty(), 2, "err.acc");
-  i_ = i;
+  i_ = first ? b_.CreateAdd(first, k, "i", /*HasNUW=*/true, /*HasNSW=*/true) : k;
+  stream_k_ = cached ? nullptr : k;
   ops_.err = err_in;
   vals_.assign(k_.values.size(), nullptr);
   for (int l = 0; l < plan_.reduce_loops; ++l) {
@@ -263,12 +289,17 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
   lower_values(plan_.per_i[plan_.reduce_loops]);
   if (plan_.store_loop) store_loop();
   store_outputs(/*rows=*/false);
-  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+  llvm::Value* next = b_.CreateAdd(k, b_.getInt64(1), "k.next", /*HasNUW=*/true, /*HasNSW=*/true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
-  auto* br = b_.CreateCondBr(b_.CreateICmpEQ(next, arg(kN)), done, loop);
+  auto* br = b_.CreateCondBr(b_.CreateICmpEQ(next, count), exit, loop);
   if (reduces_) no_unroll(br);
-  i->addIncoming(b_.getInt64(0), pre);
-  i->addIncoming(next, latch);
+  if (stream_ >= 0 && cached) { // at most 63 bytes: not worth a vector loop
+    no_unroll(br);
+    loop_hint(br, "llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(b_.getFalse()));
+  }
+  k->addIncoming(b_.getInt64(0), pre);
+  k->addIncoming(next, latch);
+  stream_k_ = nullptr;
   if (ops_.err == err_in) {
     err_in->replaceAllUsesWith(no_err());
     err_in->eraseFromParent();
@@ -277,6 +308,63 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
   err_in->addIncoming(no_err(), pre); // an OR reduction over the loop
   err_in->addIncoming(ops_.err, latch);
   return ops_.err;
+}
+
+// An elementwise kernel with an output written around the cache (kir::Slot::stream): the
+// elements before that output's first 64-byte boundary go through the cache, the rest through a
+// loop whose stores to it are aligned, so that the vector stores can be non-temporal ones
+// (mark_streaming_stores). Where the output is not aligned to its element size, every element
+// goes through the cache.
+llvm::Value* KernelLowering::streaming_loops(llvm::BasicBlock* done) {
+  auto* i64 = b_.getInt64Ty();
+  const SlotState& st = slots_[stream_];
+  llvm::Type* mt = ops_.mem_type(k_.slots[stream_].dtype);
+  const uint64_t item = m_.getDataLayout().getTypeAllocSize(mt);
+  llvm::Value* n = arg(kN);
+  // The first 64-byte boundary at or after the row: a pointer whose alignment LLVM then knows.
+  llvm::Value* up = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), st.row, 63);
+  stream_row_ = b_.CreateIntrinsic(llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
+                                   {up, b_.getInt64(~uint64_t(63))}, nullptr, "stream.row");
+  llvm::Value* at = b_.CreatePtrToInt(st.row, i64);
+  llvm::Value* gap = b_.CreateSub(b_.CreatePtrToInt(stream_row_, i64), at);
+  llvm::Value* whole = b_.CreateICmpEQ(b_.CreateAnd(at, b_.getInt64(item - 1)), b_.getInt64(0));
+  llvm::Value* peel = b_.CreateSelect(
+      whole,
+      b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateUDiv(gap, b_.getInt64(item)), n), n,
+      "peel");
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(ctx_, "head", f_, done);
+  auto* head_exit = llvm::BasicBlock::Create(ctx_, "head.exit", f_, done);
+  auto* mid = llvm::BasicBlock::Create(ctx_, "mid", f_, done);
+  auto* body = llvm::BasicBlock::Create(ctx_, "stream", f_, done);
+  auto* body_exit = llvm::BasicBlock::Create(ctx_, "stream.exit", f_, done);
+  b_.CreateCondBr(b_.CreateICmpNE(peel, b_.getInt64(0)), head, mid);
+  b_.SetInsertPoint(head);
+  llvm::Value* head_err = counted_loop(head_exit, peel, nullptr, true);
+  b_.SetInsertPoint(head_exit);
+  b_.CreateBr(mid);
+
+  b_.SetInsertPoint(mid);
+  llvm::PHINode* mid_err = nullptr;
+  if (head_err) {
+    mid_err = b_.CreatePHI(err_ty(), 2, "err.head");
+    mid_err->addIncoming(no_err(), pre);
+    mid_err->addIncoming(head_err, head_exit);
+  }
+  llvm::Value* rest = b_.CreateSub(n, peel, "rest");
+  b_.CreateCondBr(b_.CreateICmpNE(rest, b_.getInt64(0)), body, done);
+  b_.SetInsertPoint(body);
+  llvm::Value* body_err = counted_loop(body_exit, rest, peel, false);
+  b_.SetInsertPoint(body_exit);
+  if (mid_err && body_err) body_err = b_.CreateOr(mid_err, body_err);
+  b_.CreateBr(done);
+
+  b_.SetInsertPoint(done);
+  if (!mid_err && !body_err) return nullptr;
+  auto* err = b_.CreatePHI(err_ty(), 2, "err.any");
+  err->addIncoming(mid_err ? static_cast<llvm::Value*>(mid_err) : no_err(), mid);
+  err->addIncoming(body_err ? body_err : mid_err, body_exit);
+  return err;
 }
 
 // The stores of slots that move along j (rows: in the store loop) or of those that do not.
@@ -351,7 +439,8 @@ void KernelLowering::alias_scopes() {
   std::vector<llvm::Metadata*> scopes(k_.slots.size(), nullptr);
   for (size_t s = 0; s < k_.slots.size(); ++s)
     if (k_.slots[s].role != Role::Index)
-      scopes[s] = mdb.createAnonymousAliasScope(domain, fmt::format("slot{}", s));
+      scopes[s] = mdb.createAnonymousAliasScope(
+          domain, k_.slots[s].stream ? kStreamScope : fmt::format("slot{}", s));
   for (size_t s = 0; s < k_.slots.size(); ++s) {
     if (!scopes[s]) continue;
     std::vector<llvm::Metadata*> others;
@@ -1000,6 +1089,7 @@ llvm::Value* KernelLowering::element_address(int s) {
   const SlotState& st = slots_[s];
   const Slot& slot = k_.slots[s];
   llvm::Type* mt = ops_.mem_type(slot.dtype);
+  if (s == stream_ && stream_k_) return b_.CreateInBoundsGEP(mt, stream_row_, stream_k_);
   bool moves_with_j = j_ && slot.rstride != StrideKind::Broadcast;
   if (!moves_with_j && slot.stride == StrideKind::Contiguous)
     return b_.CreateInBoundsGEP(mt, st.row, i_);
@@ -1111,6 +1201,34 @@ llvm::Value* KernelLowering::lower_value(int idx) {
 llvm::Function* lower_kernel(const kir::Kernel& k, llvm::Module& m, const std::string& fname,
                              const LoweringTarget& target) {
   return KernelLowering(k, m, target).run(fname);
+}
+
+void mark_streaming_stores(llvm::Function& f) {
+  const llvm::DataLayout& dl = f.getParent()->getDataLayout();
+  auto streams = [](const llvm::StoreInst& st) {
+    const llvm::MDNode* scopes = st.getMetadata(llvm::LLVMContext::MD_alias_scope);
+    if (!scopes) return false;
+    for (const llvm::MDOperand& op : scopes->operands()) {
+      const auto* scope = llvm::dyn_cast<llvm::MDNode>(op);
+      if (scope && scope->getNumOperands() > 2)
+        if (const auto* name = llvm::dyn_cast<llvm::MDString>(scope->getOperand(2)))
+          if (name->getString() == kStreamScope) return true;
+    }
+    return false;
+  };
+  for (llvm::BasicBlock& bb : f)
+    for (llvm::Instruction& inst : bb) {
+      auto* st = llvm::dyn_cast<llvm::StoreInst>(&inst);
+      if (!st || !st->getValueOperand()->getType()->isVectorTy() || !streams(*st)) continue;
+      const uint64_t bytes = dl.getTypeStoreSize(st->getValueOperand()->getType());
+      const llvm::Align known = llvm::getKnownAlignment(st->getPointerOperand(), dl, st);
+      if (!llvm::isPowerOf2_64(bytes) || known.value() < bytes) continue;
+      st->setAlignment(llvm::Align(bytes));
+      st->setMetadata(
+          llvm::LLVMContext::MD_nontemporal,
+          llvm::MDNode::get(f.getContext(), llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
+                                                llvm::Type::getInt32Ty(f.getContext()), 1))));
+    }
 }
 
 } // namespace tj::llvmjit::detail

@@ -22,4 +22,8 @@ struct LoweringTarget {
 llvm::Function* lower_kernel(const kir::Kernel& k, llvm::Module& m, const std::string& fname,
                              const LoweringTarget& target);
 
+// After optimization: the vector stores to a slot written around the cache (kir::Slot::stream)
+// whose alignment LLVM proves to be their size become non-temporal stores.
+void mark_streaming_stores(llvm::Function& f);
+
 } // namespace tj::llvmjit::detail

@@ -19,7 +19,7 @@ void reset_stats();
 
 // Settings read once from the environment (TJ_NUM_THREADS, TJ_FUSION,
 // TJ_DEBUG, TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL,
-// TJ_MAX_GRAPH_NODES) and changeable from C++.
+// TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES) and changeable from C++.
 struct Config {
   int num_threads = 0;             // 0: all cores
   bool fusion = true;              // false: one kernel per primitive op
@@ -28,6 +28,9 @@ struct Config {
   std::string cache_dir;           // persistent cache; empty disables it
   int64_t cache_max_mb = 1024;     // per kind of code; the oldest entries go first
   int64_t max_graph_nodes = 10000; // pending nodes past which a tensor is materialized
+  // CPU outputs of elementwise kernels at least this large (bytes) are written around the cache
+  // (non-temporal stores): 0 takes the last-level cache's size, at most 32 MiB; negative: never.
+  int64_t stream_store_bytes = 0;
   // TJ_DUMP: stages (as ir::dump names them, comma-separated) written for
   // every materialization to TJ_DUMP_DIR (default "tj-dump") as
   // NNNN-STAGE.txt files.

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "ir/scalar_semantics.h"
+#include "machine.h"
 
 namespace tj::sched {
 namespace {
@@ -74,6 +75,10 @@ constexpr size_t kMaxOutputsPerKernel = 16;
 // so memory is read once. Longer rows take a kernel per reduction, whose loops stream memory.
 // Only on the CPU: the CUDA lowering of such kernels has not run on a GPU yet (scheduler.h).
 constexpr int64_t kRowLocal = 16384;
+
+// Outputs written around the cache are so in runs of at least this many bytes: each run starts
+// with a few cached stores up to a 64-byte boundary.
+constexpr int64_t kPage = 4096;
 
 // Raised while lowering when a node must be computed into memory first.
 struct NeedsRealize {
@@ -336,6 +341,7 @@ public:
       slots_[s].rstride = red.empty() ? 0 : rst[s].back();
       k_.slots[s].rstride = kind(slots_[s].rstride);
     }
+    stream_large_outputs(dom, red.empty() && !several_loops);
     kir::verify(k_);
     l.kernel = std::move(k_);
     l.domain = std::move(dom);
@@ -346,6 +352,26 @@ public:
   }
 
 private:
+  // Marks the outputs of an elementwise CPU kernel that are written as runs of at least a page
+  // and are larger than the cache (rt::stream_store_bytes): they are written around it.
+  void stream_large_outputs(const std::vector<int64_t>& dom, bool elementwise) {
+    const int64_t from = rt::stream_store_bytes();
+    if (!elementwise || from < 0) return;
+    int64_t n = 1;
+    for (int64_t d : dom)
+      n *= d;
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      kir::Slot& slot = k_.slots[s];
+      const auto item = static_cast<int64_t>(itemsize(slot.dtype));
+      const bool scatters = std::any_of(k_.stores.begin(), k_.stores.end(), [&](const auto& st) {
+        return st.slot == static_cast<int32_t>(s) && st.scatters();
+      });
+      slot.stream = slot.role == Slot::Role::Output && slot.stride == kir::StrideKind::Contiguous &&
+                    !scatters && slots_[s].storage->device().is_cpu() &&
+                    dom.back() * item >= kPage && n * item >= from;
+    }
+  }
+
   // A reduction is computed in this kernel only once per output element: at
   // the identity access, over the kernel's reduced sizes.
   bool fusable_reduce(const Node& n, const Access& a) const {

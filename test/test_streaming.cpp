@@ -1,0 +1,101 @@
+// Outputs written around the cache (kir::Slot::stream): which kernels stream, and that streaming
+// changes no value, wherever the output starts in memory and whatever its dtype.
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <cstring>
+#include <vector>
+
+using namespace tj;
+
+namespace {
+
+// Sets config().stream_store_bytes for a scope.
+struct StreamFrom {
+  explicit StreamFrom(int64_t bytes) : old(config().stream_store_bytes) {
+    config().stream_store_bytes = bytes;
+  }
+  ~StreamFrom() { config().stream_store_bytes = old; }
+  int64_t old;
+};
+
+// y = f(x) computed with and without streaming stores: equal bit for bit.
+template <class F> void same_either_way(const Tensor& x, F f) {
+  Tensor cached, streamed;
+  {
+    StreamFrom never(-1);
+    cached = f(x);
+    cached.eval();
+  }
+  {
+    StreamFrom always(1);
+    if (x.numel() * static_cast<int64_t>(itemsize(x.dtype())) >= 4096) // at least a page
+      CHECK_THAT(ir::dump({f(x)}, "kernel"), Catch::Contains(", stream"));
+    streamed = f(x);
+    streamed.eval();
+  }
+  CHECK(equal(cached, streamed));
+}
+
+} // namespace
+
+TEST_CASE("large outputs of elementwise kernels are written around the cache", "[streaming]") {
+  Tensor x = rand({5000});
+  {
+    StreamFrom always(1);
+    const std::string kernel = ir::dump({exp(x) * 2}, "kernel");
+    CHECK_THAT(kernel, Catch::Contains("slot1 = out float32 contiguous, stream"));
+#if defined(__x86_64__)
+    // Vector stores at 64-byte boundaries, non-temporal.
+    CHECK_THAT(ir::dump({exp(x) * 2}, "llvm"), Catch::Contains("!nontemporal"));
+#endif
+    // Not reductions (their outputs are small), nor runs shorter than a page.
+    CHECK_THAT(ir::dump({x.sum()}, "kernel"), !Catch::Contains(", stream"));
+    CHECK_THAT(ir::dump({(rand({500, 8}) * 2)}, "kernel"), Catch::Contains("stream"));
+    CHECK_THAT(ir::dump({(rand({500, 8}).t() * 2)}, "kernel"), !Catch::Contains(", stream"));
+  }
+  StreamFrom never(-1);
+  CHECK_THAT(ir::dump({exp(x) * 2}, "kernel"), !Catch::Contains(", stream"));
+  // By default only outputs larger than the cache stream.
+  config().stream_store_bytes = 0;
+  CHECK_THAT(ir::dump({exp(x) * 2}, "kernel"), !Catch::Contains(", stream"));
+  CHECK_THAT(ir::dump({exp(rand({64 << 20})) * 2}, "kernel"), Catch::Contains("stream"));
+}
+
+TEST_CASE("streaming stores change no value", "[streaming]") {
+  for (DType t : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt8, kInt32, kInt64, kBool}) {
+    INFO(dtype_name(t));
+    // Lengths that leave a remainder after the vector loop, and one shorter than a boundary's gap.
+    for (int64_t n : {5003, 4099, 1024}) {
+      Tensor x = (rand({n}) * 100).to(t);
+      same_either_way(x, [](const Tensor& v) { return (v * 3).to(v.dtype()); });
+    }
+  }
+  // The kernel's error bits come through both loops.
+  StreamFrom always(1);
+  Tensor a = arange(5000, dtype(kInt32));
+  Tensor b = arange(5000, dtype(kInt32)).remainder(4999); // one zero, at the end
+  CHECK_THROWS_WITH(floor_divide(a, b).eval(), Catch::StartsWith("ZeroDivisionError"));
+}
+
+TEST_CASE("streaming stores into memory at any offset", "[streaming]") {
+  StreamFrom always(1);
+  const int64_t n = 6000;
+  Tensor x = rand({n});
+  // A view starting 1..17 floats past a 64-byte boundary: the first elements go through the
+  // cache until the next boundary; the elements around the view are untouched.
+  for (int64_t at : {1, 5, 15, 16, 17}) {
+    Tensor out = full({n + 40}, -1.0);
+    out.narrow(0, at, n).copy_(x * 2);
+    CHECK(equal(out.narrow(0, at, n), x * 2));
+    CHECK(equal(out.narrow(0, 0, at), full({at}, -1.0)));
+    CHECK(equal(out.narrow(0, at + n, 40 - at), full({40 - at}, -1.0)));
+  }
+  // Memory not aligned to the element size: every store goes through the cache.
+  std::vector<char> bytes(4 * n + 1, 0);
+  Tensor blob = from_blob(bytes.data() + 1, {n}, kFloat32);
+  blob.copy_(x + 1);
+  std::vector<float> back(n);
+  std::memcpy(back.data(), bytes.data() + 1, 4 * n);
+  CHECK(back == (x + 1).to_vector<float>());
+}
