@@ -263,15 +263,20 @@ void verify(const Kernel& k) {
     if (ir::is_movement(v.op) || ir::is_write(v.op))
       fail(fmt::format("%{} is a {} op, which kernels do not have", i, ir::name(v.op)));
   }
+  // A streaming output (one at most): contiguous, stored once per element by the element loop,
+  // or a row contiguous along j stored by the store loop.
+  if (std::count_if(k.slots.begin(), k.slots.end(), [](const Slot& s) { return s.stream; }) > 1)
+    fail("more than one slot streams");
   for (size_t s = 0; s < k.slots.size(); ++s) {
     const Slot& slot = k.slots[s];
-    if (slot.stream &&
-        (slot.role != Slot::Role::Output || slot.stride != StrideKind::Contiguous ||
-         k.has_row_loops() || std::any_of(k.stores.begin(), k.stores.end(), [&](const Store& st) {
-           return st.slot == int32_t(s) && st.scatters();
-         })))
-      fail(fmt::format("slot{} streams, but is not a contiguous output of an elementwise kernel",
-                       s));
+    if (!slot.stream) continue;
+    const bool scatters = std::any_of(k.stores.begin(), k.stores.end(), [&](const Store& st) {
+      return st.slot == int32_t(s) && st.scatters();
+    });
+    const bool runs = k.has_row_loops() ? slot.rstride == StrideKind::Contiguous
+                                        : slot.stride == StrideKind::Contiguous;
+    if (slot.role != Slot::Role::Output || scatters || !runs)
+      fail(fmt::format("slot{} streams, but is not an output written in contiguous runs", s));
   }
   for (const auto& st : k.stores) {
     if (st.slot < 0 || size_t(st.slot) >= k.slots.size() ||

@@ -60,7 +60,9 @@ struct Slot {
   StrideKind rstride = StrideKind::Broadcast; // along the reduction loop
   // An output written around the cache (non-temporal stores where the backend has them): it is
   // larger than the cache, so caching it would only evict data and cost a read of each line
-  // before it is written. Only a contiguous output of a kernel without reductions or scatters.
+  // before it is written. Only an output that is not scattered and is contiguous along the
+  // element loop of a kernel without row loops, or along j of a row that the store loop writes;
+  // one per kernel.
   bool stream = false;
 };
 

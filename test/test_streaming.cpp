@@ -29,7 +29,7 @@ template <class F> void same_either_way(const Tensor& x, F f) {
   }
   {
     StreamFrom always(1);
-    if (x.numel() * static_cast<int64_t>(itemsize(x.dtype())) >= 4096) // at least a page
+    if (x.size(-1) * static_cast<int64_t>(itemsize(x.dtype())) >= 4096) // runs of a page
       CHECK_THAT(ir::dump({f(x)}, "kernel"), Catch::Contains(", stream"));
     streamed = f(x);
     streamed.eval();
@@ -98,4 +98,30 @@ TEST_CASE("streaming stores into memory at any offset", "[streaming]") {
   std::vector<float> back(n);
   std::memcpy(back.data(), bytes.data() + 1, 4 * n);
   CHECK(back == (x + 1).to_vector<float>());
+}
+
+TEST_CASE("rows written by a store loop stream, and keep their values in scratch", "[streaming]") {
+  namespace F = nn::functional;
+  for (DType t : {kFloat32, kFloat64, kFloat16}) {
+    INFO(dtype_name(t));
+    for (int64_t len : {3001, 1024}) {
+      Tensor x = (randn({37, len}) * 3).to(t);
+      x.eval();
+      same_either_way(x, [](const Tensor& v) { return F::softmax(v, 1); });
+      same_either_way(x, [](const Tensor& v) { return F::log_softmax(v, 1); });
+      same_either_way(x, [](const Tensor& v) { return F::layer_norm(v, {v.size(1)}); });
+    }
+  }
+  StreamFrom always(1);
+  // Rows shorter than a page do not stream.
+  CHECK_THAT(ir::dump({F::softmax(rand({40, 100}), 1)}, "kernel"), !Catch::Contains(", stream"));
+  // Rows at any offset: each row's elements before its 64-byte boundary go through the cache.
+  Tensor x = randn({37, 3000});
+  Tensor expect = F::softmax(x, 1);
+  for (int64_t at : {1, 3, 16}) {
+    Tensor out = full({37, 3020}, -1.0);
+    out.narrow(1, at, 3000).copy_(F::softmax(x, 1));
+    CHECK(allclose(out.narrow(1, at, 3000), expect));
+    CHECK(equal(out.narrow(1, 0, at), full({37, at}, -1.0)));
+  }
 }

@@ -19,6 +19,11 @@ namespace {
 // finds its stores once the vectorizer has widened them (it keeps their alias scopes).
 constexpr const char* kStreamScope = "stream";
 
+// Elements of the scratch row that keeps values for later loops when the row output is written
+// around the cache: the scheduler's rows are at most this long (kRowLocal); a longer row keeps
+// them in the output row as usual.
+constexpr int64_t kKeepScratch = 16384;
+
 using ir::Op;
 using kir::Slot;
 using kir::StrideKind;
@@ -110,7 +115,10 @@ private:
   void scatter(const kir::Store& st);
   void reduction_loop(int loop);
   void store_loop();
-  void row_loop(const char* name, const std::function<void()>& body);
+  void row_loop(const char* name, const std::function<void()>& body, llvm::Value* first = nullptr,
+                llvm::Value* count = nullptr, bool cached = true);
+  llvm::Value* align_stream_row(llvm::Value* row, llvm::Value* count);
+  llvm::Value* kept_address(int s);
   void prefetch_next_row();
   Accumulator make_accumulator(int v);
   llvm::Value* accumulate(const Accumulator& a, llvm::Value* acc, llvm::Value* x, bool reassoc);
@@ -166,6 +174,8 @@ private:
   int stream_ = -1;                   // the output slot written around the cache, if any
   llvm::Value* stream_row_ = nullptr; // its first element on a 64-byte boundary
   llvm::Value* stream_k_ = nullptr;   // and the index from there, inside the streaming loop only
+  llvm::Value* keep_scratch_ = nullptr; // a row kept for later loops when stream_ is its slot
+  llvm::Value* keep_row_ = nullptr;     // where the current row keeps it
   std::vector<SlotState> slots_;
   std::vector<llvm::Value*> params_;
   std::vector<llvm::Value*> vals_; // of the current context (per i, or a loop over j)
@@ -180,6 +190,8 @@ private:
 
 llvm::Function* KernelLowering::run(const std::string& fname) {
   reduces_ = k_.has_row_loops();
+  for (size_t s = 0; s < k_.slots.size(); ++s)
+    if (k_.slots[s].stream) stream_ = static_cast<int>(s);
   declare(fname);
   classify();
   auto* i64 = b_.getInt64Ty();
@@ -190,6 +202,12 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
   done_ = done;
 
   b_.SetInsertPoint(entry);
+  if (stream_ >= 0 && std::count(kept_in_.begin(), kept_in_.end(), stream_) > 0) {
+    auto* scratch = b_.CreateAlloca(ops_.mem_type(k_.slots[stream_].dtype),
+                                    b_.getInt64(kKeepScratch), "keep.scratch");
+    scratch->setAlignment(llvm::Align(64));
+    keep_scratch_ = scratch;
+  }
   b_.CreateCondBr(b_.CreateICmpSGT(arg(kN), b_.getInt64(0)), pre, ret);
 
   // Preheader: everything loop-invariant, read only when n > 0.
@@ -259,9 +277,7 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
 // The element loop over i, from the end of the preheader (the reduction nest inside, if any).
 // Returns the error flag at `done`, or nullptr when nothing divides integers.
 llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
-  for (size_t s = 0; s < k_.slots.size(); ++s)
-    if (k_.slots[s].stream) stream_ = static_cast<int>(s);
-  if (stream_ >= 0) return streaming_loops(done);
+  if (stream_ >= 0 && !reduces_) return streaming_loops(done);
   return counted_loop(done, arg(kN), nullptr, true);
 }
 
@@ -310,28 +326,32 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
   return ops_.err;
 }
 
+// Sets stream_row_ to the first 64-byte boundary at or after `row` (the streaming slot's first
+// element of a run of `count`): a pointer whose alignment LLVM knows. Returns how many elements
+// lie before it, at most count; all of them where row is not aligned to the element size.
+llvm::Value* KernelLowering::align_stream_row(llvm::Value* row, llvm::Value* count) {
+  auto* i64 = b_.getInt64Ty();
+  const uint64_t item = itemsize(k_.slots[stream_].dtype);
+  llvm::Value* up = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), row, 63);
+  stream_row_ = b_.CreateIntrinsic(llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
+                                   {up, b_.getInt64(~uint64_t(63))}, nullptr, "stream.row");
+  llvm::Value* at = b_.CreatePtrToInt(row, i64);
+  llvm::Value* gap = b_.CreateSub(b_.CreatePtrToInt(stream_row_, i64), at);
+  llvm::Value* whole = b_.CreateICmpEQ(b_.CreateAnd(at, b_.getInt64(item - 1)), b_.getInt64(0));
+  return b_.CreateSelect(
+      whole,
+      b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateUDiv(gap, b_.getInt64(item)), count),
+      count, "head");
+}
+
 // An elementwise kernel with an output written around the cache (kir::Slot::stream): the
 // elements before that output's first 64-byte boundary go through the cache, the rest through a
 // loop whose stores to it are aligned, so that the vector stores can be non-temporal ones
 // (mark_streaming_stores). Where the output is not aligned to its element size, every element
 // goes through the cache.
 llvm::Value* KernelLowering::streaming_loops(llvm::BasicBlock* done) {
-  auto* i64 = b_.getInt64Ty();
-  const SlotState& st = slots_[stream_];
-  llvm::Type* mt = ops_.mem_type(k_.slots[stream_].dtype);
-  const uint64_t item = m_.getDataLayout().getTypeAllocSize(mt);
   llvm::Value* n = arg(kN);
-  // The first 64-byte boundary at or after the row: a pointer whose alignment LLVM then knows.
-  llvm::Value* up = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), st.row, 63);
-  stream_row_ = b_.CreateIntrinsic(llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
-                                   {up, b_.getInt64(~uint64_t(63))}, nullptr, "stream.row");
-  llvm::Value* at = b_.CreatePtrToInt(st.row, i64);
-  llvm::Value* gap = b_.CreateSub(b_.CreatePtrToInt(stream_row_, i64), at);
-  llvm::Value* whole = b_.CreateICmpEQ(b_.CreateAnd(at, b_.getInt64(item - 1)), b_.getInt64(0));
-  llvm::Value* peel = b_.CreateSelect(
-      whole,
-      b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateUDiv(gap, b_.getInt64(item)), n), n,
-      "peel");
+  llvm::Value* peel = align_stream_row(slots_[stream_].row, n);
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* head = llvm::BasicBlock::Create(ctx_, "head", f_, done);
   auto* head_exit = llvm::BasicBlock::Create(ctx_, "head.exit", f_, done);
@@ -620,7 +640,7 @@ void KernelLowering::loop_values(int loop, bool keep) {
     if (!keep && kept_in_[v] >= 0 && kept_from_[v] <= loop) { // stored by a keep loop
       const int s = kept_in_[v];
       llvm::Type* mt = ops_.mem_type(k_.slots[s].dtype);
-      vals_[v] = ops_.to_reg(annotate(b_.CreateLoad(mt, element_address(s)), s), k_.slots[s].dtype);
+      vals_[v] = ops_.to_reg(annotate(b_.CreateLoad(mt, kept_address(s)), s), k_.slots[s].dtype);
       continue;
     }
     which[v] = 1;
@@ -631,7 +651,7 @@ void KernelLowering::loop_values(int loop, bool keep) {
   if (keep)
     for (int32_t v : kept) {
       const int s = kept_in_[v];
-      annotate(b_.CreateStore(ops_.to_mem(vals_[v], k_.slots[s].dtype), element_address(s)), s);
+      annotate(b_.CreateStore(ops_.to_mem(vals_[v], k_.slots[s].dtype), kept_address(s)), s);
     }
 }
 
@@ -691,8 +711,16 @@ llvm::Value* KernelLowering::accumulate(const Accumulator& a, llvm::Value* acc, 
 // Reduction loop `loop`, from the current block of the element loop. On return the builder is
 // after the nest, where that loop's Reduce values hold their results.
 void KernelLowering::reduction_loop(int loop) {
-  if (std::find(kept_from_.begin(), kept_from_.end(), loop) != kept_from_.end())
+  if (std::find(kept_from_.begin(), kept_from_.end(), loop) != kept_from_.end()) {
+    if (keep_scratch_ && !keep_row_) { // once per row; rows longer than the scratch keep in place
+      llvm::Type* mt = ops_.mem_type(k_.slots[stream_].dtype);
+      llvm::Value* in_place =
+          b_.CreateInBoundsGEP(mt, slots_[stream_].ptr, element_index(stream_), "keep.in.place");
+      keep_row_ = b_.CreateSelect(b_.CreateICmpSLE(arg(kR), b_.getInt64(kKeepScratch)),
+                                  keep_scratch_, in_place, "keep.row");
+    }
     row_loop("keep", [&] { loop_values(loop, /*keep=*/true); });
+  }
   auto* i64 = b_.getInt64Ty();
   llvm::Value* r = arg(kR);
   auto* outer = b_.GetInsertBlock();
@@ -822,17 +850,28 @@ void KernelLowering::prefetch_next_row() {
 // The store loop, from the current block of the element loop: for j in [0, r), the row elements
 // and their stores. The values per i are computed before it.
 void KernelLowering::store_loop() {
-  row_loop("row", [&] {
+  auto body = [&] {
     loop_values(plan_.reduce_loops, /*keep=*/false);
     store_outputs(/*rows=*/true);
-  });
+  };
+  if (stream_ < 0) {
+    row_loop("row", body);
+  } else { // the row's elements before its first 64-byte boundary through the cache
+    llvm::Value* row = b_.CreateInBoundsGEP(ops_.mem_type(k_.slots[stream_].dtype),
+                                            slots_[stream_].ptr, element_index(stream_));
+    llvm::Value* head = align_stream_row(row, arg(kR));
+    row_loop("row.head", body, nullptr, head, /*cached=*/true);
+    row_loop("row", body, head, b_.CreateSub(arg(kR), head), /*cached=*/false);
+  }
+  keep_row_ = nullptr;
 }
 
 // A plain loop over j in [0, r) from the current block of the element loop, with `body` lowering
 // what it computes; the values per i are visible inside, the loop's own values not after it.
-void KernelLowering::row_loop(const char* name, const std::function<void()>& body) {
+void KernelLowering::row_loop(const char* name, const std::function<void()>& body,
+                              llvm::Value* first, llvm::Value* count, bool cached) {
   auto* i64 = b_.getInt64Ty();
-  llvm::Value* r = arg(kR);
+  llvm::Value* r = count ? count : arg(kR);
   auto* outer = b_.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, fmt::format("{}.loop", name), f_, done_);
   auto* after = llvm::BasicBlock::Create(ctx_, fmt::format("{}.after", name), f_, done_);
@@ -843,12 +882,18 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
   b_.SetInsertPoint(loop);
   auto* j = b_.CreatePHI(i64, 2, "j");
   auto* err_in = b_.CreatePHI(err_ty(), 2, "err.row");
-  j_ = j;
+  j_ = first ? b_.CreateAdd(first, j, "", /*HasNUW=*/true, /*HasNSW=*/true) : j;
+  stream_k_ = cached ? nullptr : j;
   ops_.err = err_in;
   body();
+  stream_k_ = nullptr;
   llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
-  b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), after, loop);
+  auto* br = b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), after, loop);
+  if (count && cached) { // at most 63 bytes: not worth a vector loop
+    no_unroll(br);
+    loop_hint(br, "llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(b_.getFalse()));
+  }
   llvm::Value* err_loop = ops_.err;
   j->addIncoming(b_.getInt64(0), outer);
   j->addIncoming(j_next, latch);
@@ -1095,6 +1140,14 @@ llvm::Value* KernelLowering::element_address(int s) {
     return b_.CreateInBoundsGEP(mt, st.row, i_);
   if (!moves_with_j && slot.stride == StrideKind::Broadcast) return st.row;
   return b_.CreateInBoundsGEP(mt, st.ptr, element_index(s));
+}
+
+// Where a value kept for later loops is in slot s's row: the slot itself, or for the streaming
+// slot (written by the store loop around the cache) the kernel's scratch row, so that the cache
+// holds the kept row and not the output.
+llvm::Value* KernelLowering::kept_address(int s) {
+  if (s != stream_ || !keep_row_) return element_address(s);
+  return b_.CreateInBoundsGEP(ops_.mem_type(k_.slots[s].dtype), keep_row_, j_);
 }
 
 llvm::Instruction* KernelLowering::annotate(llvm::Instruction* access, int s) {

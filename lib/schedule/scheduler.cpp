@@ -341,7 +341,8 @@ public:
       slots_[s].rstride = red.empty() ? 0 : rst[s].back();
       k_.slots[s].rstride = kind(slots_[s].rstride);
     }
-    stream_large_outputs(dom, red.empty() && !several_loops);
+    stream_large_outputs(dom, red.empty() ? 1 : red[0], red.empty() && !several_loops,
+                         rows_ && red.size() == 1);
     kir::verify(k_);
     l.kernel = std::move(k_);
     l.domain = std::move(dom);
@@ -352,23 +353,30 @@ public:
   }
 
 private:
-  // Marks the outputs of an elementwise CPU kernel that are written as runs of at least a page
-  // and are larger than the cache (rt::stream_store_bytes): they are written around it.
-  void stream_large_outputs(const std::vector<int64_t>& dom, bool elementwise) {
+  // Marks the outputs of a CPU kernel that are larger than the cache (rt::stream_store_bytes)
+  // and written in contiguous runs of at least a page: they are written around it. The runs are
+  // the element loop of an elementwise kernel, or rows that the store loop of a kernel with
+  // several loops over a row writes (the row output of a softmax). One output at most.
+  void stream_large_outputs(const std::vector<int64_t>& dom, int64_t r, bool elementwise,
+                            bool rows) {
     const int64_t from = rt::stream_store_bytes();
-    if (!elementwise || from < 0) return;
-    int64_t n = 1;
+    if ((!elementwise && !rows) || from < 0) return;
+    int64_t n = r;
     for (int64_t d : dom)
       n *= d;
+    bool marked = false; // the backend streams one output per kernel
     for (size_t s = 0; s < slots_.size(); ++s) {
       kir::Slot& slot = k_.slots[s];
       const auto item = static_cast<int64_t>(itemsize(slot.dtype));
       const bool scatters = std::any_of(k_.stores.begin(), k_.stores.end(), [&](const auto& st) {
         return st.slot == static_cast<int32_t>(s) && st.scatters();
       });
-      slot.stream = slot.role == Slot::Role::Output && slot.stride == kir::StrideKind::Contiguous &&
-                    !scatters && slots_[s].storage->device().is_cpu() &&
-                    dom.back() * item >= kPage && n * item >= from;
+      const bool runs =
+          elementwise ? slot.stride == kir::StrideKind::Contiguous && dom.back() * item >= kPage
+                      : slot.rstride == kir::StrideKind::Contiguous && r * item >= kPage;
+      slot.stream = !marked && slot.role == Slot::Role::Output && runs && !scatters &&
+                    slots_[s].storage->device().is_cpu() && n * item >= from;
+      marked |= slot.stream;
     }
   }
 
