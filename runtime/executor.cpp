@@ -144,6 +144,50 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
                body);
 }
 
+// Whether a scattering launch's stores move along domain dim d for every scattering slot: then
+// its slices along d write apart (a scatter's output is fresh row-major memory, where the index
+// only moves along the scattered dim).
+bool scatters_apart_along(const Launch& l, size_t d) {
+  bool apart = l.domain.size() >= 2;
+  for (const auto& st : l.kernel.stores)
+    apart &= !st.scatters() || l.slots[size_t(st.slot)].strides[d] != 0;
+  return apart;
+}
+
+// A scattering launch whose stores move along its innermost dim but not its outermost (an
+// embedding's gradient: rows added into the rows their indices name): chunks of columns run in
+// parallel, each over every row in order, so two writes to one element come in the same order
+// as on one thread.
+void run_columns(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& ptrs,
+                 const std::vector<int64_t>& inner, const int64_t* rstride,
+                 std::atomic<int32_t>& err) {
+  const size_t nd = l.domain.size(), ns = l.slots.size();
+  const int64_t cols = l.domain[nd - 1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < nd; ++d)
+    rows *= l.domain[d];
+  const int64_t grain = std::max<int64_t>(16, kGrain / std::max<int64_t>(rows, 1));
+  parallel_for(cols, grain, 16, [&](int64_t c0, int64_t c1) {
+    std::vector<int64_t> idx(nd, 0), base(ns);
+    int32_t local_err = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+      for (size_t s = 0; s < ns; ++s) {
+        int64_t b = l.slots[s].base + c0 * l.slots[s].strides[nd - 1];
+        for (size_t d = 0; d + 1 < nd; ++d)
+          b += idx[d] * l.slots[s].strides[d];
+        base[s] = b;
+      }
+      fn(c1 - c0, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, l.r,
+         rstride);
+      for (size_t d = nd - 1; d-- > 0;) {
+        if (++idx[d] < l.domain[d]) break;
+        idx[d] = 0;
+      }
+    }
+    if (local_err) err.fetch_or(local_err);
+  });
+}
+
 // Walks the launch row by row, in chunks of whole and partial rows over the thread pool.
 void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& ptrs,
               const std::vector<int64_t>& inner, const int64_t* rstride,
@@ -157,13 +201,9 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
   int64_t align = l.r > 1 ? 1 : 64;
   if (l.kernel.scatters() && total > 0) {
     // Its stores may meet, so its elements run in order (kernel_ir.h); but slices of the
-    // outermost dim along which every scattering slot moves write apart (a scatter's output is
-    // fresh row-major memory, where the index only moves along the scattered dim), so those
-    // slices run in parallel, each in order.
-    bool apart = nd >= 2;
-    for (const auto& st : l.kernel.stores)
-      apart &= !st.scatters() || l.slots[size_t(st.slot)].strides[0] != 0;
-    align = apart ? total / l.domain[0] : total;
+    // outermost dim along which every scattering slot moves write apart, so those slices run in
+    // parallel, each in order (run_columns splits the innermost dim).
+    align = scatters_apart_along(l, 0) ? total / l.domain[0] : total;
     grain = (std::max(grain, align) + align - 1) / align * align;
   }
   parallel_for(total, grain, align, [&](int64_t begin, int64_t end) {
@@ -219,6 +259,9 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
   std::atomic<int32_t> err{0};
   if (transposes(l))
     run_tiled(l, fn, ptrs, inner, rstride.data(), err);
+  else if (l.kernel.scatters() && !scatters_apart_along(l, 0) && scatters_apart_along(l, nd - 1) &&
+           l.domain[nd - 1] >= 32)
+    run_columns(l, fn, ptrs, inner, rstride.data(), err);
   else
     run_rows(l, fn, ptrs, inner, rstride.data(), err);
   raise_kernel_errors(err);

@@ -878,6 +878,13 @@ TEST_CASE("scatter and index_put_ with tensors write through Scatter nodes", "[v
   eval({wide, wide_src, wide_idx});
   check_exact_vs_interp(scatter(wide, 1, wide_idx, wide_src));
   check_exact_vs_interp(scatter(wide.t().contiguous(), 0, wide_idx.t(), wide_src.t()));
+  // Rows written at the rows their indices name (an embedding's gradient): chunks of columns
+  // run on several threads, each over every row in order, so the last write still wins.
+  Tensor table = randn({300, 256}), rows_src = randn({4000, 256});
+  Tensor rows_idx = randint(0, 300, {4000, 1}).expand({4000, 256});
+  eval({table, rows_src, rows_idx});
+  check_exact_vs_interp(scatter(table, 0, rows_idx, rows_src));
+  check_exact_vs_interp(scatter(table * 2, 0, rows_idx, rows_src + 1));
   // Lazy and fused: one kernel computes the base, one computes the values and scatters them.
   Tensor idx = randint(0, 5, {6, 5, 7});
   idx.eval();
