@@ -556,6 +556,12 @@ TEST_CASE("joining and selection ops", "[views][indexing]") {
   CHECK(values(roll(x, {1}, {1})) == std::vector<double>{3, 1, 2, 6, 4, 5, 9, 7, 8});
   CHECK(values(repeat(tensor({1, 2}), {2, 2})) == std::vector<double>{1, 2, 1, 2, 1, 2, 1, 2});
   CHECK(repeat(tensor({1, 2}), {2, 2}).sizes() == Shape{2, 4});
+  // PyTorch names the result's first negative size, and the result's shape.
+  CHECK_THROWS_WITH(zeros({3, 4}).repeat({2, -1}),
+                    "Trying to create tensor with negative dimension -4: [6, -4]");
+  CHECK_THROWS_WITH(zeros({3, 4}).repeat({1, 2, -1}),
+                    "Trying to create tensor with negative dimension -4: [1, 6, -4]");
+  CHECK(zeros({0, 4}).repeat({-1, 1}).sizes() == Shape{0, 4});
   CHECK(values(index_select(x, 1, tensor({2, 0}))) == std::vector<double>{3, 1, 6, 4, 9, 7});
   CHECK(values(masked_select(x, x > 6)) == std::vector<double>{7, 8, 9});
   CHECK(values(gather(x, 1, tensor({{0, 0}, {1, 0}, {2, 2}}))) ==

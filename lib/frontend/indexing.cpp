@@ -840,13 +840,14 @@ Tensor repeat(const Tensor& t, IntArrayRef repeats, Caller caller) {
   Shape padded(lead, 1), inter, expanded, result;
   padded.insert(padded.end(), t.sizes().begin(), t.sizes().end());
   for (size_t i = 0; i < repeats.size(); ++i) {
-    if (repeats[i] < 0)
-      throw Error(fmt::format("Trying to create tensor with negative dimension {}: [{}]",
-                              repeats[i] * padded[i], fmt::join(repeats, ", ")));
     inter.insert(inter.end(), {1, padded[i]});
     expanded.insert(expanded.end(), {repeats[i], padded[i]});
     result.push_back(repeats[i] * padded[i]);
   }
+  for (int64_t size : result) // PyTorch names the first negative size of the result
+    if (size < 0)
+      throw Error(fmt::format("Trying to create tensor with negative dimension {}: [{}]", size,
+                              fmt::join(result, ", ")));
   Tensor out = t.reshape(inter).expand(expanded).contiguous().view(result);
   autograd::rename(out, "RepeatBackward0");
   return out;
