@@ -22,18 +22,12 @@ using ir::Op;
 
 namespace {
 
-// The C++ type names PyTorch's dtype-mismatch messages use.
-const char* cpp_name(DType t) {
-  static const char* names[] = {"bool",  "unsigned char", "signed char", "short int",
-                                "int",   "long int",      "c10::Half",   "c10::BFloat16",
-                                "float", "double"};
-  return names[static_cast<int>(t)];
-}
-
+// PyTorch's words when a product's operands differ in dtype: its kernel dispatches on the
+// first operand and finds the second.
 void check_same_dtype(const NodePtr& a, const NodePtr& b) {
   if (a->dtype != b->dtype)
-    throw Error(fmt::format("expected m1 and m2 to have the same dtype, but got: {} != {}",
-                            cpp_name(a->dtype), cpp_name(b->dtype)));
+    throw Error(fmt::format("expected scalar type {} but found {}", fe::cpp_type_name(a->dtype),
+                            fe::cpp_type_name(b->dtype)));
 }
 
 // `x` computed into fresh contiguous memory (or as it is, when it already is).
@@ -100,6 +94,49 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
 
 std::string dims2(const ir::Shape& s) { return fmt::format("{}x{}", s[0], s[1]); }
 
+// PyTorch's should_fold: `t` (3-D or more) times a vector or a matrix folds t's batch into its
+// rows, one mm or mv, unless t is 3-D with its last two dims transposed over a contiguous batch.
+bool folds(const Tensor& t, int64_t other_dim) {
+  if (t.dim() < 3 || (other_dim != 1 && other_dim != 2)) return false;
+  const Shape s = t.sizes();
+  const std::vector<int64_t> st = t.stride();
+  return !(t.dim() == 3 && other_dim == 2 && st.back() != 1 && st.front() == s[1] * s[2]);
+}
+
+// Raises PyTorch's errors for a product where an operand has 3 or more dims, in its order:
+// when it folds, those of the mm or mv it calls (on b^T and a^T when b has more dims);
+// otherwise those of broadcasting the batch dims and of its bmm; then a dtype mismatch.
+void check_batched(const Tensor& a, const Tensor& b) {
+  const int64_t da = a.dim(), db = b.dim();
+  const Shape sa = a.sizes(), sb = b.sizes();
+  if (folds(a, db) || folds(b, da)) {
+    const bool transpose = db > da;
+    // t1 (3 or more dims, folded to rows) times t2 (a vector or a matrix).
+    Shape s1 = transpose ? sb : sa;
+    if (transpose) std::swap(s1[s1.size() - 1], s1[s1.size() - 2]);
+    const Shape s2 = !transpose ? sb : da == 2 ? Shape{sa[1], sa[0]} : sa;
+    const int64_t k = s1.back(), rows = ir::numel(Shape(s1.begin(), s1.end() - 1));
+    if (s2.size() == 2 && k != s2[0])
+      throw Error(fmt::format("mat1 and mat2 shapes cannot be multiplied ({}x{} and {})", rows, k,
+                              dims2(s2)));
+    if (s2.size() == 1 && k != s2[0])
+      throw Error(fmt::format("size mismatch, got {}, {}x{},{}", rows, rows, k, s2[0]));
+    if (transpose)
+      check_same_dtype(node_of(b), node_of(a));
+    else
+      check_same_dtype(node_of(a), node_of(b));
+    return;
+  }
+  const Shape batch = ir::broadcast_shapes(Shape(sa.begin(), sa.end() - std::min<int64_t>(da, 2)),
+                                           Shape(sb.begin(), sb.end() - std::min<int64_t>(db, 2)));
+  const int64_t count = ir::numel(batch), k = sa.back(), k2 = db > 1 ? sb[db - 2] : sb[0];
+  if (k != k2)
+    throw Error(fmt::format("Expected size for first two dimensions of batch2 tensor to be: [{}, "
+                            "{}] but got: [{}, {}].",
+                            count, k, count, k2));
+  check_same_dtype(node_of(a), node_of(b));
+}
+
 // Records out = a @ b, computed as the broadcast batched product of a seen
 // with shape la and b with shape lb (1-D operands lifted to matrices), with
 // result shape lo: the gradients are g @ b^T and a^T @ g, summed over the
@@ -125,7 +162,9 @@ Tensor dot(const Tensor& a, const Tensor& b, Caller caller) {
   if (x->ndim() != 1 || y->ndim() != 1)
     throw Error(
         fmt::format("1D tensors expected, but got {}D and {}D tensors", x->ndim(), y->ndim()));
-  check_same_dtype(x, y);
+  if (x->dtype != y->dtype)
+    throw Error(fmt::format("dot : expected both vectors to have same dtype, but found {} and {}",
+                            fe::cpp_type_name(x->dtype), fe::cpp_type_name(y->dtype)));
   if (x->shape[0] != y->shape[0])
     throw Error(fmt::format(
         "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of "
@@ -144,10 +183,10 @@ Tensor mv(const Tensor& a, const Tensor& v, Caller caller) {
   if (x->ndim() != 2 || y->ndim() != 1)
     throw Error(
         fmt::format("vector + matrix @ vector expected, got 1, {}, {}", x->ndim(), y->ndim()));
-  check_same_dtype(x, y);
   if (x->shape[1] != y->shape[0])
-    throw Error(fmt::format("size mismatch, got input ({}), mat ({}), vec ({})", x->shape[0],
-                            dims2(x->shape), y->shape[0]));
+    throw Error(
+        fmt::format("size mismatch, got {}, {},{}", x->shape[0], dims2(x->shape), y->shape[0]));
+  check_same_dtype(x, y);
   return recorded_product(
       "MvBackward0", a, v,
       wrap(fe::reshape(batched(x, fe::reshape(y, {y->shape[0], 1})), {x->shape[0]})), x->shape,
@@ -191,31 +230,21 @@ Tensor matmul(const Tensor& a, const Tensor& b, Caller caller) {
   if (da == 1 && db == 1) return dot(a, b);
   if (da == 2 && db == 1) return mv(a, b);
   if (da == 1 && db == 2) {
-    check_same_dtype(x, y);
     if (x->shape[0] != y->shape[0])
       throw Error(fmt::format("mat1 and mat2 shapes cannot be multiplied (1x{} and {})",
                               x->shape[0], dims2(y->shape)));
+    check_same_dtype(x, y);
     return recorded_product(
         "SqueezeBackward4", a, b,
         wrap(fe::reshape(batched(fe::reshape(x, {1, x->shape[0]}), y), {y->shape[1]})),
         {1, x->shape[0]}, y->shape, {1, y->shape[1]});
   }
   if (da == 2 && db == 2) return mm(a, b);
-  check_same_dtype(x, y);
+  check_batched(a, b);
   // Batched: 1-D operands gain a dim that is dropped from the result.
   NodePtr xa = da == 1 ? fe::reshape(x, {1, x->shape[0]}) : x;
   NodePtr yb = db == 1 ? fe::reshape(y, {y->shape[0], 1}) : y;
-  int64_t n = xa->shape[xa->ndim() - 2], k = xa->shape.back(), k2 = yb->shape[yb->ndim() - 2],
-          m = yb->shape.back();
-  if (k != k2) {
-    if (db == 2 || db == 1)
-      throw Error(fmt::format("Expected size for first two dimensions of batch2 tensor to be: [{}, "
-                              "{}] but got: [{}, {}].",
-                              ir::numel(ir::Shape(xa->shape.begin(), xa->shape.end() - 2)), k,
-                              ir::numel(ir::Shape(xa->shape.begin(), xa->shape.end() - 2)), k2));
-    throw Error(
-        fmt::format("mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", n, k, k2, m));
-  }
+  int64_t n = xa->shape[xa->ndim() - 2], k = xa->shape.back(), m = yb->shape.back();
   ir::Shape ba(xa->shape.begin(), xa->shape.end() - 2), bb(yb->shape.begin(), yb->shape.end() - 2);
   ir::Shape batch = ir::broadcast_shapes(ba, bb);
   ir::Shape sa = batch, sb = batch;
