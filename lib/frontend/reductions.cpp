@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "autograd/formulas.h"
 #include "cuda_driver.h"
@@ -174,15 +175,19 @@ Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::opt
   return y;
 }
 
-void check_nonempty(const NodePtr& x, const std::vector<int64_t>& axes, const char* fn) {
+// PyTorch's errors for a reduction with no identity (max, min and their arg forms) over no
+// elements: of an empty input when no dim is given (max's words add advice, argmax's do not),
+// or along a given dim of size 0.
+void check_nonempty(const NodePtr& x, const std::vector<int64_t>& axes, bool every_dim,
+                    const char* fn) {
+  const bool arg = std::string_view(fn).substr(0, 3) == "arg";
+  if (every_dim && x->numel() == 0)
+    throw Error(
+        fmt::format("{}(): Expected reduction dim to be specified for input.numel() == 0.{}", fn,
+                    arg ? "" : " Specify the reduction dim with the 'dim' argument."));
   for (int64_t a : axes)
     if (x->shape[a] == 0)
       throw Error(fmt::format("{}(): Expected reduction dim {} to have non-zero size.", fn, a));
-  if (x->numel() == 0 && axes.size() == static_cast<size_t>(x->ndim()))
-    throw Error(
-        fmt::format("{}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
-                    "the reduction dim with the 'dim' argument.",
-                    fn));
 }
 
 // The gradient of a max/min/amax/amin shared evenly by the elements equal
@@ -198,7 +203,7 @@ Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const ch
                 const char* grad_name) {
   NodePtr x = node_of(t);
   auto axes = normalize_dims(dims, x->ndim());
-  check_nonempty(x, axes, fn);
+  check_nonempty(x, axes, dims.empty(), fn);
   // bool reduces as 0/1 bytes.
   NodePtr src = x->dtype == kBool ? fe::cast(x, kUInt8) : x;
   DType out = x->dtype;
@@ -211,38 +216,41 @@ Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const ch
 }
 
 // Index of the first maximum (or minimum) along `axes`; a NaN counts as the extremum.
+// argmax and argmin reject bool, as PyTorch has no kernel for it (max(dim) takes it).
 Tensor arg_extremum(Op op, const Tensor& t, std::optional<int64_t> dim, bool keepdim,
-                    const char* fn) {
+                    const char* fn, bool bool_ok) {
+  std::vector<int64_t> axes = dim ? normalize_dims({*dim}, t.dim()) : normalize_dims({}, t.dim());
+  check_nonempty(node_of(t), axes, !dim, fn);
+  if (t.dtype() == kBool && !bool_ok)
+    throw Error(fmt::format("\"{}_cpu\" not implemented for 'Bool'", fn));
   // x is read twice (for its extremum, then to find where it is): it must be the same
   // values both times, so it is computed once. (A libm function can round differently in
   // two kernels, one vectorized and one not, and then no element would equal the maximum.)
   t.eval();
   NodePtr x = node_of(t);
   if (x->dtype == kBool) x = fe::cast(x, kUInt8);
-  std::vector<int64_t> axes =
-      dim ? normalize_dims({*dim}, x->ndim()) : normalize_dims({}, x->ndim());
-  check_nonempty(x, axes, fn);
   NodePtr m = reduce(op, x, axes);
   NodePtr hit = fe::binary(Op::CmpEq, x, m);
   if (is_floating_point(x->dtype)) hit = fe::binary(Op::Or, hit, fe::binary(Op::CmpNe, x, x));
-  // Positions: the index along `dim`, or the flat index over every axis.
+  // Positions: the index along `dim`, or the flat index over every axis (0 for a 0-d input,
+  // whose dim reduces nothing).
   ir::View view{std::vector<int64_t>(x->shape.size(), 0), 0};
-  if (dim)
+  if (dim && !axes.empty())
     view.strides[axes[0]] = 1;
   else
     view.strides = ir::contiguous_strides(x->shape);
   NodePtr pos = ir::make_node(Op::Iota, kInt64, x->shape, {}, {}, {}, nullptr, view, x->device);
   NodePtr cand = fe::where(hit, pos, fe::constant(std::numeric_limits<int64_t>::max(), kInt64));
   NodePtr idx = reduce(Op::ReduceMin, cand, axes);
-  if (!dim && !keepdim) return wrap(fe::reshape(idx, {}));
-  return finish(idx, x->shape, axes, dim ? keepdim : false);
+  // With no dim, keepdim keeps every dim (as size 1).
+  return finish(idx, x->shape, axes, keepdim);
 }
 
 // max(dim)/min(dim): the gradient goes to the index returned.
 std::tuple<Tensor, Tensor> extremum_at(Op op, const Tensor& t, int64_t dim, bool keepdim,
                                        const char* fn) {
   Tensor values = extremum(op, t, {dim}, keepdim, fn, nullptr);
-  Tensor indices = arg_extremum(op, t, dim, keepdim, fn);
+  Tensor indices = arg_extremum(op, t, dim, keepdim, fn, true);
   const int64_t d = t.dim() == 0 ? 0 : ir::wrap_dim(dim, t.dim());
   ag::record(op == Op::ReduceMax ? "MaxBackward0" : "MinBackward0", {t}, {values}, {indices},
              [in = t.sizes(), d, keepdim](const Grads& g, const Saved& s) {
@@ -286,9 +294,9 @@ NodePtr var_node(const NodePtr& x, const std::vector<int64_t>& axes, int64_t cor
   return fe::cast(fe::binary(Op::Div, ss, fe::constant(denom, acc)), x->dtype);
 }
 
-void check_float(const NodePtr& x, const char* msg) {
-  if (!is_floating_point(x->dtype))
-    throw Error(fmt::format("{} Got: {}", msg, fe::cpp_type_name(x->dtype)));
+// Throws `msg`, its {} the dtype's C++ name, when x is not floating.
+void check_float(const NodePtr& x, fmt::format_string<const char*> msg) {
+  if (!is_floating_point(x->dtype)) throw Error(fmt::format(msg, fe::cpp_type_name(x->dtype)));
 }
 
 } // namespace
@@ -364,17 +372,18 @@ Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim, Caller caller) {
 }
 Tensor argmax(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "argmax");
-  return arg_extremum(Op::ReduceMax, t, dim, keepdim, "argmax");
+  return arg_extremum(Op::ReduceMax, t, dim, keepdim, "argmax", false);
 }
 Tensor argmin(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "argmin");
-  return arg_extremum(Op::ReduceMin, t, dim, keepdim, "argmin");
+  return arg_extremum(Op::ReduceMin, t, dim, keepdim, "argmin", false);
 }
 
 Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "var");
   NodePtr x = node_of(t);
-  check_float(x, "std and var only support floating point and complex dtypes.");
+  if (!is_floating_point(x->dtype))
+    throw Error("std and var only support floating point and complex dtypes");
   auto axes = normalize_dims(dims, x->ndim());
   Tensor y = finish(var_node(x, axes, correction), x->shape, axes, keepdim);
   // 2 (x - mean) / (N - correction)
@@ -390,7 +399,8 @@ Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, 
 Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "std");
   NodePtr x = node_of(t);
-  check_float(x, "std and var only support floating point and complex dtypes.");
+  if (!is_floating_point(x->dtype))
+    throw Error("std and var only support floating point and complex dtypes");
   auto axes = normalize_dims(dims, x->ndim());
   Tensor y = finish(fe::unary(Op::Sqrt, var_node(x, axes, correction)), x->shape, axes, keepdim);
   // (x - mean) / ((N - correction) std)
@@ -409,11 +419,13 @@ Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, 
 Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "norm");
   NodePtr x = node_of(t);
-  check_float(x, "linalg.vector_norm: Expected a floating point or complex tensor as input.");
+  check_float(x, "norm(): input dtype should be either floating point or complex. Got {} instead.");
   auto axes = normalize_dims(dims, x->ndim());
   DType dt = x->dtype;
   NodePtr a = fe::unary(Op::Abs, x), r;
-  if (p == 2)
+  if (count(x->shape, axes) == 0) // the norm of no elements is 0, whatever p
+    r = fe::constant(0, dt, kept_shape(x->shape, axes), x->device);
+  else if (p == 2)
     r = fe::unary(Op::Sqrt, reduce(Op::ReduceSum, fe::binary(Op::Mul, x, x), axes));
   else if (p == 1)
     r = reduce(Op::ReduceSum, a, axes);
@@ -471,12 +483,14 @@ Tensor any(const Tensor& t, Caller caller) {
 }
 
 namespace {
+// A bool result, except uint8 for a uint8 input (as PyTorch keeps it).
 Tensor all_any(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Op op) {
   NodePtr x = node_of(t);
   NodePtr b = x->dtype == kBool ? x : fe::binary(Op::CmpNe, x, fe::constant(0, x->dtype));
   auto axes = dim ? normalize_dims({*dim}, x->ndim()) : normalize_dims({}, x->ndim());
-  return finish(reduce(op, fe::cast(b, kUInt8), axes), x->shape, axes, dim ? keepdim : false,
-                kBool);
+  // Through bool: all() of no elements is the 255 that starts a uint8 min.
+  NodePtr r = fe::cast(reduce(op, fe::cast(b, kUInt8), axes), kBool);
+  return finish(r, x->shape, axes, dim ? keepdim : false, x->dtype == kUInt8 ? kUInt8 : kBool);
 }
 } // namespace
 
@@ -607,7 +621,7 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
         "Given normalized_shape={}, expected input with shape {}], but got input of size{}",
         ir::shape_str(normalized_shape), expect, ir::shape_str(x->shape)));
   }
-  check_float(x, "\"LayerNormKernelImpl\" not implemented for this dtype.");
+  check_float(x, "\"LayerNormKernelImpl\" not implemented for '{}'");
   std::vector<int64_t> axes;
   for (size_t i = x->shape.size() - n; i < x->shape.size(); ++i)
     axes.push_back(static_cast<int64_t>(i));
