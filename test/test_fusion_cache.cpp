@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
 
+#include <cmath>
+#include <functional>
+#include <vector>
+
 #include "frontend/tensor_impl.h"
 #include "ir/node.h"
 
@@ -52,6 +56,42 @@ TEST_CASE("gelu on 16M floats is one kernel, and new data compiles nothing", "[f
     double v = in[i];
     double ref = 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
     CHECK(out[i] == Approx(ref).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("the API's gelu on 16M floats is one kernel, and new data compiles nothing",
+          "[fusion][cache]") {
+  // tj::gelu, Tensor::gelu and nn::functional::gelu: PyTorch's default erf form.
+  const int64_t n = 16 * 1024 * 1024;
+  const std::vector<std::function<Tensor(const Tensor&)>> forms = {
+      [](const Tensor& x) { return tj::gelu(x); }, [](const Tensor& x) { return x.gelu(); },
+      [](const Tensor& x) { return nn::functional::gelu(x); }};
+  for (size_t f = 0; f < forms.size(); ++f) {
+    INFO("form " << f);
+    Tensor x = randn({n});
+    x.eval();
+    reset_stats();
+    Tensor y = forms[f](x);
+    y.eval();
+    CHECK(stats().kernels_launched == 1);
+    CHECK(stats().kernels_compiled + stats().memory_cache_hits + stats().disk_cache_hits == 1);
+    CHECK(stats().materializations == 1);
+
+    Tensor x2 = randn({n});
+    x2.eval();
+    reset_stats();
+    Tensor y2 = forms[f](x2);
+    y2.eval();
+    CHECK(stats().kernels_compiled == 0);
+    CHECK(stats().memory_cache_hits == 1);
+    CHECK(stats().kernels_launched == 1);
+
+    auto in = x2.to_vector<double>();
+    auto out = y2.to_vector<double>();
+    for (int64_t i : {int64_t{0}, n / 3, n / 2, n - 1}) {
+      const double v = in[i], ref = 0.5 * v * (1 + std::erf(v * M_SQRT1_2));
+      CHECK(out[i] == Approx(ref).epsilon(1e-5).margin(1e-6));
+    }
   }
 }
 
