@@ -219,7 +219,6 @@ public:
     if (reduce) {
       red_sizes_ = reduced_sizes(*reduce);
       domain_.insert(domain_.end(), red_sizes_.begin(), red_sizes_.end());
-      reduce_src_ = reduce->src[0];
       nest_ = local && row_local(*reduce);
     }
   }
@@ -227,8 +226,7 @@ public:
   // `row_reduce`'s size that it reads (softmax).
   KernelBuilder(const ir::Shape& shape, const Node& row_reduce)
       : nout_(shape.size() - row_reduce.args.size()), domain_(shape),
-        red_sizes_(reduced_sizes(row_reduce)), reduce_src_(row_reduce.src[0]), nest_(true),
-        rows_(true) {}
+        red_sizes_(reduced_sizes(row_reduce)), nest_(true), rows_(true) {}
 
   Access root_access(size_t ndim) const { return Access::identity(ndim, domain_.size()); }
 
@@ -324,7 +322,7 @@ public:
     }
     // One loop over j: reduced dims that do not merge (a permuted or broadcast
     // source) are made contiguous in memory first.
-    if (red.size() > 1) throw NeedsRealize{reduce_src_, kWhyReduceLoop};
+    if (red.size() > 1) throw NeedsRealize{unmerged_reduction_input(), kWhyReduceLoop};
     if (dom.empty()) {
       dom.push_back(1);
       for (auto& s : st)
@@ -416,6 +414,7 @@ private:
     if (!fusable_reduce(*n, a))
       throw NeedsRealize{n, inside_reduce_ ? kWhyNestedReduce : kWhyReduceIndex};
     nested_ |= inside_reduce_ > 0;
+    reduce_srcs_.push_back(n->src[0]);
     Access src = a;
     for (size_t m = 0; m < n->args.size(); ++m) {
       size_t axis = static_cast<size_t>(n->args[m]);
@@ -574,7 +573,7 @@ private:
     }
     case Op::Buffer: {
       auto [base, strides] = a.through(n->view, domain_.size());
-      int32_t s = add_slot(Slot::Role::Input, n->dtype, n->storage, base, strides);
+      int32_t s = add_slot(Slot::Role::Input, n->dtype, n->storage, base, strides, n);
       return gathered(a, n->view, s, n->dtype, {Op::Buffer, n->dtype, {-1, -1, -1}, s, 0});
     }
     case Op::Iota:
@@ -614,8 +613,9 @@ private:
     return emit({Op::Const, kInt64, {-1, -1, -1}, it->second, 0});
   }
 
+  // `leaf`: the Buffer an input slot reads.
   int32_t add_slot(Slot::Role role, DType t, std::shared_ptr<rt::Storage> storage, int64_t base,
-                   std::vector<int64_t> strides) {
+                   std::vector<int64_t> strides, NodePtr leaf = nullptr) {
     if (role != Slot::Role::Output) {
       for (size_t s = 0; s < slots_.size(); ++s)
         if (k_.slots[s].role == role && k_.slots[s].dtype == t && slots_[s].storage == storage &&
@@ -624,7 +624,34 @@ private:
     }
     k_.slots.push_back({role, t, kir::StrideKind::Strided});
     slots_.push_back({std::move(storage), base, std::move(strides)});
+    slot_leaf_.push_back(std::move(leaf));
     return static_cast<int32_t>(k_.slots.size() - 1);
+  }
+
+  // What to compute into memory when the reduced dims do not merge into one loop over j: the
+  // Buffer read by a slot that walks them in more than one run, unless it is row-major already;
+  // else a reduction's source not yet computed into row-major memory (several reductions of
+  // different sources may share the kernel: each is computed at most once).
+  NodePtr unmerged_reduction_input() const {
+    auto row_major = [](const NodePtr& n) {
+      return n->op == Op::Buffer && n->view.strides == ir::contiguous_strides(n->shape);
+    };
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      bool first = true, one_run = true;
+      int64_t run = 0; // the stride of the run so far
+      for (size_t d = nout_; d < domain_.size() && one_run; ++d) {
+        if (domain_[d] == 1) continue;
+        one_run = first || run == slots_[s].strides[d] * domain_[d];
+        run = slots_[s].strides[d];
+        first = false;
+      }
+      const NodePtr& leaf = slot_leaf_[s];
+      if (!one_run && leaf && !row_major(leaf)) return leaf;
+    }
+    for (const NodePtr& src : reduce_srcs_)
+      if (!row_major(ir::resolve(src))) return src;
+    throw std::logic_error("scheduler: the reduced dims of a kernel do not merge into one loop, "
+                           "though every input it reduces is in row-major memory");
   }
 
   int32_t emit(kir::Value v) {
@@ -667,13 +694,14 @@ private:
   size_t nout_;
   ir::Shape domain_; // output dims, then reduced dims
   std::vector<int64_t> red_sizes_;
-  NodePtr reduce_src_;
-  bool nest_ = false;   // reductions may be computed inside another's loop
-  bool rows_ = false;   // a kernel over rows: its outputs move along j
-  bool nested_ = false; // a reduction was computed inside another's loop
+  std::vector<NodePtr> reduce_srcs_; // of every reduction lowered, in order
+  bool nest_ = false;                // reductions may be computed inside another's loop
+  bool rows_ = false;                // a kernel over rows: its outputs move along j
+  bool nested_ = false;              // a reduction was computed inside another's loop
   int inside_reduce_ = 0;
   kir::Kernel k_;
   std::vector<rt::SlotBinding> slots_;
+  std::vector<NodePtr> slot_leaf_; // parallel to slots_
   std::vector<uint64_t> params_;
   std::map<std::pair<const Node*, Access>, int32_t> memo_;
   std::vector<NodePtr> keep_; // keeps memo keys alive while building
