@@ -19,10 +19,10 @@ namespace {
 // finds its stores once the vectorizer has widened them (it keeps their alias scopes).
 constexpr const char* kStreamScope = "stream";
 
-// Elements of the scratch row that keeps values for later loops when the row output is written
-// around the cache: the scheduler's rows are at most this long (kRowLocal); a longer row keeps
-// them in the output row as usual.
-constexpr int64_t kKeepScratch = 16384;
+// The longest row whose values kept for later loops go to a scratch row on the stack when the
+// row output is written around the cache (at most 32 KiB: kernels run on the caller's stack); a
+// longer row keeps them in the output row as usual.
+constexpr int64_t kKeepScratch = 4096;
 
 using ir::Op;
 using kir::Slot;
@@ -203,8 +203,9 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
 
   b_.SetInsertPoint(entry);
   if (stream_ >= 0 && std::count(kept_in_.begin(), kept_in_.end(), stream_) > 0) {
+    llvm::Value* fits = b_.CreateICmpSLE(arg(kR), b_.getInt64(kKeepScratch));
     auto* scratch = b_.CreateAlloca(ops_.mem_type(k_.slots[stream_].dtype),
-                                    b_.getInt64(kKeepScratch), "keep.scratch");
+                                    b_.CreateSelect(fits, arg(kR), b_.getInt64(1)), "keep.scratch");
     scratch->setAlignment(llvm::Align(64));
     keep_scratch_ = scratch;
   }
