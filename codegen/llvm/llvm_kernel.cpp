@@ -310,6 +310,9 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   auto* br = b_.CreateCondBr(b_.CreateICmpEQ(next, count), exit, loop);
   if (reduces_) no_unroll(br);
+  // An elementwise loop is not interleaved: 16 lanes a step keep the memory busy, and a second
+  // copy of the body cost 0.3 ms of compile time for no speed (gelu, rows of 24 and 40 floats).
+  if (!reduces_) interleave_once(br);
   if (stream_ >= 0 && cached) { // at most 63 bytes: not worth a vector loop
     no_unroll(br);
     loop_hint(br, "llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(b_.getFalse()));
