@@ -2,6 +2,7 @@
 #include "llvm_kernel.h"
 
 #include <fmt/format.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/Transforms/Utils/Local.h>
@@ -1283,6 +1284,12 @@ void mark_streaming_stores(llvm::Function& f) {
     for (llvm::Instruction& inst : bb) {
       auto* st = llvm::dyn_cast<llvm::StoreInst>(&inst);
       if (!st || !st->getValueOperand()->getType()->isVectorTy() || !streams(*st)) continue;
+      // The scratch row on the stack that keeps a row's values is read back at once: cached.
+      llvm::SmallVector<const llvm::Value*, 4> objects;
+      llvm::getUnderlyingObjects(st->getPointerOperand(), objects);
+      if (std::any_of(objects.begin(), objects.end(),
+                      [](const llvm::Value* o) { return llvm::isa<llvm::AllocaInst>(o); }))
+        continue;
       const uint64_t bytes = dl.getTypeStoreSize(st->getValueOperand()->getType());
       const llvm::Align known = llvm::getKnownAlignment(st->getPointerOperand(), dl, st);
       if (!llvm::isPowerOf2_64(bytes) || known.value() < bytes) continue;
