@@ -45,6 +45,10 @@ namespace tj::kir {
 
 using ir::Op;
 
+// Rows a store loop writes around the cache (Slot::stream) are at most this long: a backend may
+// keep a row's values for later loops in scratch memory of this many elements.
+constexpr int64_t kMaxStreamRow = 4096;
+
 constexpr int32_t kErrDivideByZero = 1;
 constexpr int32_t kErrIndex = 2;
 

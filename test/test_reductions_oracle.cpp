@@ -511,3 +511,17 @@ TEST_CASE("reductions of different strided sources computed together", "[reduce]
   CHECK(p.item<double>() == Approx(y.contiguous().prod().item<double>()).epsilon(1e-5));
   CHECK(equal(m, x.contiguous().amax({1, 2})));
 }
+
+TEST_CASE("a reduction of a view computed with its source", "[reduce][schedule]") {
+  // The view reads the source's memory through a leaf made for it at scheduling time: the view,
+  // not that leaf, is what gets computed when its dims do not merge (the scheduler used to copy
+  // a new leaf on every retry, without end).
+  Tensor a = randn({6, 5, 8}) * 2;
+  Tensor m = a.transpose(0, 2).amax({1, 2});
+  eval({a, m});
+  CHECK(equal(m, a.transpose(0, 2).contiguous().amax({1, 2})));
+  Tensor b = randn({6, 5, 8}) * 2;
+  Tensor n = b.transpose(0, 2).sum({1, 2});
+  b.eval();
+  CHECK(allclose(n, b.transpose(0, 2).contiguous().sum({1, 2})));
+}

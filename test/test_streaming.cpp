@@ -29,7 +29,9 @@ template <class F> void same_either_way(const Tensor& x, F f) {
   }
   {
     StreamFrom always(1);
-    if (x.size(-1) * static_cast<int64_t>(itemsize(x.dtype())) >= 4096) // runs of a page
+    // Runs of a page at least; rows (2-d) of at most 4096 elements (kir::kMaxStreamRow).
+    if (x.size(-1) * static_cast<int64_t>(itemsize(x.dtype())) >= 4096 &&
+        (x.dim() == 1 || x.size(-1) <= 4096))
       CHECK_THAT(ir::dump({f(x)}, "kernel"), Catch::Contains(", stream"));
     streamed = f(x);
     streamed.eval();
@@ -104,7 +106,7 @@ TEST_CASE("rows written by a store loop stream, and keep their values in scratch
   namespace F = nn::functional;
   for (DType t : {kFloat32, kFloat64, kFloat16}) {
     INFO(dtype_name(t));
-    for (int64_t len : {3001, 1024, 5000}) { // 5000: kept in the output row, not in scratch
+    for (int64_t len : {3001, 1024, 5000}) { // 5000: longer than a streaming row may be
       Tensor x = (randn({37, len}) * 3).to(t);
       x.eval();
       same_either_way(x, [](const Tensor& v) { return F::softmax(v, 1); });
@@ -124,4 +126,14 @@ TEST_CASE("rows written by a store loop stream, and keep their values in scratch
     CHECK(allclose(out.narrow(1, at, 3000), expect));
     CHECK(equal(out.narrow(1, 0, at), full({37, at}, -1.0)));
   }
+}
+
+TEST_CASE("a reduction over size-1 dims is not an elementwise kernel", "[streaming]") {
+  StreamFrom always(1);
+  // Its size-1 reduced dim disappears from the loops, but the kernel still reduces.
+  Tensor r = rand({5000, 1});
+  r.eval();
+  CHECK(equal(r.sum(1), r.reshape({5000})));
+  CHECK(equal(r.amax(-1), r.reshape({5000})));
+  CHECK(equal(r.mean({-1}, true), r));
 }

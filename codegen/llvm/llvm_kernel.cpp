@@ -21,9 +21,9 @@ namespace {
 constexpr const char* kStreamScope = "stream";
 
 // The longest row whose values kept for later loops go to a scratch row on the stack when the
-// row output is written around the cache (at most 32 KiB: kernels run on the caller's stack); a
-// longer row keeps them in the output row as usual.
-constexpr int64_t kKeepScratch = 4096;
+// row output is written around the cache (at most 32 KiB: kernels run on the caller's stack). The
+// scheduler streams no longer row; one would keep them in the output row, correct but slow.
+constexpr int64_t kKeepScratch = kir::kMaxStreamRow;
 
 using ir::Op;
 using kir::Slot;
@@ -134,10 +134,15 @@ private:
   llvm::Type* err_ty() { return b_.getInt32Ty(); }
   llvm::Value* no_err() { return b_.getInt32(0); }
   // Sets a hint on the loop whose latch branch this is (its llvm.loop metadata).
+  // Hints set before on the same loop are kept.
   void loop_hint(llvm::Instruction* latch_branch, const char* name, llvm::Metadata* value) {
     llvm::SmallVector<llvm::Metadata*, 2> hint = {llvm::MDString::get(ctx_, name)};
     if (value) hint.push_back(value);
-    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, hint)};
+    llvm::SmallVector<llvm::Metadata*, 4> ops = {nullptr};
+    if (llvm::MDNode* old = latch_branch->getMetadata(llvm::LLVMContext::MD_loop))
+      for (unsigned i = 1; i < old->getNumOperands(); ++i)
+        ops.push_back(old->getOperand(i));
+    ops.push_back(llvm::MDNode::get(ctx_, hint));
     auto* md = llvm::MDNode::getDistinct(ctx_, ops);
     md->replaceOperandWith(0, md);
     latch_branch->setMetadata(llvm::LLVMContext::MD_loop, md);
@@ -314,7 +319,7 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
   // An elementwise loop is not interleaved: 16 lanes a step keep the memory busy, and a second
   // copy of the body cost 0.3 ms of compile time for no speed (gelu, rows of 24 and 40 floats).
   if (!reduces_) interleave_once(br);
-  if (stream_ >= 0 && cached) { // at most 63 bytes: not worth a vector loop
+  if (stream_ >= 0 && cached && !reduces_) { // at most 63 bytes: not worth a vector loop
     no_unroll(br);
     loop_hint(br, "llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(b_.getFalse()));
   }
@@ -337,7 +342,8 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
 llvm::Value* KernelLowering::align_stream_row(llvm::Value* row, llvm::Value* count) {
   auto* i64 = b_.getInt64Ty();
   const uint64_t item = itemsize(k_.slots[stream_].dtype);
-  llvm::Value* up = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), row, 63);
+  // Not inbounds: a run may end within 63 bytes of its buffer's end.
+  llvm::Value* up = b_.CreateConstGEP1_64(b_.getInt8Ty(), row, 63);
   stream_row_ = b_.CreateIntrinsic(llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
                                    {up, b_.getInt64(~uint64_t(63))}, nullptr, "stream.row");
   llvm::Value* at = b_.CreatePtrToInt(row, i64);

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <unordered_set>
+#include <utility>
 
 #include "ir/scalar_semantics.h"
 #include "machine.h"
@@ -339,8 +340,8 @@ public:
       slots_[s].rstride = red.empty() ? 0 : rst[s].back();
       k_.slots[s].rstride = kind(slots_[s].rstride);
     }
-    stream_large_outputs(dom, red.empty() ? 1 : red[0], red.empty() && !several_loops,
-                         rows_ && red.size() == 1);
+    stream_large_outputs(dom, red.empty() ? 1 : red[0], !k_.has_row_loops(),
+                         rows_ && red.size() == 1 && red[0] <= kir::kMaxStreamRow);
     kir::verify(k_);
     l.kernel = std::move(k_);
     l.domain = std::move(dom);
@@ -372,8 +373,10 @@ private:
       const bool runs =
           elementwise ? slot.stride == kir::StrideKind::Contiguous && dom.back() * item >= kPage
                       : slot.rstride == kir::StrideKind::Contiguous && r * item >= kPage;
+      // Memory not aligned to its element size would take the cached path throughout.
       slot.stream = !marked && slot.role == Slot::Role::Output && runs && !scatters &&
-                    slots_[s].storage->device().is_cpu() && n * item >= from;
+                    slots_[s].storage->device().is_cpu() && n * item >= from &&
+                    reinterpret_cast<uintptr_t>(slots_[s].storage->data()) % item == 0;
       marked |= slot.stream;
     }
   }
@@ -428,13 +431,21 @@ private:
     return convert(emit({n->op, acc, {v, -1, -1}, -1, 0}), n->dtype);
   }
 
+  int32_t lower_standing_for(const NodePtr& n, const NodePtr& leaf, const Access& a) {
+    NodePtr outer = std::exchange(leaf_origin_, n);
+    int32_t v = lower(leaf, a);
+    leaf_origin_ = std::move(outer);
+    return v;
+  }
+
   int32_t lower_uncached(const NodePtr& n, const Access& a) {
     switch (ir::category(n->op)) {
     case ir::OpCategory::Leaf:
       return lower_leaf(n, a);
     case ir::OpCategory::Movement:
-      if (NodePtr leaf = reshaped_leaf(n)) return lower(leaf, a);
-      if (NodePtr leaf = strided_leaf(n)) return lower(leaf, a);
+      // A leaf made here for n stands for n: what to compute if its slot must be in memory.
+      if (NodePtr leaf = reshaped_leaf(n)) return lower_standing_for(n, leaf, a);
+      if (NodePtr leaf = strided_leaf(n)) return lower_standing_for(n, leaf, a);
       return lower(n->src[0], move_access(n, a));
     case ir::OpCategory::Cast:
       return convert(lower(n->src[0], a), n->dtype);
@@ -573,7 +584,8 @@ private:
     }
     case Op::Buffer: {
       auto [base, strides] = a.through(n->view, domain_.size());
-      int32_t s = add_slot(Slot::Role::Input, n->dtype, n->storage, base, strides, n);
+      int32_t s = add_slot(Slot::Role::Input, n->dtype, n->storage, base, strides,
+                           leaf_origin_ ? leaf_origin_ : n);
       return gathered(a, n->view, s, n->dtype, {Op::Buffer, n->dtype, {-1, -1, -1}, s, 0});
     }
     case Op::Iota:
@@ -633,7 +645,8 @@ private:
   // else a reduction's source not yet computed into row-major memory (several reductions of
   // different sources may share the kernel: each is computed at most once).
   NodePtr unmerged_reduction_input() const {
-    auto row_major = [](const NodePtr& n) {
+    auto row_major = [](const NodePtr& in) {
+      NodePtr n = ir::resolve(in);
       return n->op == Op::Buffer && n->view.strides == ir::contiguous_strides(n->shape);
     };
     for (size_t s = 0; s < slots_.size(); ++s) {
@@ -649,7 +662,7 @@ private:
       if (!one_run && leaf && !row_major(leaf)) return leaf;
     }
     for (const NodePtr& src : reduce_srcs_)
-      if (!row_major(ir::resolve(src))) return src;
+      if (!row_major(src)) return src;
     throw std::logic_error("scheduler: the reduced dims of a kernel do not merge into one loop, "
                            "though every input it reduces is in row-major memory");
   }
@@ -701,7 +714,8 @@ private:
   int inside_reduce_ = 0;
   kir::Kernel k_;
   std::vector<rt::SlotBinding> slots_;
-  std::vector<NodePtr> slot_leaf_; // parallel to slots_
+  std::vector<NodePtr> slot_leaf_; // parallel to slots_: the node each input slot's leaf reads
+  NodePtr leaf_origin_;            // the node a leaf being lowered was made for, if any
   std::vector<uint64_t> params_;
   std::map<std::pair<const Node*, Access>, int32_t> memo_;
   std::vector<NodePtr> keep_; // keeps memo keys alive while building
@@ -870,6 +884,11 @@ private:
   // Computes the node that cannot be indexed affinely, so that a retry reads its memory.
   void realize_dependency(const NeedsRealize& need) {
     NodePtr dep = ir::resolve(need.node);
+    // Computing a node gives its users memory to read: asked for again, it would loop.
+    if (std::find(realized_for_.begin(), realized_for_.end(), need.node) != realized_for_.end())
+      throw std::logic_error(fmt::format("scheduler: {} asked to be computed again ({})",
+                                         ir::name(need.node->op), need.why));
+    realized_for_.push_back(need.node);
     realize_group({{dep, below_reshapes(dep)}}, need.why);
   }
 
@@ -880,6 +899,7 @@ private:
 
   bool fusion_;
   bool row_local_;
+  std::vector<NodePtr> realized_for_; // the nodes computed so that a kernel could read them
   std::vector<rt::Launch> launches_;
 
 public:
