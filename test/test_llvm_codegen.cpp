@@ -1883,45 +1883,58 @@ TEST_CASE("llvm: float32 exp uses vector math in wide registers", "[llvm]") {
   CHECK(llvmjit::emit_llvm_ir(kb.k, 0).find("call float @expf") != std::string::npos);
 }
 
+namespace {
+// A float32 kernel computing `op` over `x`, run through LLVM at opt level 2: `specials` are
+// appended 16 times each after a multiple of 16 elements (so each is in every lane), and the
+// input is padded to a multiple of the main vector loop's step (4 calls of 16 lanes), so that no
+// element is left to the remainder loops (libmvec's 8-lane variant and scalar libm).
+struct UnaryRun {
+  std::vector<float> x, y;
+  std::string as; // the kernel's assembly
+};
+UnaryRun run_unary_f32(Op op, std::vector<float> x, std::initializer_list<float> specials) {
+  KernelBuilder kb;
+  kb.store(kb.out(kFloat32), kb.op(op, kFloat32, {kb.load(kb.in(kFloat32))}));
+  auto ck = jit(kb.k, 2);
+  x.resize((x.size() + 15) / 16 * 16, 1.0f);
+  for (float v : specials)
+    x.insert(x.end(), 16, v);
+  x.resize((x.size() + 63) / 64 * 64, 2.0f);
+  std::vector<float> y(x.size());
+  Call call(kb.k);
+  call.ptrs = {x.data(), y.data()};
+  call.run(*ck, static_cast<int64_t>(x.size()));
+  return {std::move(x), std::move(y), llvmjit::emit_asm(kb.k, 2)};
+}
+
+int64_t ulps_apart(float a, float b) {
+  return std::abs(int64_t{std::bit_cast<int32_t>(a)} - int64_t{std::bit_cast<int32_t>(b)});
+}
+} // namespace
+
 TEST_CASE("llvm: float32 exp is within 1 ulp of the rounded result, special values exact",
           "[llvm]") {
-  KernelBuilder kb;
-  int x = kb.load(kb.in(kFloat32));
-  kb.store(kb.out(kFloat32), kb.op(Op::Exp, kFloat32, {x}));
-  auto ck = jit(kb.k, 2);
-  // The project's routine where the kernel calls it (16 lanes of AVX-512), else libmvec's,
-  // whose documented bound is 4 ulp.
-  const int64_t bound =
-      llvmjit::emit_asm(kb.k, 2).find("tj_expf_avx512") != std::string::npos ? 1 : 4;
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> vx;
   for (float v = -110.0f; v < 95.0f; v += 0.00731f)
     vx.push_back(v);
-  // The edges of the normal, subnormal and finite results; signed zeros, tiny, inf and NaN,
-  // each 16 times in a row after a multiple of 16 elements: in every lane.
-  vx.resize((vx.size() + 15) / 16 * 16, 1.0f);
-  for (float v : {-103.98f, -103.97f, -103.3f, -87.34f, -87.33f, 88.72f, 88.73f, 0.0f, -0.0f,
-                  1e-30f, -1e-30f, 1e-45f, inf, -inf, std::numeric_limits<float>::quiet_NaN()})
-    vx.insert(vx.end(), 16, v);
-  // A multiple of the main vector loop's step (4 calls of 16 lanes): no element is left to the
-  // remainder loops, which call libmvec's 8-lane variant and scalar expf.
-  vx.resize((vx.size() + 63) / 64 * 64, 2.0f);
-  const size_t m = vx.size();
-  std::vector<float> vy(m);
-  Call call(kb.k);
-  call.ptrs = {vx.data(), vy.data()};
-  call.run(*ck, static_cast<int64_t>(m));
+  // The edges of the normal, subnormal and finite results; signed zeros, tiny, inf and NaN.
+  UnaryRun r =
+      run_unary_f32(Op::Exp, vx,
+                    {-103.98f, -103.97f, -103.3f, -87.34f, -87.33f, 88.72f, 88.73f, 0.0f, -0.0f,
+                     1e-30f, -1e-30f, 1e-45f, inf, -inf, std::numeric_limits<float>::quiet_NaN()});
+  // The project's routine where the kernel calls it (16 lanes of AVX-512), else libmvec's,
+  // whose documented bound is 4 ulp.
+  const int64_t bound = r.as.find("tj_expf_avx512") != std::string::npos ? 1 : 4;
   size_t bad = count_bad(
-      m,
+      r.x.size(),
       [&](size_t i) {
-        const float want = static_cast<float>(std::exp(static_cast<double>(vx[i])));
-        if (std::isnan(want)) return std::isnan(vy[i]);
-        if (std::isinf(want) || want == 0.0f) return vy[i] == want && !std::signbit(vy[i]);
-        const int64_t ulps = std::abs(int64_t{std::bit_cast<int32_t>(vy[i])} -
-                                      int64_t{std::bit_cast<int32_t>(want)});
-        return ulps <= bound;
+        const float want = static_cast<float>(std::exp(static_cast<double>(r.x[i])));
+        if (std::isnan(want)) return std::isnan(r.y[i]);
+        if (std::isinf(want) || want == 0.0f) return r.y[i] == want && !std::signbit(r.y[i]);
+        return ulps_apart(r.y[i], want) <= bound;
       },
-      [&](size_t i) { return "exp(" + show(vx[i]) + ") = " + show(vy[i]); });
+      [&](size_t i) { return "exp(" + show(r.x[i]) + ") = " + show(r.y[i]); });
   CHECK(bad == 0);
 }
 
@@ -1937,14 +1950,6 @@ __attribute__((target("avx512f"))) void call_16_lanes(void* fn, const float* x, 
 
 TEST_CASE("llvm: float32 tanh is within 1 ulp of the rounded result, special values exact",
           "[llvm]") {
-  KernelBuilder kb;
-  int x = kb.load(kb.in(kFloat32));
-  kb.store(kb.out(kFloat32), kb.op(Op::Tanh, kFloat32, {x}));
-  auto ck = jit(kb.k, 2);
-  // The project's routine where the kernel calls it (16 lanes of AVX-512), else libmvec's
-  // (at most 1 ulp over all inputs, measured; 2 allowed).
-  const int64_t bound =
-      llvmjit::emit_asm(kb.k, 2).find("tj_tanhf_avx512") != std::string::npos ? 1 : 2;
   const float inf = std::numeric_limits<float>::infinity();
   // Fine steps cross each of the routine's 32 intervals many times.
   std::vector<float> vx;
@@ -1953,40 +1958,33 @@ TEST_CASE("llvm: float32 tanh is within 1 ulp of the rounded result, special val
   for (float v = 1e-6f; v < 0.1f; v *= 1.01f)
     vx.push_back(v);
   // Interval edges, where tanhf reaches 1, signed zeros, tiny, subnormal, inf and NaN (zeros and
-  // inf exact), each 16 times in a row after a multiple of 16 elements: in every lane.
-  vx.resize((vx.size() + 15) / 16 * 16, 1.0f);
-  for (float v :
-       {0.0625f, 0.375f, 1.375f, 3.375f, 7.375f, -8.375f, 9.0f, 9.01f, 9.02f, -9.37f, 9.38f, 0.0f,
-        -0.0f, 1e-30f, -1e-30f, 1e-45f, inf, -inf, std::numeric_limits<float>::quiet_NaN()})
-    vx.insert(vx.end(), 16, v);
-  // A multiple of the main vector loop's step: no element is left to the remainder loops.
-  vx.resize((vx.size() + 63) / 64 * 64, 2.0f);
-  const size_t m = vx.size();
-  std::vector<float> vy(m);
-  Call call(kb.k);
-  call.ptrs = {vx.data(), vy.data()};
-  call.run(*ck, static_cast<int64_t>(m));
-  auto check = [&](int64_t bound) {
+  // inf exact).
+  UnaryRun r = run_unary_f32(Op::Tanh, vx,
+                             {0.0625f, 0.375f, 1.375f, 3.375f, 7.375f, -8.375f, 9.0f, 9.01f, 9.02f,
+                              -9.37f, 9.38f, 0.0f, -0.0f, 1e-30f, -1e-30f, 1e-45f, inf, -inf,
+                              std::numeric_limits<float>::quiet_NaN()});
+  // The project's routine where the kernel calls it (16 lanes of AVX-512), else libmvec's
+  // (at most 1 ulp over all inputs, measured; 2 allowed).
+  const int64_t bound = r.as.find("tj_tanhf_avx512") != std::string::npos ? 1 : 2;
+  auto check = [&](int64_t within) {
     return count_bad(
-        m,
+        r.x.size(),
         [&](size_t i) {
-          const float want = static_cast<float>(std::tanh(static_cast<double>(vx[i])));
-          if (std::isnan(want)) return std::isnan(vy[i]);
-          if (want == 0.0f || std::isinf(vx[i]))
-            return std::bit_cast<uint32_t>(vy[i]) == std::bit_cast<uint32_t>(want);
-          const int64_t ulps = std::abs(int64_t{std::bit_cast<int32_t>(vy[i])} -
-                                        int64_t{std::bit_cast<int32_t>(want)});
-          return ulps <= bound;
+          const float want = static_cast<float>(std::tanh(static_cast<double>(r.x[i])));
+          if (std::isnan(want)) return std::isnan(r.y[i]);
+          if (want == 0.0f || std::isinf(r.x[i]))
+            return std::bit_cast<uint32_t>(r.y[i]) == std::bit_cast<uint32_t>(want);
+          return ulps_apart(r.y[i], want) <= within;
         },
-        [&](size_t i) { return "tanh(" + show(vx[i]) + ") = " + show(vy[i]); });
+        [&](size_t i) { return "tanh(" + show(r.x[i]) + ") = " + show(r.y[i]); });
   };
   CHECK(check(bound) == 0);
 #if defined(__x86_64__)
-  // The routine itself, also where LLVM vectorizes 8 wide and kernels never call it.
+  // The routine itself, also where a kernel does not call it.
   if (host_has("avx512f"))
-    for (const auto& r : llvmjit::detail::vmath_routines())
-      if (std::string_view(r.name) == "tj_tanhf_avx512") {
-        call_16_lanes(r.address, vx.data(), vy.data(), m);
+    for (const auto& routine : llvmjit::detail::vmath_routines())
+      if (std::string_view(routine.name) == "tj_tanhf_avx512") {
+        call_16_lanes(routine.address, r.x.data(), r.y.data(), r.x.size());
         CHECK(check(1) == 0);
       }
 #endif
