@@ -35,7 +35,9 @@ bool transposed_input(const Launch& l, size_t s) {
   return across >= kCacheLine && down > 0 && down < kCacheLine;
 }
 
-bool transposes(const Launch& l) {
+} // namespace
+
+bool walks_in_tiles(const Launch& l) {
   const size_t nd = l.domain.size();
   if (l.r != 1 || nd < 2 || l.domain[nd - 1] < kTile || l.domain[nd - 2] < kTile) return false;
   if (l.kernel.scatters()) return false; // its elements run in order
@@ -46,6 +48,8 @@ bool transposes(const Launch& l) {
     if (transposed_input(l, s)) return true;
   return false;
 }
+
+namespace {
 
 // Copies a rows x cols block, element (r, c) at src[r * down + c * across],
 // into dst row-major with rows kTile long. Walking r innermost reads along
@@ -257,7 +261,7 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
     rstride[s] = l.slots[s].rstride;
   }
   std::atomic<int32_t> err{0};
-  if (transposes(l))
+  if (walks_in_tiles(l))
     run_tiled(l, fn, ptrs, inner, rstride.data(), err);
   else if (l.kernel.scatters() && !scatters_apart_along(l, 0) && scatters_apart_along(l, nd - 1) &&
            l.domain[nd - 1] >= 32)

@@ -45,6 +45,10 @@ inline CudaForm cuda_form(const Launch& l) {
 // kErrIndex) stand for; nothing when they are 0.
 void raise_kernel_errors(int32_t bits);
 
+// Whether the CPU executor walks this launch in square tiles (an input read across memory along
+// rows but along it down columns: a transpose) instead of row by row.
+bool walks_in_tiles(const Launch& l);
+
 // Runs launches in order on their device: on the CPU, compiled kernels split
 // each iteration space over the thread pool; on a GPU, one launch each.
 void execute(const std::vector<Launch>& launches);
