@@ -152,6 +152,13 @@ private:
   void no_unroll(llvm::Instruction* latch_branch) {
     loop_hint(latch_branch, "llvm.loop.unroll.disable", nullptr);
   }
+  // The elements before a streaming output's 64-byte boundary: at most 63 bytes, not worth a
+  // vector loop.
+  void head_loop(llvm::Instruction* latch_branch) {
+    no_unroll(latch_branch);
+    loop_hint(latch_branch, "llvm.loop.vectorize.enable",
+              llvm::ConstantAsMetadata::get(b_.getFalse()));
+  }
   // The loops over a tile are not interleaved: they are bound by the memory they stream, not by
   // latency, and often run fewer than 32 iterations (narrow outputs, the last tile): interleaved
   // 4 times, an 8-wide vector loop would leave those to the scalar remainder (a matmul 24 outputs
@@ -319,10 +326,7 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
   // An elementwise loop is not interleaved: 16 lanes a step keep the memory busy, and a second
   // copy of the body cost 0.3 ms of compile time for no speed (gelu, rows of 24 and 40 floats).
   if (!reduces_) interleave_once(br);
-  if (stream_ >= 0 && cached && !reduces_) { // at most 63 bytes: not worth a vector loop
-    no_unroll(br);
-    loop_hint(br, "llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(b_.getFalse()));
-  }
+  if (stream_ >= 0 && cached && !reduces_) head_loop(br);
   k->addIncoming(b_.getInt64(0), pre);
   k->addIncoming(next, latch);
   stream_k_ = nullptr;
@@ -907,10 +911,7 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
   llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   auto* br = b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), after, loop);
-  if (count && cached) { // at most 63 bytes: not worth a vector loop
-    no_unroll(br);
-    loop_hint(br, "llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(b_.getFalse()));
-  }
+  if (count && cached) head_loop(br);
   llvm::Value* err_loop = ops_.err;
   j->addIncoming(b_.getInt64(0), outer);
   j->addIncoming(j_next, latch);

@@ -364,7 +364,7 @@ private:
   void stream_large_outputs(const std::vector<int64_t>& dom, int64_t r, bool elementwise,
                             bool rows) {
     const int64_t from = rt::stream_store_bytes();
-    if ((!elementwise && !rows) || from < 0) return;
+    if ((!elementwise && !rows) || from < 0 || k_.scatters()) return; // scatters run in order
     int64_t n = r;
     for (int64_t d : dom)
       n *= d;
@@ -372,14 +372,11 @@ private:
     for (size_t s = 0; s < slots_.size(); ++s) {
       kir::Slot& slot = k_.slots[s];
       const auto item = static_cast<int64_t>(itemsize(slot.dtype));
-      const bool scatters = std::any_of(k_.stores.begin(), k_.stores.end(), [&](const auto& st) {
-        return st.slot == static_cast<int32_t>(s) && st.scatters();
-      });
       const bool runs =
           elementwise ? slot.stride == kir::StrideKind::Contiguous && dom.back() * item >= kPage
                       : slot.rstride == kir::StrideKind::Contiguous && r * item >= kPage;
       // Memory not aligned to its element size would take the cached path throughout.
-      slot.stream = !marked && slot.role == Slot::Role::Output && runs && !scatters &&
+      slot.stream = !marked && slot.role == Slot::Role::Output && runs &&
                     slots_[s].storage->device().is_cpu() && n * item >= from &&
                     reinterpret_cast<uintptr_t>(slots_[s].storage->data()) % item == 0;
       marked |= slot.stream;
@@ -630,7 +627,7 @@ private:
     return emit({Op::Const, kInt64, {-1, -1, -1}, it->second, 0});
   }
 
-  // `leaf`: the Buffer an input slot reads.
+  // `leaf`: what an input slot reads (the view a Buffer leaf was made for, if it was).
   int32_t add_slot(Slot::Role role, DType t, std::shared_ptr<rt::Storage> storage, int64_t base,
                    std::vector<int64_t> strides, NodePtr leaf = nullptr) {
     if (role != Slot::Role::Output) {
