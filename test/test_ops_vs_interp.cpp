@@ -21,6 +21,7 @@
 #include "frontend/tensor_impl.h"
 #include "interp/interpreter.h"
 #include "support/callable.h"
+#include "support/dtypes.h"
 #include "support/tolerance.h"
 #include "tensorjit/tensorjit.h"
 
@@ -31,25 +32,16 @@ using tj::Scalar;
 using tj::Shape;
 using tj::Tensor;
 using tj::test::Accuracy;
+using tj::test::cpp_name;
+using tj::test::dname;
+using tj::test::kDTypes;
 using tj::test::OracleBatch;
 using tj::test::Tolerance;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-constexpr std::array<DType, tj::kNumDTypes> kDTypes = {
-    tj::kBool,  tj::kUInt8,   tj::kInt8,     tj::kInt16,   tj::kInt32,
-    tj::kInt64, tj::kFloat16, tj::kBFloat16, tj::kFloat32, tj::kFloat64};
-
 bool is_float(DType t) { return tj::is_floating_point(t); }
-// "float32"
-std::string dname(DType t) { return tj::dtype_name(t).substr(6); }
-// PyTorch's C++ type names, as in "not implemented for 'Float'".
-std::string cpp_name(DType t) {
-  static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
-                                "Long", "Half", "BFloat16", "Float", "Double"};
-  return names[static_cast<int>(t)];
-}
 
 void check_dtype(const Tensor& t, DType want, const std::string& what) {
   INFO(what << ": dtype " << dname(t.dtype()) << ", PyTorch gives " << dname(want));

@@ -33,6 +33,7 @@
 #include "frontend/tensor_impl.h"
 #include "interp/interpreter.h"
 #include "support/callable.h"
+#include "support/dtypes.h"
 #include "support/seed.h"
 #include "support/tolerance.h"
 #include "tensorjit/tensorjit.h"
@@ -43,6 +44,7 @@ using tj::DType;
 using tj::Scalar;
 using tj::Shape;
 using tj::Tensor;
+using tj::test::dname;
 using tj::test::Tolerance;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -55,7 +57,6 @@ constexpr DType kDTypes[] = {tj::kBool,  tj::kUInt8,   tj::kInt8,     tj::kInt16
 uint64_t test_seed() { return tj::test::test_seed(20240611); }
 
 bool is_float(DType t) { return tj::is_floating_point(t); }
-std::string dname(DType t) { return tj::dtype_name(t).substr(6); }
 
 // The relative error of one libm function (4 ulps in the dtype it computes in, float32 for the
 // 16-bit floats) plus the final rounding, with a factor 2 for functions composed of a few

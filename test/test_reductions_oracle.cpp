@@ -13,11 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "support/dtypes.h"
 #include "support/tolerance.h"
 #include "tensorjit/tensorjit.h"
 
 using namespace tj;
 using tj::test::Accuracy;
+using tj::test::cpp_name;
+using tj::test::dname;
+using tj::test::kDTypes;
 using tj::test::OracleBatch;
 using tj::test::Tolerance;
 
@@ -25,18 +29,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-constexpr std::array<DType, kNumDTypes> kDTypes = {kBool,  kUInt8,   kInt8,     kInt16,   kInt32,
-                                                   kInt64, kFloat16, kBFloat16, kFloat32, kFloat64};
-
-// "float32"
-std::string dname(DType t) { return dtype_name(t).substr(6); }
-// PyTorch's C++ type names, as in "Got: Long".
-std::string cpp_name(DType t) {
-  static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
-                                "Long", "Half", "BFloat16", "Float", "Double"};
-  return names[static_cast<int>(t)];
-}
 
 // `n` deterministic values for dtype t: floats on a 1/8 grid in [-2, 4) (sums of them are exact,
 // and equal values make ties), small integers, or 0/1. For products, values near 1 that cannot
