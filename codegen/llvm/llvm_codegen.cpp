@@ -19,6 +19,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
+#include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/IndVarSimplify.h>
 #include <llvm/Transforms/Scalar/LICM.h>
@@ -187,17 +188,6 @@ llvm::orc::LLJIT& jit() {
     if (!created)
       throw std::runtime_error("LLVM backend: cannot create the JIT: " +
                                to_string(created.takeError()));
-    // Our vector math routines, by address: kernels (and cached objects) call them by name.
-    llvm::orc::SymbolMap routines;
-    for (const detail::VmathRoutine& r : detail::vmath_routines())
-      routines[(*created)->mangleAndIntern(r.name)] = {llvm::orc::ExecutorAddr::fromPtr(r.address),
-                                                       llvm::JITSymbolFlags::Exported |
-                                                           llvm::JITSymbolFlags::Callable};
-    if (!routines.empty())
-      if (auto e =
-              (*created)->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(routines))))
-        throw std::runtime_error("LLVM backend: cannot define the vector math routines: " +
-                                 to_string(std::move(e)));
     return created->release();
   }();
   return *j;
@@ -254,13 +244,24 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt) {
   else
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(kernel_pipeline(opt)));
   mpm.run(m, mam);
+
+  // The vector variants were for the vectorizer only: drop the attributes left on scalar calls
+  // (loop remainders) and, below, the declarations nothing calls. Where the vectorizer called
+  // one of our routines, its body is inlined.
+  if (auto* used = m.getGlobalVariable("llvm.compiler.used")) used->eraseFromParent();
+  bool routines = false;
+  for (llvm::Function& f : m) {
+    f.removeDeadConstantUsers();
+    if (!f.use_empty()) routines |= detail::define_vmath(f);
+  }
+  if (routines) {
+    llvm::ModulePassManager inline_routines;
+    inline_routines.addPass(llvm::AlwaysInlinerPass(/*InsertLifetimeIntrinsics=*/false));
+    inline_routines.run(m, mam);
+  }
   if (opt > 0)
     for (llvm::Function& f : m)
       if (!f.isDeclaration()) detail::mark_streaming_stores(f);
-
-  // The vector variants were for the vectorizer only: drop the attributes left on scalar calls
-  // (loop remainders) and the declarations nothing calls.
-  if (auto* used = m.getGlobalVariable("llvm.compiler.used")) used->eraseFromParent();
   for (llvm::Function& f : m)
     for (llvm::BasicBlock& bb : f)
       for (llvm::Instruction& inst : bb)
@@ -269,7 +270,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt) {
   for (auto it = m.begin(); it != m.end();) {
     llvm::Function& f = *it++;
     f.removeDeadConstantUsers();
-    if (f.isDeclaration() && f.use_empty() && !f.isIntrinsic()) f.eraseFromParent();
+    if ((f.isDeclaration() || f.hasLocalLinkage()) && f.use_empty() && !f.isIntrinsic())
+      f.eraseFromParent();
   }
 }
 
@@ -380,7 +382,7 @@ std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level) {
 
 // Salt of cached machine code: changed with any edit to optimize() or machine_code() that the
 // printed pass pipeline does not show (the post-pipeline clean-up, code generation options).
-constexpr const char* kCodegenRevision = "tj-llvm-5";
+constexpr const char* kCodegenRevision = "tj-llvm-6";
 
 std::string identity(const kir::Kernel& k, int opt_level) {
   kir::verify(k);
