@@ -574,8 +574,10 @@ Tensor softmax(const Tensor& t, int64_t dim, Caller caller) {
   if (x->ndim() == 0) {
     y = wrap(fe::constant(1.0, x->dtype, {}, x->device));
   } else {
+    // e * (1 / sum e), as PyTorch's CPU kernel computes it: one division per row, not one per
+    // element (a vector division costs as much as the rest of the row's work).
     NodePtr e = fe::unary(Op::Exp, fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes)));
-    y = wrap(fe::binary(Op::Div, e, reduce(Op::ReduceSum, e, axes)));
+    y = wrap(fe::binary(Op::Mul, e, fe::unary(Op::Recip, reduce(Op::ReduceSum, e, axes))));
   }
   // y (g - sum(g y)): the backward reads the forward's output, not its exp.
   ag::record("SoftmaxBackward0", {t}, {y}, {y}, [axes](const Grads& g, const Saved& s) {
