@@ -321,8 +321,9 @@ public:
         "Expand memcmp() to load/stores",
         "Partially inline calls to library functions",
         "TLS Variable Hoist",
-        // Nothing to do in kernels: no TLS, statepoints, Atom, dot-product patterns; post-RA
-        // clean-ups and call-frame setup of the scalar remainders' calls.
+        // Little or nothing to do in kernels (no TLS, statepoints, Atom, dot-product patterns;
+        // mask-register reassignment, post-RA clean-ups, the remainders' call frames), measured
+        // as the others.
         "Local Dynamic TLS Access Clean-up",
         "Fixup Statepoint Caller Saved",
         "X86 Atom pad short functions",
