@@ -31,7 +31,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Median wall time of `fn` over `reps` runs after one warm-up run.
+// Median wall time of `fn` over `reps` runs, after a warm-up.
 double time_median(int reps, const std::function<void()>& fn) {
   // Warm up for 50 ms at least, not one call: after a single-threaded stretch (the C++ loop) the
   // other cores took several calls to come back to speed (sum: 5.5, 3.5, 2.9, 2.3, 1.7, then
