@@ -199,28 +199,41 @@ llvm::Value* tanhf_avx512(const Vec16& v, llvm::Value* x) {
                                     {v.bits(y), v.bits(x), v.i(0x80000000u), b.getInt32(0xf8)}));
 }
 
+// Our routines: the libm function each replaces (on 16 lanes of AVX-512), the name kernels
+// declare it by, and its body.
+struct Routine {
+  std::string_view scalar, name;
+  llvm::Value* (*body)(const Vec16&, llvm::Value*);
+};
+constexpr Routine kRoutines[] = {
+    {"expf", "tj_expf_avx512", expf_avx512},
+    {"tanhf", "tj_tanhf_avx512", tanhf_avx512},
+};
+
 } // namespace
 
 const char* vmath_variant(std::string_view scalar, char isa, unsigned lanes) {
 #if defined(__x86_64__)
-  if (scalar == "expf" && isa == 'e' && lanes == 16) return "tj_expf_avx512";
-  if (scalar == "tanhf" && isa == 'e' && lanes == 16) return "tj_tanhf_avx512";
+  if (isa == 'e' && lanes == 16)
+    for (const Routine& r : kRoutines)
+      if (r.scalar == scalar) return r.name.data();
 #endif
   (void)scalar, (void)isa, (void)lanes;
   return nullptr;
 }
 
 bool define_vmath(llvm::Function& f) {
+  if (!f.isDeclaration()) return false;
   const llvm::StringRef name = f.getName();
-  llvm::Value* (*routine)(const Vec16&, llvm::Value*) = nullptr;
-  if (name == "tj_expf_avx512") routine = expf_avx512;
-  if (name == "tj_tanhf_avx512") routine = tanhf_avx512;
-  if (!routine || !f.isDeclaration()) return false;
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(f.getContext(), "entry", &f));
-  b.CreateRet(routine(Vec16{b}, f.getArg(0)));
-  f.setLinkage(llvm::GlobalValue::InternalLinkage);
-  f.addFnAttr(llvm::Attribute::AlwaysInline);
-  return true;
+  for (const Routine& r : kRoutines) {
+    if (name != llvm::StringRef(r.name.data(), r.name.size())) continue;
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(f.getContext(), "entry", &f));
+    b.CreateRet(r.body(Vec16{b}, f.getArg(0)));
+    f.setLinkage(llvm::GlobalValue::InternalLinkage);
+    f.addFnAttr(llvm::Attribute::AlwaysInline);
+    return true;
+  }
+  return false;
 }
 
 } // namespace tj::llvmjit::detail
