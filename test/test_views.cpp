@@ -688,6 +688,23 @@ void check_exact_vs_interp(const Tensor& t) {
     CHECK(got[i] == ref.as_double(i));
   }
 }
+
+// The float32 sum of `terms` over `dims` against the interpreter's (float64, rounded once):
+// within the bound of the JIT's float32 partial sums (docs/architecture.md), an ulp of the result
+// and 20 * 2^-24 of the sum of magnitudes.
+void check_sum_vs_interp(const Tensor& terms, IntArrayRef dims) {
+  REQUIRE(terms.dtype() == kFloat32);
+  Tensor t = terms.sum(dims);
+  auto ref = interp::evaluate(detail::node_of(t));
+  auto mag = interp::evaluate(detail::node_of(terms.abs().sum(dims)));
+  auto got = t.to_vector<double>();
+  REQUIRE(got.size() == ref.f.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": " << got[i] << " vs " << ref.as_double(i));
+    CHECK(std::fabs(got[i] - ref.as_double(i)) <=
+          0x1p-24 * (2 * std::fabs(ref.as_double(i)) + 20 * mag.as_double(i)));
+  }
+}
 } // namespace
 
 TEST_CASE("gather and index_select read through a Gather node, fused with their users",
@@ -748,7 +765,7 @@ TEST_CASE("gather and index_select read through a Gather node, fused with their 
   Tensor fused = (index_select(x * 2, 1, r5) + 1).sum({2});
   fused.eval();
   CHECK(stats().kernels_launched == 1);
-  check_exact_vs_interp((index_select(x * 2, 1, rows.remainder(5)) + 1).sum({2}));
+  check_sum_vs_interp(index_select(x * 2, 1, rows.remainder(5)) + 1, {2});
   // A gather of a gather: the inner one is computed first.
   Tensor twice = index_select(index_select(x, 0, rows.abs()), 0, tensor(std::vector<int64_t>{2}));
   CHECK(equal(twice, x.narrow(0, 1, 1)));
@@ -768,12 +785,12 @@ TEST_CASE("advanced indexing reads through Gather nodes, fused with their users"
   Tensor fused = ((x * 2).index({rows}) + 1).sum({2});
   fused.eval();
   CHECK(stats().kernels_launched == 1);
-  check_exact_vs_interp(((x * 2).index({rows}) + 1).sum({2}));
+  check_sum_vs_interp((x * 2).index({rows}) + 1, {2});
   // Sums of gathered rows, long enough for the vectorized row loop (an embedding table).
   Tensor table = randn({40, 257});
   Tensor picks = randint(-40, 40, {300});
   eval({table, picks});
-  check_exact_vs_interp((table * 2).index({picks}).sum({1}));
+  check_sum_vs_interp((table * 2).index({picks}), {1});
   check_exact_vs_interp(index_select(table, 0, picks.remainder(40)).amax({1}));
   reset_stats();
   Tensor by_grid = (x.exp().index({Slice(), grid}) - 1).eval();

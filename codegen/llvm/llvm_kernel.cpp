@@ -32,8 +32,13 @@ using Role = kir::Slot::Role;
 
 // Elements per block of the reduction loop: each block is summed on its own (vectorized, in
 // several lanes) and the block sums are then added in order, which keeps floating-point sums
-// within a few ulp of pairwise summation.
+// within a few ulp of pairwise summation. A float32 sum adds each block in float32 and the block
+// sums in float64 (as PyTorch's cascade sum): its blocks are shorter, so that a lane of a
+// 16-lane loop adds 16 elements (error within 20 * 2^-24 of the sum of magnitudes, below
+// pairwise summation's bound from 2^20 elements up), where a float64 add per element would
+// cost two conversions and two adds per vector.
 constexpr int64_t kReduceBlock = 2048;
+constexpr int64_t kNarrowReduceBlock = 256;
 // The tiled nest (column reductions, matmul): the accumulators of a tile of outputs take at most
 // kTileBytes of stack (L1-resident), and a tile is as wide as that allows, up to kMaxTile
 // outputs, so that a matmul reads its right operand in long contiguous runs (a whole row of 1024
@@ -46,10 +51,12 @@ constexpr int64_t kMaxTile = 2048, kMinTile = 64;
 // j, while a tile of a few outputs runs the scalar remainder of its loop. Measured crossover for
 // 1024 x 1024 x n matmuls: n = 8 (n = 2: 1.3 ms as dot products, 3.6 ms tiled).
 constexpr int64_t kMinTiledN = 8;
-// j per block of a tiled floating sum that is not widened (float64): each block is summed on its
-// own and then added to the total, so an output's error grows like kTileSumBlock + r /
-// kTileSumBlock terms rather than a chain of r, as with the blocks of the row path.
+// j per block of a tiled floating sum: each block is summed on its own and then added to the
+// total, so a float64 output's error grows like kTileSumBlock + r / kTileSumBlock terms rather
+// than a chain of r, as with the blocks of the row path. A float32 sum adds blocks of
+// kNarrowTileBlock terms in float32 and their sums in float64, as the row path's lanes do.
 constexpr int64_t kTileSumBlock = 64;
+constexpr int64_t kNarrowTileBlock = 16;
 
 enum Arg : unsigned { kN, kPtrs, kBase, kStride, kParams, kErr, kR, kRStride, kNumArgs };
 
@@ -95,6 +102,11 @@ private:
     DType acc;      // float32 sums and products accumulate in float64
     llvm::Type* ty; // register type of acc
     llvm::Value* init;
+    // The type of a block's partial sum: float32 for a float32 sum (kNarrowReduceBlock,
+    // kNarrowTileBlock), else acc.
+    DType part = kFloat64;
+    llvm::Type* part_ty = nullptr;
+    llvm::Value* part_init = nullptr;
     llvm::PHINode* block_total = nullptr; // sum of the blocks so far
     llvm::PHINode* partial = nullptr;     // within the current block
     llvm::Value* partial_next = nullptr;
@@ -106,7 +118,7 @@ private:
   void prepare_slot(int s);
   void classify();
   void choose_kept();
-  void loop_values(int loop, bool keep);
+  void loop_values(int loop);
   llvm::Value* element_loop(llvm::BasicBlock* done);
   llvm::Value* counted_loop(llvm::BasicBlock* exit, llvm::Value* count, llvm::Value* first,
                             bool cached);
@@ -594,11 +606,9 @@ void KernelLowering::classify() {
 
 // Values computed in one loop over j and needed again by a later one are computed again there,
 // unless they call the math library and the kernel stores rows: then such a value that a
-// reduction loop accumulates (a softmax's exp(x - max), summed) is computed by a keep loop just
-// before that loop and written into a row output slot of its dtype; the reduction loop and the
-// later loops read it back. The store loop overwrites the row last. (The keep loop holds no
-// accumulators across the vector math calls, which clobber every vector register: in one loop
-// with them, the accumulators were spilled and reloaded around each call.)
+// reduction loop accumulates (a softmax's exp(x - max), summed) is stored by that loop, as it
+// computes it, into a row output slot of its dtype, and the later loops read it back. The store
+// loop overwrites the row last.
 // Outputs alias no other slot, so the row is the kernel's own scratch memory, and it is still in
 // the cache when read back: a softmax computes exp once per element instead of twice.
 void KernelLowering::choose_kept() {
@@ -637,28 +647,24 @@ void KernelLowering::choose_kept() {
 }
 
 // Lowers what loop `loop` (a reduction loop, or the store loop after them) computes per (i, j):
-// with `keep`, only the values it keeps, which it stores (the keep loop before the reduction
-// loop); else the values of plan_.in_loop it needs, reading the kept ones back.
-void KernelLowering::loop_values(int loop, bool keep) {
+// the values of plan_.in_loop it needs, reading back those an earlier loop kept and storing those
+// it keeps itself.
+void KernelLowering::loop_values(int loop) {
   const std::vector<char>& all = plan_.in_loop[size_t(loop)];
   std::vector<char> which(all.size(), 0);
   std::vector<int32_t> todo, kept;
   for (size_t v = 0; v < kept_in_.size(); ++v)
     if (kept_from_[v] == loop) kept.push_back(int32_t(v));
-  if (keep) {
-    todo = kept;
-  } else {
-    for (size_t v = 0; v < all.size(); ++v)
-      if (plan_.loop_of[v] == loop && all[k_.values[v].src[0]]) todo.push_back(k_.values[v].src[0]);
-    if (loop == plan_.reduce_loops)
-      for (const kir::Store& st : k_.stores)
-        if (kir::moves_along_j(k_.slots[st.slot]) && all[st.value]) todo.push_back(st.value);
-  }
+  for (size_t v = 0; v < all.size(); ++v)
+    if (plan_.loop_of[v] == loop && all[k_.values[v].src[0]]) todo.push_back(k_.values[v].src[0]);
+  if (loop == plan_.reduce_loops)
+    for (const kir::Store& st : k_.stores)
+      if (kir::moves_along_j(k_.slots[st.slot]) && all[st.value]) todo.push_back(st.value);
   while (!todo.empty()) {
     int32_t v = todo.back();
     todo.pop_back();
     if (which[v] || vals_[v]) continue;
-    if (!keep && kept_in_[v] >= 0 && kept_from_[v] <= loop) { // stored by a keep loop
+    if (kept_in_[v] >= 0 && kept_from_[v] < loop) { // stored by an earlier loop
       const int s = kept_in_[v];
       llvm::Type* mt = ops_.mem_type(k_.slots[s].dtype);
       vals_[v] = ops_.to_reg(annotate(b_.CreateLoad(mt, kept_address(s)), s), k_.slots[s].dtype);
@@ -669,11 +675,10 @@ void KernelLowering::loop_values(int loop, bool keep) {
       if (s >= 0 && all[s]) todo.push_back(s);
   }
   lower_values(which);
-  if (keep)
-    for (int32_t v : kept) {
-      const int s = kept_in_[v];
-      annotate(b_.CreateStore(ops_.to_mem(vals_[v], k_.slots[s].dtype), kept_address(s)), s);
-    }
+  for (int32_t v : kept) {
+    const int s = kept_in_[v];
+    annotate(b_.CreateStore(ops_.to_mem(vals_[v], k_.slots[s].dtype), kept_address(s)), s);
+  }
 }
 
 // ---- reductions --------------------------------------------------------------------------------
@@ -689,6 +694,11 @@ KernelLowering::Accumulator KernelLowering::make_accumulator(int v) {
                   : x.op == Op::ReduceMax  ? -HUGE_VAL
                                            : HUGE_VAL;
     a.init = llvm::ConstantFP::get(a.ty, init);
+    a.part = a.acc, a.part_ty = a.ty, a.part_init = a.init;
+    if (x.op == Op::ReduceSum && x.dtype == kFloat32) {
+      a.part = kFloat32, a.part_ty = ops_.reg_type(kFloat32);
+      a.part_init = llvm::ConstantFP::get(a.part_ty, 0.0);
+    }
     return a;
   }
   unsigned bits = a.ty->getIntegerBitWidth();
@@ -707,6 +717,7 @@ KernelLowering::Accumulator KernelLowering::make_accumulator(int v) {
     init = uns ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits);
   }
   a.init = llvm::ConstantInt::get(a.ty, init);
+  a.part = a.acc, a.part_ty = a.ty, a.part_init = a.init;
   return a;
 }
 
@@ -740,7 +751,6 @@ void KernelLowering::reduction_loop(int loop) {
       keep_row_ = b_.CreateSelect(b_.CreateICmpSLE(arg(kR), b_.getInt64(kKeepScratch)),
                                   keep_scratch_, in_place, "keep.row");
     }
-    row_loop("keep", [&] { loop_values(loop, /*keep=*/true); });
   }
   auto* i64 = b_.getInt64Ty();
   llvm::Value* r = arg(kR);
@@ -752,8 +762,12 @@ void KernelLowering::reduction_loop(int loop) {
   llvm::Value* err_outer = ops_.err;
   const std::vector<llvm::Value*> outer_vals = vals_; // per i: visible inside the loop and after
   std::vector<Accumulator> accs;
-  for (size_t v = 0; v < k_.values.size(); ++v)
-    if (plan_.loop_of[v] == loop) accs.push_back(make_accumulator(int(v)));
+  int64_t block_len = kReduceBlock;
+  for (size_t v = 0; v < k_.values.size(); ++v) {
+    if (plan_.loop_of[v] != loop) continue;
+    accs.push_back(make_accumulator(int(v)));
+    if (accs.back().part != accs.back().acc) block_len = kNarrowReduceBlock;
+  }
   b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), block, after);
 
   // Block header: [jb, jend).
@@ -763,7 +777,7 @@ void KernelLowering::reduction_loop(int loop) {
   for (Accumulator& a : accs)
     a.block_total = b_.CreatePHI(a.ty, 2, "red.total");
   llvm::Value* jend = b_.CreateBinaryIntrinsic(
-      llvm::Intrinsic::smin, b_.CreateAdd(jb, b_.getInt64(kReduceBlock), "", true, true), r);
+      llvm::Intrinsic::smin, b_.CreateAdd(jb, b_.getInt64(block_len), "", true, true), r);
   b_.CreateBr(inner);
 
   // The inner loop over j: the values feeding the reductions, and the partial accumulations.
@@ -771,14 +785,14 @@ void KernelLowering::reduction_loop(int loop) {
   auto* j = b_.CreatePHI(i64, 2, "j");
   auto* err_inner = b_.CreatePHI(err_ty(), 2, "err.inner");
   for (Accumulator& a : accs)
-    a.partial = b_.CreatePHI(a.ty, 2, "red.partial");
+    a.partial = b_.CreatePHI(a.part_ty, 2, "red.partial");
   j_ = j;
   ops_.err = err_inner;
   vals_ = outer_vals;
-  loop_values(loop, /*keep=*/false);
+  loop_values(loop);
   for (Accumulator& a : accs) {
     const kir::Value& v = k_.values[a.value];
-    llvm::Value* x = ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, a.acc);
+    llvm::Value* x = ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, a.part);
     a.partial_next = accumulate(a, a.partial, x, /*reassoc=*/true);
   }
   llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
@@ -790,14 +804,15 @@ void KernelLowering::reduction_loop(int loop) {
   err_inner->addIncoming(err_block, block);
   err_inner->addIncoming(err_loop, inner_latch);
   for (Accumulator& a : accs) {
-    a.partial->addIncoming(a.init, block);
+    a.partial->addIncoming(a.part_init, block);
     a.partial->addIncoming(a.partial_next, inner_latch);
   }
 
   // Block end: add the block's partial to the total, in order.
   b_.SetInsertPoint(block_end);
   for (Accumulator& a : accs)
-    a.total_next = accumulate(a, a.block_total, a.partial_next, /*reassoc=*/false);
+    a.total_next = accumulate(a, a.block_total, ops_.cast(a.partial_next, a.part, a.acc),
+                              /*reassoc=*/false);
   no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(jend, r), after, block));
   jb->addIncoming(b_.getInt64(0), outer);
   jb->addIncoming(jend, block_end);
@@ -872,7 +887,7 @@ void KernelLowering::prefetch_next_row() {
 // and their stores. The values per i are computed before it.
 void KernelLowering::store_loop() {
   auto body = [&] {
-    loop_values(plan_.reduce_loops, /*keep=*/false);
+    loop_values(plan_.reduce_loops);
     store_outputs(/*rows=*/true);
   };
   if (stream_ < 0) {
@@ -944,32 +959,37 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   llvm::IRBuilder<> allocas(&f_->getEntryBlock(), f_->getEntryBlock().begin());
   llvm::AllocaInst* err_slot = allocas.CreateAlloca(err_ty(), nullptr, "err.slot");
   // Per Reduce value: its accumulator, and whether its sum goes block-wise through `partial`
-  // (floating sums that are not widened, see kTileSumBlock).
+  // (floating sums, see kTileSumBlock).
   std::vector<Accumulator> accs;
   std::vector<char> blocked;
+  int64_t block_len = kTileSumBlock;
   for (size_t v = 0; v < k_.values.size(); ++v)
     if (ir::is_reduce(k_.values[v].op)) {
       accs.push_back(make_accumulator(int(v)));
-      blocked.push_back(k_.values[v].op == Op::ReduceSum && is_floating_point(accs.back().acc) &&
-                        accs.back().acc == k_.values[v].dtype);
+      const Accumulator& a = accs.back();
+      blocked.push_back(k_.values[v].op == Op::ReduceSum && is_floating_point(a.acc) &&
+                        (a.acc == k_.values[v].dtype || a.part != a.acc));
+      if (a.part != a.acc) block_len = kNarrowTileBlock;
     }
   bool any_blocked = std::find(blocked.begin(), blocked.end(), 1) != blocked.end();
+  const llvm::DataLayout& layout = m_.getDataLayout();
   int64_t bytes = 0; // per output of the tile
   for (size_t a = 0; a < accs.size(); ++a)
-    bytes += int64_t(m_.getDataLayout().getTypeAllocSize(accs[a].ty)) * (blocked[a] ? 2 : 1);
+    bytes += int64_t(layout.getTypeAllocSize(accs[a].ty)) +
+             (blocked[a] ? int64_t(layout.getTypeAllocSize(accs[a].part_ty)) : 0);
   int64_t tile_size = kMaxTile;
   while (tile_size > kMinTile && tile_size * bytes > kTileBytes)
     tile_size /= 2;
   // total[a]: the accumulator; partial[a]: the current block's sum (blocked ones only).
   std::vector<llvm::AllocaInst*> total(accs.size(), nullptr), partial(accs.size(), nullptr);
-  auto array = [&](const Accumulator& a, const char* name) {
-    auto* x = allocas.CreateAlloca(llvm::ArrayType::get(a.ty, tile_size), nullptr, name);
+  auto array = [&](llvm::Type* ty, const char* name) {
+    auto* x = allocas.CreateAlloca(llvm::ArrayType::get(ty, tile_size), nullptr, name);
     x->setAlignment(llvm::Align(64)); // whole cache lines for the vector accesses
     return x;
   };
   for (size_t a = 0; a < accs.size(); ++a) {
-    total[a] = array(accs[a], "acc");
-    if (blocked[a]) partial[a] = array(accs[a], "acc.block");
+    total[a] = array(accs[a].ty, "acc");
+    if (blocked[a]) partial[a] = array(accs[a].part_ty, "acc.block");
   }
   auto at = [&](llvm::AllocaInst* x, llvm::Value* ii) {
     return b_.CreateInBoundsGEP(x->getAllocatedType(), x, {b_.getInt64(0), ii});
@@ -1023,7 +1043,7 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   tile_loop(init, tile, t, rcheck, [&](llvm::Value* ii) {
     for (size_t a = 0; a < accs.size(); ++a) {
       b_.CreateStore(accs[a].init, at(total[a], ii));
-      if (blocked[a]) b_.CreateStore(accs[a].init, at(partial[a], ii));
+      if (blocked[a]) b_.CreateStore(accs[a].part_init, at(partial[a], ii));
     }
   });
   b_.SetInsertPoint(rcheck);
@@ -1032,11 +1052,11 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   // for each block [jb, jend) of [0, r) (one block unless a sum is blocked):
   b_.SetInsertPoint(jblock);
   auto* jb = b_.CreatePHI(i64, 2, "jb");
-  llvm::Value* jend = any_blocked
-                          ? b_.CreateBinaryIntrinsic(
-                                llvm::Intrinsic::smin,
-                                b_.CreateAdd(jb, b_.getInt64(kTileSumBlock), "", true, true), r)
-                          : r;
+  llvm::Value* jend =
+      any_blocked
+          ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                                     b_.CreateAdd(jb, b_.getInt64(block_len), "", true, true), r)
+          : r;
   b_.CreateBr(jloop);
 
   //   for j in the block: the values that do not depend on i, then for ii: accumulate, in the
@@ -1060,9 +1080,10 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
       lower_values(in_loop_);
       for (size_t a = 0; a < accs.size(); ++a) {
         const kir::Value& v = k_.values[accs[a].value];
-        llvm::Value* x = ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, accs[a].acc);
+        const DType into_dt = blocked[a] ? accs[a].part : accs[a].acc;
+        llvm::Value* x = ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, into_dt);
         llvm::Value* p = at(into(a), ii);
-        b_.CreateStore(accumulate(accs[a], b_.CreateLoad(accs[a].ty, p), x, false), p);
+        b_.CreateStore(accumulate(accs[a], b_.CreateLoad(ops_.reg_type(into_dt), p), x, false), p);
       }
     });
   });
@@ -1079,10 +1100,10 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
         if (!blocked[a]) continue;
         llvm::Value* p = at(partial[a], ii);
         llvm::Value* q = at(total[a], ii);
-        llvm::Value* sum =
-            accumulate(accs[a], b_.CreateLoad(accs[a].ty, q), b_.CreateLoad(accs[a].ty, p), false);
-        b_.CreateStore(sum, q);
-        b_.CreateStore(accs[a].init, p);
+        llvm::Value* block_sum =
+            ops_.cast(b_.CreateLoad(accs[a].part_ty, p), accs[a].part, accs[a].acc);
+        b_.CreateStore(accumulate(accs[a], b_.CreateLoad(accs[a].ty, q), block_sum, false), q);
+        b_.CreateStore(accs[a].part_init, p);
       }
     });
   b_.SetInsertPoint(jblock_end);
