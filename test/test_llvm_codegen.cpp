@@ -1149,6 +1149,15 @@ TEMPLATE_TEST_CASE("llvm: floating row reductions", "[llvm][reduce]", F32, F64) 
       x[size_t(2 * r + 3)] = std::numeric_limits<F>::quiet_NaN(); // row 2: NaN propagates
       for (int64_t j = 0; j < r; ++j)
         x[size_t(3 * r + j)] = j % 2 ? F(0) : F(-0.0); // row 3
+      // Row 4: a NaN with its sign bit set (x86's default NaN) among others; row 5 for max and
+      // min: negatives, -0 and -inf only (max -0, min -inf).
+      x[size_t(4 * r + r - 2)] = -std::numeric_limits<F>::quiet_NaN();
+      for (int64_t j = 0; j < r && (op == Op::ReduceMax || op == Op::ReduceMin); ++j)
+        x[size_t(5 * r + j)] = -std::fabs(x[size_t(5 * r + j)]);
+      if (op == Op::ReduceMax || op == Op::ReduceMin) {
+        x[size_t(5 * r + 1)] = F(-0.0);
+        x[size_t(5 * r + r - 1)] = -std::numeric_limits<F>::infinity();
+      }
     }
     auto y = run_row_reduce<D>(op, x, rows, r, opt);
     for (int64_t i = 0; i < rows; ++i) {

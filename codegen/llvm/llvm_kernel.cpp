@@ -107,6 +107,9 @@ private:
     DType part = kFloat64;
     llvm::Type* part_ty = nullptr;
     llvm::Value* part_init = nullptr;
+    // A float32 or float64 max or min along a row takes three accumulators of its values' bits
+    // (float_extremum_bits), each of which says which; anything else none.
+    llvm::Intrinsic::ID bits = llvm::Intrinsic::not_intrinsic;
     llvm::PHINode* block_total = nullptr; // sum of the blocks so far
     llvm::PHINode* partial = nullptr;     // within the current block
     llvm::Value* partial_next = nullptr;
@@ -134,6 +137,8 @@ private:
   llvm::Value* kept_address(int s);
   void prefetch_next_row();
   Accumulator make_accumulator(int v);
+  std::vector<Accumulator> float_extremum_bits(int v);
+  llvm::Value* float_extremum(int v, llvm::Value* smax, llvm::Value* umax, llvm::Value* umin);
   llvm::Value* accumulate(const Accumulator& a, llvm::Value* acc, llvm::Value* x, bool reassoc);
   void lower_values(const std::vector<char>& which);
   llvm::Value* lower_value(int v);
@@ -726,6 +731,7 @@ KernelLowering::Accumulator KernelLowering::make_accumulator(int v) {
 llvm::Value* KernelLowering::accumulate(const Accumulator& a, llvm::Value* acc, llvm::Value* x,
                                         bool reassoc) {
   Op op = k_.values[a.value].op;
+  if (a.bits != llvm::Intrinsic::not_intrinsic) return b_.CreateBinaryIntrinsic(a.bits, acc, x);
   if (!is_floating_point(a.acc)) {
     Op alu = op == Op::ReduceSum    ? Op::Add
              : op == Op::ReduceProd ? Op::Mul
@@ -765,6 +771,11 @@ void KernelLowering::reduction_loop(int loop) {
   int64_t block_len = kReduceBlock;
   for (size_t v = 0; v < k_.values.size(); ++v) {
     if (plan_.loop_of[v] != loop) continue;
+    std::vector<Accumulator> bits = float_extremum_bits(int(v));
+    if (!bits.empty()) {
+      accs.insert(accs.end(), bits.begin(), bits.end());
+      continue;
+    }
     accs.push_back(make_accumulator(int(v)));
     if (accs.back().part != accs.back().acc) block_len = kNarrowReduceBlock;
   }
@@ -792,7 +803,10 @@ void KernelLowering::reduction_loop(int loop) {
   loop_values(loop);
   for (Accumulator& a : accs) {
     const kir::Value& v = k_.values[a.value];
-    llvm::Value* x = ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, a.part);
+    llvm::Value* x =
+        a.bits != llvm::Intrinsic::not_intrinsic
+            ? b_.CreateBitCast(ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, v.dtype), a.ty)
+            : ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, a.part);
     a.partial_next = accumulate(a, a.partial, x, /*reassoc=*/true);
   }
   llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
@@ -837,8 +851,61 @@ void KernelLowering::reduction_loop(int loop) {
     results.back()->addIncoming(a.init, outer);
     results.back()->addIncoming(a.total_next, block_end);
   }
-  for (size_t x = 0; x < accs.size(); ++x) // after all the phis
+  for (size_t x = 0; x < accs.size(); ++x) {              // after all the phis
+    if (accs[x].bits != llvm::Intrinsic::not_intrinsic) { // smax, umax, umin
+      vals_[accs[x].value] =
+          float_extremum(accs[x].value, results[x], results[x + 1], results[x + 2]);
+      x += 2;
+      continue;
+    }
     vals_[accs[x].value] = ops_.cast(results[x], accs[x].acc, k_.values[accs[x].value].dtype);
+  }
+}
+
+// A float32 or float64 max or min along a row, exact (NaN propagates, -0 < +0) from the signed
+// maximum, the unsigned maximum and the unsigned minimum of its values' bits: three integer
+// operations per vector, where LLVM expands a vector llvm.maximum into six. Bits in signed order
+// rank the non-negative floats (+NaN above +inf); in unsigned order, every negative float above
+// every other, ranked by magnitude (-NaN above -inf). Empty rows give -inf and +inf.
+std::vector<KernelLowering::Accumulator> KernelLowering::float_extremum_bits(int v) {
+  const kir::Value& x = k_.values[v];
+  const bool is_max = x.op == Op::ReduceMax;
+  if ((!is_max && x.op != Op::ReduceMin) || (x.dtype != kFloat32 && x.dtype != kFloat64)) return {};
+  const DType it = x.dtype == kFloat32 ? kInt32 : kInt64;
+  llvm::Type* ty = ops_.reg_type(it);
+  const unsigned w = ty->getIntegerBitWidth();
+  const llvm::APInt pinf =
+      llvm::APFloat::getInf(ops_.reg_type(x.dtype)->getFltSemantics()).bitcastToAPInt();
+  llvm::APInt ninf = pinf;
+  ninf.setSignBit();
+  std::vector<Accumulator> accs;
+  for (auto [id, init] : {std::pair{llvm::Intrinsic::smax, llvm::APInt::getSignedMinValue(w)},
+                          std::pair{llvm::Intrinsic::umax, llvm::APInt::getZero(w)},
+                          std::pair{llvm::Intrinsic::umin, is_max ? ninf : pinf}}) {
+    Accumulator a{v, it, ty, llvm::ConstantInt::get(ty, init)};
+    a.part = it, a.part_ty = ty, a.part_init = a.init, a.bits = id;
+    accs.push_back(a);
+  }
+  return accs;
+}
+
+llvm::Value* KernelLowering::float_extremum(int v, llvm::Value* smax, llvm::Value* umax,
+                                            llvm::Value* umin) {
+  const kir::Value& x = k_.values[v];
+  llvm::Type* fty = ops_.reg_type(x.dtype);
+  llvm::Type* ty = smax->getType();
+  const llvm::APInt pinf = llvm::APFloat::getInf(fty->getFltSemantics()).bitcastToAPInt();
+  llvm::APInt ninf = pinf;
+  ninf.setSignBit();
+  llvm::Value* nan = b_.CreateOr(b_.CreateICmpSGT(smax, llvm::ConstantInt::get(ty, pinf)),
+                                 b_.CreateICmpUGT(umax, llvm::ConstantInt::get(ty, ninf)));
+  // max: the largest non-negative, else the negative of least magnitude; min: the negative of
+  // greatest magnitude, else the least non-negative.
+  llvm::Value* bits =
+      x.op == Op::ReduceMax
+          ? b_.CreateSelect(b_.CreateICmpSGE(smax, llvm::ConstantInt::get(ty, 0)), smax, umin)
+          : b_.CreateSelect(b_.CreateICmpSLT(umax, llvm::ConstantInt::get(ty, 0)), umax, umin);
+  return b_.CreateSelect(nan, llvm::ConstantFP::getNaN(fty), b_.CreateBitCast(bits, fty));
 }
 
 // After the first of several loops over row i, which reads it from memory, the later loops work
