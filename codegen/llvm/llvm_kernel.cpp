@@ -135,7 +135,6 @@ private:
                 llvm::Value* count = nullptr, bool cached = true);
   llvm::Value* align_stream_row(llvm::Value* row, llvm::Value* count);
   llvm::Value* kept_address(int s);
-  void prefetch_next_row();
   Accumulator make_accumulator(int v);
   std::vector<Accumulator> float_extremum_bits(int v);
   llvm::Value* float_extremum(int v, llvm::Value* smax, llvm::Value* umax, llvm::Value* umin);
@@ -331,7 +330,6 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
   for (int l = 0; l < plan_.reduce_loops; ++l) {
     lower_values(plan_.per_i[l]);
     reduction_loop(l);
-    if (l == 0 && plan_.several()) prefetch_next_row();
   }
   lower_values(plan_.per_i[plan_.reduce_loops]);
   if (plan_.store_loop) store_loop();
@@ -906,48 +904,6 @@ llvm::Value* KernelLowering::float_extremum(int v, llvm::Value* smax, llvm::Valu
           ? b_.CreateSelect(b_.CreateICmpSGE(smax, llvm::ConstantInt::get(ty, 0)), smax, umin)
           : b_.CreateSelect(b_.CreateICmpSLT(umax, llvm::ConstantInt::get(ty, 0)), umax, umin);
   return b_.CreateSelect(nan, llvm::ConstantFP::getNaN(fty), b_.CreateBitCast(bits, fty));
-}
-
-// After the first of several loops over row i, which reads it from memory, the later loops work
-// in the cache: meanwhile, the memory of row i + 1 that the first loop reads is prefetched.
-void KernelLowering::prefetch_next_row() {
-  std::vector<int> rows;
-  for (size_t v = 0; v < k_.values.size(); ++v) {
-    const kir::Value& x = k_.values[v];
-    if (x.op != Op::Buffer || !plan_.in_loop[0][v]) continue;
-    const Slot& slot = k_.slots[x.slot];
-    if (slot.rstride == StrideKind::Contiguous && slot.stride != StrideKind::Broadcast &&
-        std::find(rows.begin(), rows.end(), x.slot) == rows.end())
-      rows.push_back(x.slot);
-  }
-  if (rows.empty()) return;
-  auto* i64 = b_.getInt64Ty();
-  llvm::Value* r = arg(kR);
-  auto* outer = b_.GetInsertBlock();
-  auto* loop = llvm::BasicBlock::Create(ctx_, "prefetch", f_, done_);
-  auto* after = llvm::BasicBlock::Create(ctx_, "prefetch.after", f_, done_);
-  b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), loop, after);
-  b_.SetInsertPoint(loop);
-  auto* j = b_.CreatePHI(i64, 2, "pj");
-  llvm::Value* next_i = b_.CreateAdd(i_, b_.getInt64(1));
-  for (int s : rows) {
-    const SlotState& st = slots_[s];
-    // Past the last row the address lies outside the buffer: a prefetch never faults, and the
-    // address is not inbounds.
-    llvm::Value* e = b_.CreateAdd(b_.CreateAdd(st.base, b_.CreateMul(next_i, st.stride)), j);
-    llvm::Value* p = b_.CreateGEP(ops_.mem_type(k_.slots[s].dtype), st.ptr, e);
-    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
-                       {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
-  }
-  size_t item = 8; // a line per step of the narrowest row
-  for (int s : rows)
-    item = std::min(item, itemsize(k_.slots[s].dtype));
-  const int64_t step = 64 / int64_t(item);
-  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(step));
-  no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(j_next, r), loop, after));
-  j->addIncoming(b_.getInt64(0), outer);
-  j->addIncoming(j_next, loop);
-  b_.SetInsertPoint(after);
 }
 
 // The store loop, from the current block of the element loop: for j in [0, r), the row elements
