@@ -135,6 +135,7 @@ private:
                 llvm::Value* count = nullptr, bool cached = true);
   llvm::Value* align_stream_row(llvm::Value* row, llvm::Value* count);
   llvm::Value* kept_address(int s);
+  void prefetch_next_row(llvm::Value* first, llvm::Value* end);
   Accumulator make_accumulator(int v);
   std::vector<Accumulator> float_extremum_bits(int v);
   llvm::Value* float_extremum(int v, llvm::Value* smax, llvm::Value* umax, llvm::Value* umin);
@@ -787,6 +788,8 @@ void KernelLowering::reduction_loop(int loop) {
     a.block_total = b_.CreatePHI(a.ty, 2, "red.total");
   llvm::Value* jend = b_.CreateBinaryIntrinsic(
       llvm::Intrinsic::smin, b_.CreateAdd(jb, b_.getInt64(block_len), "", true, true), r);
+  if (plan_.several() && loop == plan_.reduce_loops - 1) prefetch_next_row(jb, jend);
+  llvm::BasicBlock* block_tail = b_.GetInsertBlock();
   b_.CreateBr(inner);
 
   // The inner loop over j: the values feeding the reductions, and the partial accumulations.
@@ -811,12 +814,12 @@ void KernelLowering::reduction_loop(int loop) {
   llvm::BasicBlock* inner_latch = b_.GetInsertBlock();
   b_.CreateCondBr(b_.CreateICmpEQ(j_next, jend), block_end, inner);
   llvm::Value* err_loop = ops_.err;
-  j->addIncoming(jb, block);
+  j->addIncoming(jb, block_tail);
   j->addIncoming(j_next, inner_latch);
-  err_inner->addIncoming(err_block, block);
+  err_inner->addIncoming(err_block, block_tail);
   err_inner->addIncoming(err_loop, inner_latch);
   for (Accumulator& a : accs) {
-    a.partial->addIncoming(a.part_init, block);
+    a.partial->addIncoming(a.part_init, block_tail);
     a.partial->addIncoming(a.partial_next, inner_latch);
   }
 
@@ -904,6 +907,50 @@ llvm::Value* KernelLowering::float_extremum(int v, llvm::Value* smax, llvm::Valu
           ? b_.CreateSelect(b_.CreateICmpSGE(smax, llvm::ConstantInt::get(ty, 0)), smax, umin)
           : b_.CreateSelect(b_.CreateICmpSLT(umax, llvm::ConstantInt::get(ty, 0)), umax, umin);
   return b_.CreateSelect(nan, llvm::ConstantFP::getNaN(fty), b_.CreateBitCast(bits, fty));
+}
+
+// In a kernel with several loops over row i, the first reads the row from memory and the later
+// ones work in the cache. Each block [first, end) of the last reduction loop prefetches the
+// same elements of row i + 1 that the first loop reads, so that memory is read while the
+// later loops compute. (All of row i + 1 at once, after the first loop, waited for free
+// line-fill buffers: softmax 4096 x 2048 ran 8% slower than with no prefetch.)
+void KernelLowering::prefetch_next_row(llvm::Value* first, llvm::Value* end) {
+  std::vector<int> rows;
+  for (size_t v = 0; v < k_.values.size(); ++v) {
+    const kir::Value& x = k_.values[v];
+    if (x.op != Op::Buffer || !plan_.in_loop[0][v]) continue;
+    const Slot& slot = k_.slots[x.slot];
+    if (slot.rstride == StrideKind::Contiguous && slot.stride != StrideKind::Broadcast &&
+        std::find(rows.begin(), rows.end(), x.slot) == rows.end())
+      rows.push_back(x.slot);
+  }
+  if (rows.empty()) return;
+  auto* i64 = b_.getInt64Ty();
+  auto* outer = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "prefetch", f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, "prefetch.after", f_, done_);
+  b_.CreateCondBr(b_.CreateICmpSLT(first, end), loop, after);
+  b_.SetInsertPoint(loop);
+  auto* j = b_.CreatePHI(i64, 2, "pj");
+  llvm::Value* next_i = b_.CreateAdd(i_, b_.getInt64(1));
+  for (int s : rows) {
+    const SlotState& st = slots_[s];
+    // Past the last row the address lies outside the buffer: a prefetch never faults, and the
+    // address is not inbounds.
+    llvm::Value* e = b_.CreateAdd(b_.CreateAdd(st.base, b_.CreateMul(next_i, st.stride)), j);
+    llvm::Value* p = b_.CreateGEP(ops_.mem_type(k_.slots[s].dtype), st.ptr, e);
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
+                       {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+  }
+  size_t item = 8; // a line per step of the narrowest row
+  for (int s : rows)
+    item = std::min(item, itemsize(k_.slots[s].dtype));
+  const int64_t step = 64 / int64_t(item);
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(step));
+  no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(j_next, end), loop, after));
+  j->addIncoming(first, outer);
+  j->addIncoming(j_next, loop);
+  b_.SetInsertPoint(after);
 }
 
 // The store loop, from the current block of the element loop: for j in [0, r), the row elements
