@@ -323,3 +323,24 @@ TEST_CASE("reductions over an empty dim of a tensor in memory give the identity"
   CHECK(b.sum({0}).str() == "tensor([0, 0, 0])");
   CHECK(b.prod(0).str() == "tensor([1, 1, 1])");
 }
+
+TEST_CASE("row kernels prefetch the next row from their last reduction loop", "[reduce][llvm]") {
+  // Softmax and layer_norm: the exp (or squares) loop after the first one, in blocks of a float32
+  // sum, prefetches what the first loop reads of the next row.
+  namespace F = nn::functional;
+  Tensor x = randn({64, 2048}), w = randn({2048}), b = randn({2048});
+  CHECK_THAT(ir::dump({F::softmax(x, 1)}, "llvm"), Catch::Contains("@llvm.prefetch"));
+  CHECK_THAT(ir::dump({F::log_softmax(x, 1)}, "llvm"), Catch::Contains("@llvm.prefetch"));
+  CHECK_THAT(ir::dump({F::layer_norm(x, {2048}, w, b)}, "llvm"), Catch::Contains("@llvm.prefetch"));
+  // Not the first loop itself, which reads the row, nor the long blocks of other reductions.
+  CHECK_THAT(ir::dump({x - x.amax({1}, true)}, "llvm"), !Catch::Contains("@llvm.prefetch"));
+  CHECK_THAT(ir::dump({F::softmax(x.to(kFloat64), 1)}, "llvm"), !Catch::Contains("@llvm.prefetch"));
+  // And the values are those of the interpreter.
+  Tensor s = F::softmax(x, 1);
+  auto ref = interp::evaluate(detail::node_of(s));
+  auto got = s.to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::fabs(got[i] - ref.as_double(i)) / ref.as_double(i));
+  CHECK(worst < 1e-6);
+}
