@@ -698,30 +698,29 @@ KernelLowering::Accumulator KernelLowering::make_accumulator(int v) {
                   : x.op == Op::ReduceMax  ? -HUGE_VAL
                                            : HUGE_VAL;
     a.init = llvm::ConstantFP::get(a.ty, init);
-    a.part = a.acc, a.part_ty = a.ty, a.part_init = a.init;
-    if (x.op == Op::ReduceSum && x.dtype == kFloat32) {
-      a.part = kFloat32, a.part_ty = ops_.reg_type(kFloat32);
-      a.part_init = llvm::ConstantFP::get(a.part_ty, 0.0);
+  } else {
+    unsigned bits = a.ty->getIntegerBitWidth();
+    bool uns = a.acc == kBool || a.acc == kUInt8;
+    llvm::APInt init(bits, 0);
+    switch (x.op) {
+    case Op::ReduceSum:
+      break;
+    case Op::ReduceProd:
+      init = llvm::APInt(bits, 1);
+      break;
+    case Op::ReduceMax:
+      init = uns ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits);
+      break;
+    default:
+      init = uns ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits);
     }
-    return a;
+    a.init = llvm::ConstantInt::get(a.ty, init);
   }
-  unsigned bits = a.ty->getIntegerBitWidth();
-  bool uns = a.acc == kBool || a.acc == kUInt8;
-  llvm::APInt init(bits, 0);
-  switch (x.op) {
-  case Op::ReduceSum:
-    break;
-  case Op::ReduceProd:
-    init = llvm::APInt(bits, 1);
-    break;
-  case Op::ReduceMax:
-    init = uns ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits);
-    break;
-  default:
-    init = uns ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits);
-  }
-  a.init = llvm::ConstantInt::get(a.ty, init);
   a.part = a.acc, a.part_ty = a.ty, a.part_init = a.init;
+  if (x.op == Op::ReduceSum && x.dtype == kFloat32) {
+    a.part = kFloat32, a.part_ty = ops_.reg_type(kFloat32);
+    a.part_init = llvm::ConstantFP::get(a.part_ty, 0.0);
+  }
   return a;
 }
 
@@ -869,6 +868,14 @@ void KernelLowering::reduction_loop(int loop) {
 // operations per vector, where LLVM expands a vector llvm.maximum into six. Bits in signed order
 // rank the non-negative floats (+NaN above +inf); in unsigned order, every negative float above
 // every other, ranked by magnitude (-NaN above -inf). Empty rows give -inf and +inf.
+// The bits of +inf and -inf of float type `fty`.
+std::pair<llvm::APInt, llvm::APInt> inf_bits(llvm::Type* fty) {
+  llvm::APInt pinf = llvm::APFloat::getInf(fty->getFltSemantics()).bitcastToAPInt();
+  llvm::APInt ninf = pinf;
+  ninf.setSignBit();
+  return {pinf, ninf};
+}
+
 std::vector<KernelLowering::Accumulator> KernelLowering::float_extremum_bits(int v) {
   const kir::Value& x = k_.values[v];
   const bool is_max = x.op == Op::ReduceMax;
@@ -876,10 +883,7 @@ std::vector<KernelLowering::Accumulator> KernelLowering::float_extremum_bits(int
   const DType it = x.dtype == kFloat32 ? kInt32 : kInt64;
   llvm::Type* ty = ops_.reg_type(it);
   const unsigned w = ty->getIntegerBitWidth();
-  const llvm::APInt pinf =
-      llvm::APFloat::getInf(ops_.reg_type(x.dtype)->getFltSemantics()).bitcastToAPInt();
-  llvm::APInt ninf = pinf;
-  ninf.setSignBit();
+  const auto [pinf, ninf] = inf_bits(ops_.reg_type(x.dtype));
   std::vector<Accumulator> accs;
   for (auto [id, init] : {std::pair{llvm::Intrinsic::smax, llvm::APInt::getSignedMinValue(w)},
                           std::pair{llvm::Intrinsic::umax, llvm::APInt::getZero(w)},
@@ -896,9 +900,7 @@ llvm::Value* KernelLowering::float_extremum(int v, llvm::Value* smax, llvm::Valu
   const kir::Value& x = k_.values[v];
   llvm::Type* fty = ops_.reg_type(x.dtype);
   llvm::Type* ty = smax->getType();
-  const llvm::APInt pinf = llvm::APFloat::getInf(fty->getFltSemantics()).bitcastToAPInt();
-  llvm::APInt ninf = pinf;
-  ninf.setSignBit();
+  const auto [pinf, ninf] = inf_bits(fty);
   llvm::Value* nan = b_.CreateOr(b_.CreateICmpSGT(smax, llvm::ConstantInt::get(ty, pinf)),
                                  b_.CreateICmpUGT(umax, llvm::ConstantInt::get(ty, ninf)));
   // max: the largest non-negative, else the negative of least magnitude; min: the negative of
