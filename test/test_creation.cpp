@@ -3,6 +3,7 @@
 #include <tensorjit/tensorjit.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "frontend/tensor_impl.h"
@@ -59,6 +60,43 @@ TEST_CASE("random numbers match the interpreter's Philox bit for bit", "[random]
   Tensor ri = randint(-5, 5, {100000});
   auto ref = interp::evaluate(detail::node_of(ri));
   CHECK(ri.to_vector<int64_t>() == ref.i);
+}
+
+namespace {
+// Philox4x32-10 (Salmon et al., SC'11) of one counter: the words every random op draws from.
+std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t key) {
+  std::array<uint32_t, 4> c = {static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32),
+                               0, 0};
+  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = uint64_t{c[0]} * 0xD2511F53u, p1 = uint64_t{c[2]} * 0xCD9E8D57u;
+    c = {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0, static_cast<uint32_t>(p1),
+         static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1, static_cast<uint32_t>(p0)};
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return c;
+}
+} // namespace
+
+TEST_CASE("the random streams are Philox words at fixed counters", "[random]") {
+  // After manual_seed(s) the key is s and the counters start at 0; each op takes one counter
+  // per element. The values must not change from one version to the next.
+  const uint64_t seed = 0x1234567890abcdefULL;
+  const int64_t n = 1000;
+  manual_seed(seed);
+  auto f32 = rand({n}).to_vector<float>();
+  auto f64 = rand({n}, dtype(kFloat64)).to_vector<double>();
+  auto ints = randint(-7, 1000003, {n}).to_vector<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    auto w = philox4x32(static_cast<uint64_t>(i), seed);
+    CHECK(f32[i] == std::ldexp(static_cast<float>(w[0] >> 8), -24));
+    auto v = philox4x32(static_cast<uint64_t>(n + i), seed);
+    CHECK(f64[i] == std::ldexp(static_cast<double>((uint64_t{v[0]} << 21) + (v[1] >> 11)), -53));
+    auto r = philox4x32(static_cast<uint64_t>(2 * n + i), seed);
+    uint64_t bits = (uint64_t{r[0] & 0x7fffffffu} << 32) + r[1];
+    CHECK(ints[i] == static_cast<int64_t>(bits % 1000010) - 7);
+  }
 }
 
 TEST_CASE("distributions have the right moments", "[random]") {

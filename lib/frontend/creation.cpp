@@ -61,22 +61,27 @@ std::pair<uint64_t, uint64_t> take_counters(int64_t n) {
   return {g.seed, off};
 }
 
-// Uniform [0, 1) in float type `t` from Philox words, exactly representable.
+// Uniform [0, 1) in float type `t` from Philox words, exactly representable: the top bits of a
+// word that the type's mantissa holds, scaled by 2^-32. The bits are masked, not shifted down by a
+// division: integer division by a kernel parameter is a scalar idiv per element.
 NodePtr uniform(const Shape& shape, DType t, uint64_t seed, uint64_t off, int w0, Device dev) {
   NodePtr a = philox_word(shape, seed, off, w0, dev);
+  auto top_bits = [](NodePtr word, int bits) {
+    uint32_t mask = ~((uint32_t{1} << (32 - bits)) - 1);
+    return fe::binary(Op::And, std::move(word), fe::constant(int64_t{mask}, kInt64));
+  };
   if (t == kFloat64) {
-    // 53 random bits: (a >> 11) * 2^21 + (b >> 11)... as (a * 2^21 + (b >> 11)) * 2^-53.
+    // 53 random bits: all of a, then the top 21 of b, 2^-32 below it. Both terms and their
+    // sum are exact.
     NodePtr b = philox_word(shape, seed, off, w0 + 1, dev);
-    NodePtr hi = fe::binary(Op::Mul, a, fe::constant(int64_t{1} << 21, kInt64));
-    NodePtr lo = fe::binary(Op::Div, b, fe::constant(int64_t{1} << 11, kInt64));
-    NodePtr bits = fe::binary(Op::Add, hi, lo);
-    return fe::binary(Op::Mul, fe::cast(bits, kFloat64),
-                      fe::constant(std::ldexp(1.0, -53), kFloat64));
+    NodePtr hi = fe::binary(Op::Mul, fe::cast(a, kFloat64), fe::constant(0x1p-32, kFloat64));
+    NodePtr lo =
+        fe::binary(Op::Mul, fe::cast(top_bits(b, 21), kFloat64), fe::constant(0x1p-64, kFloat64));
+    return fe::binary(Op::Add, hi, lo);
   }
   int mant = t == kFloat16 ? 11 : t == kBFloat16 ? 8 : 24;
-  NodePtr bits = fe::binary(Op::Div, a, fe::constant(int64_t{1} << (32 - mant), kInt64));
   NodePtr f =
-      fe::binary(Op::Mul, fe::cast(bits, kFloat32), fe::constant(std::ldexp(1.0, -mant), kFloat32));
+      fe::binary(Op::Mul, fe::cast(top_bits(a, mant), kFloat32), fe::constant(0x1p-32, kFloat32));
   return fe::cast(f, t);
 }
 
@@ -171,8 +176,8 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o, Cal
   DType t = o.dtype_or(kInt64);
   auto [seed, off] = take_counters(ir::numel(size));
   // 63 random bits reduced modulo the range (bias below 2^-31 for 32-bit ranges).
-  NodePtr a = fe::binary(Op::Mod, philox_word(size, seed, off, 0, dev),
-                         fe::constant(int64_t{1} << 31, kInt64));
+  NodePtr a = fe::binary(Op::And, philox_word(size, seed, off, 0, dev),
+                         fe::constant(int64_t{0x7fffffff}, kInt64));
   NodePtr b = philox_word(size, seed, off, 1, dev);
   NodePtr bits =
       fe::binary(Op::Add, fe::binary(Op::Mul, a, fe::constant(int64_t{1} << 32, kInt64)), b);
