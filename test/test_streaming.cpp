@@ -1,10 +1,15 @@
 // Outputs written around the cache (kir::Slot::stream): which kernels stream, and that streaming
 // changes no value, wherever the output starts in memory and whatever its dtype.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <tensorjit/tensorjit.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <vector>
+
+#include "support/temp_dir.h"
 
 using namespace tj;
 
@@ -67,6 +72,40 @@ TEST_CASE("large outputs of elementwise kernels are written around the cache", "
   config().stream_store_bytes = 0;
   CHECK_THAT(ir::dump({exp(x) * 2}, "kernel"), !Catch::Contains(", stream"));
   CHECK_THAT(ir::dump({exp(rand({64 << 20})) * 2}, "kernel"), Catch::Contains(", stream"));
+}
+
+TEST_CASE("an output the kernel also reads is written through the cache", "[streaming]") {
+  // A write into part of a tensor is made in its memory: each line is read just before it is
+  // written, so it is in the cache. The kernels that ran are dumped as they materialize.
+  StreamFrom always(1);
+  test::TempDir dir;
+  const Config saved = config();
+  config().dump = "schedule,kernel";
+  config().dump_dir = dir.path.string();
+  Tensor t = zeros({4, 4096}), y = rand({4, 2048});
+  tj::eval({t, y});
+  t.narrow(1, 0, 2048).add_(y);
+  t.eval();
+  config() = saved;
+  CHECK(equal(t.narrow(1, 0, 2048), y));
+  CHECK(equal(t.narrow(1, 2048, 2048), zeros({4, 2048})));
+  auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  // The last materialization is the write.
+  std::string schedule, kernel;
+  for (int k = 0; k < 8; ++k) {
+    std::string s = read(dir.file(fmt::format("{:04}-schedule.txt", k)));
+    if (s.empty()) break;
+    schedule = s;
+    kernel = read(dir.file(fmt::format("{:04}-kernel.txt", k)));
+  }
+  CHECK_THAT(schedule, Catch::Contains("an in-place write into existing memory"));
+  CHECK_THAT(kernel, Catch::Contains("out float32"));
+  CHECK_THAT(kernel, !Catch::Contains(", stream"));
+  // A write into fresh memory still streams.
+  CHECK_THAT(ir::dump({y * 2}, "kernel"), Catch::Contains(", stream"));
 }
 
 TEST_CASE("streaming stores change no value", "[streaming]") {

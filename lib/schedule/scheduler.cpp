@@ -360,7 +360,10 @@ private:
   // Marks the outputs of a CPU kernel that are larger than the cache (rt::stream_store_bytes)
   // and written in contiguous runs of at least a page: they are written around it. The runs are
   // the element loop of an elementwise kernel, or rows that the store loop of a kernel with
-  // several loops over a row writes (the row output of a softmax). One output at most.
+  // several loops over a row writes (the row output of a softmax). One output at most. Not an
+  // output the kernel also reads (an in-place write into existing memory: a slice's add_, a
+  // tensor whose memory is shared): its lines are in the cache when written, and writing them
+  // around it ran 2.9x slower (add_ on 4096 x 4096 float32, 1.4 -> 4.1 ms).
   void stream_large_outputs(const std::vector<int64_t>& dom, int64_t r, bool elementwise,
                             bool rows) {
     const int64_t from = rt::stream_store_bytes();
@@ -375,8 +378,11 @@ private:
       const bool runs =
           elementwise ? slot.stride == kir::StrideKind::Contiguous && dom.back() * item >= kPage
                       : slot.rstride == kir::StrideKind::Contiguous && r * item >= kPage;
+      const bool read_too = std::any_of(slots_.begin(), slots_.end(), [&](const auto& other) {
+        return &other != &slots_[s] && other.storage == slots_[s].storage;
+      });
       // Memory not aligned to its element size would take the cached path throughout.
-      slot.stream = !marked && slot.role == Slot::Role::Output && runs &&
+      slot.stream = !marked && slot.role == Slot::Role::Output && runs && !read_too &&
                     slots_[s].storage->device().is_cpu() && n * item >= from &&
                     reinterpret_cast<uintptr_t>(slots_[s].storage->data()) % item == 0;
       marked |= slot.stream;
