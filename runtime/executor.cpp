@@ -13,6 +13,10 @@
 #include "tensorjit/error.h"
 #include "thread_pool.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace tj::rt {
 namespace {
 
@@ -75,6 +79,65 @@ void pack(const char* src, int64_t down, int64_t across, int64_t rows, int64_t c
   }
 }
 
+#if defined(__x86_64__)
+// 8 x 8 blocks of 4-byte elements transposed in AVX2 registers: 8 loads along memory, 24
+// shuffles, 8 stores, where the element loop above takes 8 instructions per element. Needs the
+// elements along r to be adjacent in memory (down == 1); other strides take the element loop.
+__attribute__((target("avx2"))) void pack8x8(const char* src, int64_t across, char* dst) {
+  __m256 v[8], t[8];
+  for (int c = 0; c < 8; ++c)
+    v[c] = _mm256_loadu_ps(reinterpret_cast<const float*>(src + c * across * 4));
+  for (int c = 0; c < 8; c += 2) {
+    t[c] = _mm256_unpacklo_ps(v[c], v[c + 1]);
+    t[c + 1] = _mm256_unpackhi_ps(v[c], v[c + 1]);
+  }
+  for (int c = 0; c < 8; c += 4)
+    for (int k = 0; k < 2; ++k) {
+      v[c + 2 * k] = _mm256_shuffle_ps(t[c + k], t[c + k + 2], 0x44);
+      v[c + 2 * k + 1] = _mm256_shuffle_ps(t[c + k], t[c + k + 2], 0xee);
+    }
+  // v[k], k < 4: rows k and k + 4 of columns 0..3; v[k + 4]: the same rows of columns 4..7.
+  for (int k = 0; k < 4; ++k) {
+    float* lo = reinterpret_cast<float*>(dst + k * kTile * 4);
+    float* hi = reinterpret_cast<float*>(dst + (k + 4) * kTile * 4);
+    _mm256_storeu_ps(lo, _mm256_permute2f128_ps(v[k], v[k + 4], 0x20));
+    _mm256_storeu_ps(hi, _mm256_permute2f128_ps(v[k], v[k + 4], 0x31));
+  }
+}
+
+bool has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+#endif
+
+// pack() of 4-byte elements: whole 8 x 8 blocks in registers where the CPU has AVX2 and the
+// elements along r are adjacent, the rest element by element.
+void pack4(const char* src, int64_t down, int64_t across, int64_t rows, int64_t cols, char* dst) {
+#if defined(__x86_64__)
+  if (down == 1 && has_avx2()) {
+    const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+    for (int64_t c = 0; c < cols8; c += 8) {
+      for (int64_t k = 0; k < 8; ++k) {
+        const auto next =
+            reinterpret_cast<uintptr_t>(src) + static_cast<uintptr_t>((c + k + kTile) * across * 4);
+        __builtin_prefetch(reinterpret_cast<const void*>(next));
+        __builtin_prefetch(
+            reinterpret_cast<const void*>(next + static_cast<uintptr_t>(rows - 1) * 4));
+      }
+      for (int64_t r = 0; r < rows8; r += 8)
+        pack8x8(src + (r + c * across) * 4, across, dst + (r * kTile + c) * 4);
+    }
+    if (rows8 < rows)
+      pack<uint32_t>(src + rows8 * 4, down, across, rows - rows8, cols8, dst + rows8 * kTile * 4);
+    if (cols8 < cols)
+      pack<uint32_t>(src + cols8 * across * 4, down, across, rows, cols - cols8, dst + cols8 * 4);
+    return;
+  }
+#endif
+  pack<uint32_t>(src, down, across, rows, cols, dst);
+}
+
 // Walks a transposing launch in kTile x kTile tiles. Each transposed input's
 // tile is first packed into a small row-major buffer (reading it along
 // memory), and the kernel reads the buffer: its stride is a run-time value,
@@ -89,8 +152,16 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
   for (size_t d = 0; d + 2 < nd; ++d)
     outer *= l.domain[d];
   std::vector<char> packed(ns);
-  for (size_t s = 0; s < ns; ++s)
+  // The item size of each output written along its rows (0 for other slots): each row of a tile
+  // is a short run of memory that no hardware prefetcher predicts, so the same row of the next
+  // tile along (c0 + kTile) is prefetched for writing while this one computes. The transposed
+  // 4096 x 4096 read of tj-bench went from 17-19 to 10.5-11 ms.
+  std::vector<int64_t> out_item(ns, 0);
+  for (size_t s = 0; s < ns; ++s) {
     packed[s] = transposed_input(l, s);
+    if (l.kernel.slots[s].role == kir::Slot::Role::Output && l.slots[s].strides[nd - 1] == 1)
+      out_item[s] = static_cast<int64_t>(itemsize(l.kernel.slots[s].dtype));
+  }
   auto body = [&](int64_t begin, int64_t end) {
     std::vector<int64_t> base(ns), tile(ns), inner = inner0;
     std::vector<void*> ptrs = ptrs0;
@@ -129,7 +200,7 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
           pack<uint16_t>(src, down, across, nr, nc, dst);
           break;
         case 4:
-          pack<uint32_t>(src, down, across, nr, nc, dst);
+          pack4(src, down, across, nr, nc, dst);
           break;
         default:
           pack<uint64_t>(src, down, across, nr, nc, dst);
@@ -137,8 +208,15 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
         }
       }
       for (int64_t r = 0; r < nr; ++r) {
-        for (size_t s = 0; s < ns; ++s)
+        for (size_t s = 0; s < ns; ++s) {
           base[s] = packed[s] ? r * kTile : tile[s] + r * l.slots[s].strides[nd - 2];
+          if (out_item[s]) { // past the last tile the address lies outside: only prefetched
+            const auto at = reinterpret_cast<uintptr_t>(ptrs0[s]) +
+                            static_cast<uintptr_t>((base[s] + kTile) * out_item[s]);
+            for (int64_t b = 0; b < kTile * out_item[s]; b += kCacheLine)
+              __builtin_prefetch(reinterpret_cast<const void*>(at + static_cast<uintptr_t>(b)), 1);
+          }
+        }
         fn(nc, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, 1, rstride);
       }
     }

@@ -91,7 +91,7 @@ TEST_CASE("elementwise ops over a transposed, sliced input are one kernel", "[vi
 TEST_CASE("transposed reads walked in tiles give every element once", "[views][executor]") {
   // Large enough that the CPU executor walks tiles and packs the transposed
   // input; odd sizes leave partial tiles on both edges.
-  for (DType t : {kInt8, kFloat16, kFloat32, kFloat64}) {
+  for (DType t : {kInt8, kFloat16, kInt32, kFloat32, kFloat64}) {
     INFO(dtype_name(t));
     Tensor x = arange(45 * 70).view({45, 70}).remainder(101).to(t).eval();
     Tensor row = arange(45).to(t);
