@@ -55,25 +55,29 @@ bool walks_in_tiles(const Launch& l) {
 
 namespace {
 
+// Each column of a packed tile is a separate short run of memory that no hardware prefetcher
+// predicts, so the same column of the next tile (c + kTile: the walk moves across) is prefetched,
+// its first and last element, while this one is copied. Integer arithmetic: past the last tile
+// the address lies outside the buffer, which a prefetch may touch but a pointer may not point to.
+void prefetch_next_column(const char* column, int64_t down, int64_t across, int64_t rows,
+                          int64_t size) {
+  const auto next =
+      reinterpret_cast<uintptr_t>(column) + static_cast<uintptr_t>(kTile * across * size);
+  __builtin_prefetch(reinterpret_cast<const void*>(next));
+  __builtin_prefetch(
+      reinterpret_cast<const void*>(next + static_cast<uintptr_t>((rows - 1) * down * size)));
+}
+
 // Copies a rows x cols block, element (r, c) at src[r * down + c * across],
 // into dst row-major with rows kTile long. Walking r innermost reads along
-// memory. Each column is a separate short run of memory that no hardware
-// prefetcher predicts, so the next tile's column (c + kTile: the walk moves
-// across) is prefetched while this one is copied.
-// Elements move as bytes (a memcpy of one element compiles to one load):
+// memory. Elements move as bytes (a memcpy of one element compiles to one load):
 // user memory may be unaligned, and its elements are not T's.
 template <typename T>
 void pack(const char* src, int64_t down, int64_t across, int64_t rows, int64_t cols, char* dst) {
   constexpr int64_t size = sizeof(T);
   for (int64_t c = 0; c < cols; ++c) {
     const char* column = src + c * across * size;
-    // Integer arithmetic: past the last tile the address lies outside the
-    // buffer, which a prefetch may touch but a pointer may not point to.
-    const auto next =
-        reinterpret_cast<uintptr_t>(column) + static_cast<uintptr_t>(kTile * across * size);
-    __builtin_prefetch(reinterpret_cast<const void*>(next));
-    __builtin_prefetch(
-        reinterpret_cast<const void*>(next + static_cast<uintptr_t>((rows - 1) * down * size)));
+    prefetch_next_column(column, down, across, rows, size);
     for (int64_t r = 0; r < rows; ++r)
       std::memcpy(dst + (r * kTile + c) * size, column + r * down * size, size);
   }
@@ -118,13 +122,8 @@ void pack4(const char* src, int64_t down, int64_t across, int64_t rows, int64_t 
   if (down == 1 && has_avx2()) {
     const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
     for (int64_t c = 0; c < cols8; c += 8) {
-      for (int64_t k = 0; k < 8; ++k) {
-        const auto next =
-            reinterpret_cast<uintptr_t>(src) + static_cast<uintptr_t>((c + k + kTile) * across * 4);
-        __builtin_prefetch(reinterpret_cast<const void*>(next));
-        __builtin_prefetch(
-            reinterpret_cast<const void*>(next + static_cast<uintptr_t>(rows - 1) * 4));
-      }
+      for (int64_t k = 0; k < 8; ++k)
+        prefetch_next_column(src + (c + k) * across * 4, down, across, rows, 4);
       for (int64_t r = 0; r < rows8; r += 8)
         pack8x8(src + (r + c * across) * 4, across, dst + (r * kTile + c) * 4);
     }

@@ -1390,8 +1390,8 @@ std::vector<ctype<D>> run_matmul_row(const std::vector<ctype<D>>& a, const std::
 
 TEMPLATE_TEST_CASE("llvm: matmul-shaped reductions", "[llvm][reduce]", F32, F64) {
   // n < 8 takes the element loop (dot products); wider rows the tiled nest, whose tiles hold 1024
-  // outputs: 37 and 2500 end in partial tiles. r = 130 spans three of the
-  // 64-element blocks in which float64 sums are tiled, and nine of float32's 16.
+  // outputs: 37 and 2500 end in partial tiles. r = 130 spans three of the 64-element blocks in
+  // which float64 sums are tiled, and nine of float32's 16.
   constexpr DType D = TestType::value;
   using F = ctype<D>;
   const int opt = GENERATE(0, 2);

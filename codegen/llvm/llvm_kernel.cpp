@@ -863,11 +863,7 @@ void KernelLowering::reduction_loop(int loop) {
   }
 }
 
-// A float32 or float64 max or min along a row, exact (NaN propagates, -0 < +0) from the signed
-// maximum, the unsigned maximum and the unsigned minimum of its values' bits: three integer
-// operations per vector, where LLVM expands a vector llvm.maximum into six. Bits in signed order
-// rank the non-negative floats (+NaN above +inf); in unsigned order, every negative float above
-// every other, ranked by magnitude (-NaN above -inf). Empty rows give -inf and +inf.
+namespace {
 // The bits of +inf and -inf of float type `fty`.
 std::pair<llvm::APInt, llvm::APInt> inf_bits(llvm::Type* fty) {
   llvm::APInt pinf = llvm::APFloat::getInf(fty->getFltSemantics()).bitcastToAPInt();
@@ -875,7 +871,13 @@ std::pair<llvm::APInt, llvm::APInt> inf_bits(llvm::Type* fty) {
   ninf.setSignBit();
   return {pinf, ninf};
 }
+} // namespace
 
+// A float32 or float64 max or min along a row, exact (NaN propagates, -0 < +0) from the signed
+// maximum, the unsigned maximum and the unsigned minimum of its values' bits: three integer
+// operations per vector, where LLVM expands a vector llvm.maximum into six. Bits in signed order
+// rank the non-negative floats (+NaN above +inf); in unsigned order, every negative float above
+// every other, ranked by magnitude (-NaN above -inf). Empty rows give -inf and +inf.
 std::vector<KernelLowering::Accumulator> KernelLowering::float_extremum_bits(int v) {
   const kir::Value& x = k_.values[v];
   const bool is_max = x.op == Op::ReduceMax;
