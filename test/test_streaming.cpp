@@ -172,6 +172,50 @@ TEST_CASE("rows written by a store loop stream, and keep their values in scratch
   }
 }
 
+TEST_CASE("streamed rows are pipelined: row i's stores run in the loop of row i + 1",
+          "[streaming]") {
+  namespace F = nn::functional;
+  {
+    StreamFrom always(1);
+    // Rows on 64-byte boundaries take the pipelined row loop ("rows"); the kernel keeps the
+    // plain one for others.
+    const std::string ir = ir::dump({F::softmax(randn({8, 1024}), 1)}, "llvm");
+    CHECK_THAT(ir, Catch::Contains("rows.last:"));
+    CHECK_THAT(ir, Catch::Contains("plain:"));
+  }
+  // Every number of rows a thread's chunk may hold (the first row's stores are written twice, the
+  // last row's after the loop), against the plain rows.
+  for (DType t : {kFloat32, kFloat64}) {
+    INFO(dtype_name(t));
+    const int64_t len = t == kFloat32 ? 1024 : 512;
+    for (int64_t rows : {1, 2, 3, 5, 64}) {
+      INFO(rows);
+      Tensor x = (randn({rows, len}) * 3).to(t);
+      x.eval();
+      same_either_way(x, [](const Tensor& v) { return F::softmax(v, 1); });
+      same_either_way(x, [](const Tensor& v) { return F::log_softmax(v, 1); });
+      same_either_way(x, [](const Tensor& v) { return F::layer_norm(v, {v.size(1)}); });
+    }
+  }
+  StreamFrom always(1);
+  // Two row outputs of one kernel.
+  Tensor x = randn({9, 1024});
+  x.eval();
+  Tensor s = F::softmax(x, 1), l = F::log_softmax(x, 1);
+  tj::eval({s, l});
+  CHECK(allclose(s, exp(l)));
+  CHECK(allclose(l, x - x.logsumexp(1, true)));
+  // The first iteration's stores divide by zero, a row -1's: that error is dropped, and a row's
+  // own is raised.
+  Tensor a = arange(5 * 1024, dtype(kInt32)).reshape({5, 1024}).remainder(997) + 1;
+  Tensor q = floor_divide(a, a.amax(1, true)); // one kernel, whose stores divide
+  q.eval();
+  CHECK(equal(q, floor_divide(a.to(kFloat64), a.amax(1, true).to(kFloat64)).to(kInt32)));
+  Tensor z = a * (arange(5).reshape({5, 1}) != 3).to(kInt32); // row 3: zeros
+  CHECK_THROWS_WITH(floor_divide(z, z.amax(1, true)).eval(),
+                    Catch::StartsWith("ZeroDivisionError"));
+}
+
 TEST_CASE("a reduction over size-1 dims is not an elementwise kernel", "[streaming]") {
   StreamFrom always(1);
   // Its size-1 reduced dim disappears from the loops, but the kernel still reduces.
