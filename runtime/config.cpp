@@ -17,6 +17,7 @@ int env_int(const char* name, int fallback) {
 Config from_env() {
   Config c;
   c.num_threads = env_int("TJ_NUM_THREADS", 0);
+  c.spin_us = env_int("TJ_SPIN_US", 200);
   c.fusion = env_int("TJ_FUSION", 1) != 0;
   c.debug = env_int("TJ_DEBUG", 0);
   c.opt_level = env_int("TJ_OPT_LEVEL", 3);

@@ -15,15 +15,13 @@
 namespace tj::rt {
 namespace {
 
-// How long a worker that ran out of work, and the caller waiting for the workers, poll before
-// they sleep. Waking a sleeping thread takes tens of microseconds, paid on every launch when
-// launches come back to back (a training step, a benchmark loop): the caller starts its chunk at
-// once and a woken worker starts late, so the launch takes that long more than half its work.
-constexpr auto kSpin = std::chrono::microseconds(200);
-
-// Polls `ready` for up to kSpin; true as soon as it holds.
-template <class F> bool spin_until(F&& ready) {
-  const auto until = std::chrono::steady_clock::now() + kSpin;
+// Polls `ready` for up to `us` microseconds; true as soon as it holds. A worker out of work and
+// the caller waiting for the workers poll before they sleep (config().spin_us): waking a sleeping
+// thread takes tens of microseconds, paid on every launch when launches come back to back (a
+// training step, a benchmark loop), since the caller starts its chunk at once and a woken worker
+// late.
+template <class F> bool spin_until(F&& ready, int us) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
   for (int i = 1;; ++i) {
     if (ready()) return true;
 #if defined(__x86_64__)
@@ -60,6 +58,7 @@ public:
       next_.store(0);
       pending_.store(ntasks);
       error_ = nullptr;
+      spin_us_.store(config().spin_us); // read by the workers: config() is the caller's
       generation_.fetch_add(1);
     }
     cv_.notify_all();
@@ -93,7 +92,7 @@ private:
   void loop() {
     uint64_t seen = 0;
     for (;;) {
-      spin_until([&] { return generation_.load() != seen || stop_.load(); });
+      spin_until([&] { return generation_.load() != seen || stop_.load(); }, spin_us_.load());
       {
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return stop_.load() || (generation_.load() != seen && task_); });
@@ -108,7 +107,7 @@ private:
 
   // The caller polls `ready` for a while, then sleeps until it holds.
   template <class F> void wait_until(F&& ready) {
-    if (spin_until(ready)) return;
+    if (spin_until(ready, spin_us_.load())) return;
     std::unique_lock lock(mu_);
     done_.wait(lock, ready);
   }
@@ -129,6 +128,7 @@ private:
   // Polled by idle workers.
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<int> spin_us_{0};
 };
 
 Pool& pool() {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "tensorjit/config.h"
 #include "thread_pool.h"
 
 namespace {
@@ -38,6 +39,12 @@ TEST_CASE("parallel_for wakes workers that went to sleep", "[thread_pool]") {
     std::this_thread::sleep_for(std::chrono::milliseconds(2)); // past the workers' polling
     check_covers(4096, 16, 1);
   }
+  // With no polling at all (TJ_SPIN_US=0), every launch wakes the workers.
+  const int spin = tj::config().spin_us;
+  tj::config().spin_us = 0;
+  for (int rep = 0; rep < 200; ++rep)
+    check_covers(4096, 16, 1);
+  tj::config().spin_us = spin;
 }
 
 TEST_CASE("parallel_for passes a task's exception to the caller", "[thread_pool]") {

@@ -19,9 +19,13 @@ void reset_stats();
 
 // Settings read once from the environment (TJ_NUM_THREADS, TJ_FUSION,
 // TJ_DEBUG, TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL,
-// TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES) and changeable from C++.
+// TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES, TJ_SPIN_US) and changeable from C++.
 struct Config {
-  int num_threads = 0;             // 0: all cores
+  int num_threads = 0; // 0: all cores
+  // Microseconds that idle CPU worker threads poll for the next launch (and the launching thread
+  // for the workers' end) before they sleep: waking a sleeping thread costs tens of microseconds
+  // a launch. 0: sleep at once.
+  int spin_us = 200;
   bool fusion = true;              // false: one kernel per primitive op
   int debug = 0;                   // TJ_DEBUG level, 0..4
   int opt_level = 3;               // LLVM optimization level of kernels
