@@ -21,11 +21,7 @@ void reset_stats();
 // TJ_DEBUG, TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL,
 // TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES, TJ_SPIN_US) and changeable from C++.
 struct Config {
-  int num_threads = 0; // 0: all cores
-  // Microseconds that idle CPU worker threads poll for the next launch (and the launching thread
-  // for the workers' end) before they sleep: waking a sleeping thread costs tens of microseconds
-  // a launch. 0: sleep at once.
-  int spin_us = 200;
+  int num_threads = 0;             // 0: all cores
   bool fusion = true;              // false: one kernel per primitive op
   int debug = 0;                   // TJ_DEBUG level, 0..4
   int opt_level = 3;               // LLVM optimization level of kernels
@@ -35,6 +31,10 @@ struct Config {
   // CPU outputs of elementwise kernels at least this large (bytes) are written around the cache
   // (non-temporal stores): 0 takes the last-level cache's size, at most 32 MiB; negative: never.
   int64_t stream_store_bytes = 0;
+  // Microseconds that idle CPU worker threads poll for the next launch (and the launching thread
+  // for the workers' end) before they sleep: waking a sleeping thread costs tens of microseconds
+  // a launch. 0: sleep at once.
+  int spin_us = 200;
   // TJ_DUMP: stages (as ir::dump names them, comma-separated) written for
   // every materialization to TJ_DUMP_DIR (default "tj-dump") as
   // NNNN-STAGE.txt files.
