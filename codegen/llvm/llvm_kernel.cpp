@@ -124,6 +124,9 @@ private:
   void loop_values(int loop);
   llvm::Value* element_loop(llvm::BasicBlock* done);
   llvm::Value* pipelined_rows(llvm::BasicBlock* exit);
+  using Loops = std::function<llvm::Value*(llvm::BasicBlock* exit)>;
+  llvm::Value* either(llvm::Value* cond, const char* yes_name, const Loops& yes,
+                      const char* no_name, const Loops& no, llvm::BasicBlock* done);
   llvm::Value* counted_loop(llvm::BasicBlock* exit, llvm::Value* count, llvm::Value* first,
                             bool cached);
   llvm::Value* streaming_loops(llvm::BasicBlock* done);
@@ -281,26 +284,10 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
     err = tiled_loops(done);
     b_.SetInsertPoint(done);
   } else { // n < kMinTiledN: the element loop, whose reduction then reads contiguous memory
-    auto* wide = llvm::BasicBlock::Create(ctx_, "wide", f_, done);
-    auto* narrow = llvm::BasicBlock::Create(ctx_, "narrow", f_, done);
-    auto* wide_exit = llvm::BasicBlock::Create(ctx_, "wide.exit", f_, done);
-    auto* narrow_exit = llvm::BasicBlock::Create(ctx_, "narrow.exit", f_, done);
-    b_.CreateCondBr(b_.CreateICmpSGE(arg(kN), b_.getInt64(kMinTiledN)), wide, narrow);
-    b_.SetInsertPoint(wide);
-    llvm::Value* wide_err = tiled_loops(wide_exit);
-    b_.SetInsertPoint(wide_exit);
-    b_.CreateBr(done);
-    b_.SetInsertPoint(narrow);
-    llvm::Value* narrow_err = element_loop(narrow_exit);
-    b_.SetInsertPoint(narrow_exit);
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
-    if (wide_err || narrow_err) {
-      auto* phi = b_.CreatePHI(err_ty(), 2, "err.any");
-      phi->addIncoming(wide_err ? wide_err : no_err(), wide_exit);
-      phi->addIncoming(narrow_err ? narrow_err : no_err(), narrow_exit);
-      err = phi;
-    }
+    err = either(
+        b_.CreateICmpSGE(arg(kN), b_.getInt64(kMinTiledN)), "wide",
+        [&](llvm::BasicBlock* exit) { return tiled_loops(exit); }, "narrow",
+        [&](llvm::BasicBlock* exit) { return element_loop(exit); }, done);
   }
   if (!err) { // nothing divides integers
     b_.CreateBr(ret);
@@ -335,24 +322,34 @@ llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
                       b_.getInt64(0));
   if (keep_scratch_)
     aligned = b_.CreateAnd(aligned, b_.CreateICmpSLE(arg(kR), b_.getInt64(kKeepScratch / 2)));
-  auto* piped = llvm::BasicBlock::Create(ctx_, "piped", f_, done);
-  auto* plain = llvm::BasicBlock::Create(ctx_, "plain", f_, done);
-  auto* piped_exit = llvm::BasicBlock::Create(ctx_, "piped.exit", f_, done);
-  auto* plain_exit = llvm::BasicBlock::Create(ctx_, "plain.exit", f_, done);
-  b_.CreateCondBr(aligned, piped, plain);
-  b_.SetInsertPoint(piped);
-  llvm::Value* piped_err = pipelined_rows(piped_exit);
-  b_.SetInsertPoint(piped_exit);
-  b_.CreateBr(done);
-  b_.SetInsertPoint(plain);
-  llvm::Value* plain_err = counted_loop(plain_exit, arg(kN), nullptr, true);
-  b_.SetInsertPoint(plain_exit);
-  b_.CreateBr(done);
+  return either(
+      aligned, "piped", [&](llvm::BasicBlock* exit) { return pipelined_rows(exit); }, "plain",
+      [&](llvm::BasicBlock* exit) { return counted_loop(exit, arg(kN), nullptr, true); }, done);
+}
+
+// Two versions of the loops from the current block: `yes` where cond holds, `no` where it does
+// not, each lowered into blocks named after it and ending at `done`. Returns the error flag at
+// `done` (nullptr when neither divides integers), where it leaves the builder.
+llvm::Value* KernelLowering::either(llvm::Value* cond, const char* yes_name, const Loops& yes,
+                                    const char* no_name, const Loops& no, llvm::BasicBlock* done) {
+  auto* yes_bb = llvm::BasicBlock::Create(ctx_, yes_name, f_, done);
+  auto* no_bb = llvm::BasicBlock::Create(ctx_, no_name, f_, done);
+  b_.CreateCondBr(cond, yes_bb, no_bb);
+  auto lower = [&](llvm::BasicBlock* bb, const char* name, const Loops& loops) {
+    auto* exit = llvm::BasicBlock::Create(ctx_, fmt::format("{}.exit", name), f_, done);
+    b_.SetInsertPoint(bb);
+    llvm::Value* err = loops(exit);
+    b_.SetInsertPoint(exit);
+    b_.CreateBr(done);
+    return std::pair{err, exit};
+  };
+  const auto [err_yes, exit_yes] = lower(yes_bb, yes_name, yes);
+  const auto [err_no, exit_no] = lower(no_bb, no_name, no);
   b_.SetInsertPoint(done);
-  if (!piped_err && !plain_err) return nullptr;
+  if (!err_yes && !err_no) return nullptr;
   auto* phi = b_.CreatePHI(err_ty(), 2, "err.any");
-  phi->addIncoming(piped_err ? piped_err : no_err(), piped_exit);
-  phi->addIncoming(plain_err ? plain_err : no_err(), plain_exit);
+  phi->addIncoming(err_yes ? err_yes : no_err(), exit_yes);
+  phi->addIncoming(err_no ? err_no : no_err(), exit_no);
   return phi;
 }
 
@@ -411,6 +408,8 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
   auto* i64 = b_.getInt64Ty();
   const size_t nv = k_.values.size();
   const int store = plan_.reduce_loops; // the store loop's index in plan_.in_loop
+  const DType dt = k_.slots[stream_].dtype;
+  llvm::Type* mt = ops_.mem_type(dt);
   // The values per row that the store loop reads: carried from row i - 1.
   std::vector<char> carried(nv, 0);
   auto carry = [&](int32_t v) {
@@ -424,12 +423,9 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
     if (kir::moves_along_j(k_.slots[st.slot])) carry(st.value);
 
   // The first iteration reads zeros for row -1: defined values, whatever its stores compute.
-  if (keep_scratch_) {
-    llvm::Type* mt = ops_.mem_type(k_.slots[stream_].dtype);
+  if (keep_scratch_)
     b_.CreateMemSet(b_.CreateInBoundsGEP(mt, keep_scratch_, arg(kR)), b_.getInt8(0),
-                    b_.CreateMul(arg(kR), b_.getInt64(int64_t(itemsize(k_.slots[stream_].dtype)))),
-                    llvm::MaybeAlign());
-  }
+                    b_.CreateMul(arg(kR), b_.getInt64(int64_t(itemsize(dt)))), llvm::MaybeAlign());
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "rows", f_, exit);
   auto* last = llvm::BasicBlock::Create(ctx_, "rows.last", f_, exit);
@@ -446,7 +442,6 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
   llvm::Value* prev_i = b_.CreateSelect(first, k, b_.CreateSub(k, b_.getInt64(1)), "prev.i");
   llvm::Value *keep = nullptr, *prev_keep = nullptr;
   if (keep_scratch_) {
-    llvm::Type* mt = ops_.mem_type(k_.slots[stream_].dtype);
     llvm::Value* odd = b_.CreateAnd(k, b_.getInt64(1));
     keep = b_.CreateInBoundsGEP(mt, keep_scratch_, b_.CreateMul(odd, arg(kR)), "keep.row");
     prev_keep = b_.CreateInBoundsGEP(
@@ -455,12 +450,10 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
   i_ = prev_i;
   j_ = nullptr;
   // Aligned at run time (element_loop): ptrmask tells LLVM.
-  llvm::Value* prev_row =
-      b_.CreateIntrinsic(llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
-                         {b_.CreateGEP(ops_.mem_type(k_.slots[stream_].dtype), slots_[stream_].ptr,
-                                       element_index(stream_)),
-                          b_.getInt64(~uint64_t(63))},
-                         nullptr, "prev.row");
+  llvm::Value* prev_row = b_.CreateIntrinsic(
+      llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
+      {b_.CreateGEP(mt, slots_[stream_].ptr, element_index(stream_)), b_.getInt64(~uint64_t(63))},
+      nullptr, "prev.row");
   i_ = k;
   ops_.err = err_in;
   vals_.assign(nv, nullptr);
@@ -961,8 +954,11 @@ void KernelLowering::reduction_loop(int loop) {
       llvm::Intrinsic::smin, b_.CreateAdd(jb, b_.getInt64(block_len), "", true, true), r);
   if (loop > 0 && loop == plan_.reduce_loops - 1 && block_len == kNarrowReduceBlock)
     prefetch_next_row(jb, jend);
-  block_start_ = jb;
-  block_start_aligned_ = b_.CreateAnd(jb, b_.getInt64(~(block_len - 1)), "jb.aligned");
+  const bool fuses = fused_store_ && loop == plan_.reduce_loops - 1;
+  if (fuses) {
+    block_start_ = jb;
+    block_start_aligned_ = b_.CreateAnd(jb, b_.getInt64(~(block_len - 1)), "jb.aligned");
+  }
   llvm::BasicBlock* block_tail = b_.GetInsertBlock();
   b_.CreateBr(inner);
 
@@ -984,7 +980,7 @@ void KernelLowering::reduction_loop(int loop) {
             : ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, a.part);
     a.partial_next = accumulate(a, a.partial, x, /*reassoc=*/true);
   }
-  if (fused_store_ && loop == plan_.reduce_loops - 1) fused_store_();
+  if (fuses) fused_store_();
   llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
   llvm::BasicBlock* inner_latch = b_.GetInsertBlock();
   // Four vectors a step, whatever the body: the order of a block's sum is then the same in the
