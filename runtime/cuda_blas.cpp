@@ -14,7 +14,7 @@ namespace {
 
 using Handle = struct cublasContext*;
 using Status = int;
-constexpr int kOpN = 0;
+constexpr int kOpN = 0, kOpT = 1; // cublasOperation_t
 
 struct Blas {
   Status (*create)(Handle*) = nullptr;
@@ -71,31 +71,35 @@ Handle handle(int dev) {
   return it->second;
 }
 
+template <typename T>
+T* at(CUdeviceptr base, int64_t offset) {
+  return reinterpret_cast<T*>(base + CUdeviceptr(offset) * sizeof(T));
+}
+
+// One gemmStridedBatched call of the function `fn` (the float or the double one).
+template <typename T, typename Fn>
+void strided_batched(Fn fn, const char* name, Handle h, const GemmCall& g, CUdeviceptr a,
+                     CUdeviceptr b, CUdeviceptr c) {
+  const T one = 1, zero = 0;
+  blas_check(fn(h, g.transa ? kOpT : kOpN, g.transb ? kOpT : kOpN, int(g.m), int(g.n), int(g.k),
+                &one, at<const T>(a, g.offset_a), int(g.lda), g.stride_a,
+                at<const T>(b, g.offset_b), int(g.ldb), g.stride_b, &zero, at<T>(c, g.offset_c),
+                int(g.ldc), g.stride_c, int(g.batch)),
+             name);
+}
+
 } // namespace
 
 bool blas_available() { return unavailable_reason().empty() && blas() != nullptr; }
 
-void gemm_batched(int dev, DType t, int64_t batch, int64_t n, int64_t m, int64_t k, CUdeviceptr a,
-                  CUdeviceptr b, CUdeviceptr c) {
+void gemm(int dev, DType t, const GemmCall& g, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) {
   if (!blas()) throw Error("cuBLAS is not available (libcublas.so could not be loaded)");
-  Handle h = handle(dev);
-  // Row-major C = A B is column-major C^T = B^T A^T: B's buffer is the first operand.
-  const int M = int(m), N = int(n), K = int(k), batches = int(batch);
-  if (t == kFloat32) {
-    const float one = 1, zero = 0;
-    blas_check(blas()->sgemm(h, kOpN, kOpN, M, N, K, &one, reinterpret_cast<const float*>(b), M,
-                             k * m, reinterpret_cast<const float*>(a), K, n * k, &zero,
-                             reinterpret_cast<float*>(c), M, n * m, batches),
-               "cublasSgemmStridedBatched");
-  } else if (t == kFloat64) {
-    const double one = 1, zero = 0;
-    blas_check(blas()->dgemm(h, kOpN, kOpN, M, N, K, &one, reinterpret_cast<const double*>(b), M,
-                             k * m, reinterpret_cast<const double*>(a), K, n * k, &zero,
-                             reinterpret_cast<double*>(c), M, n * m, batches),
-               "cublasDgemmStridedBatched");
-  } else {
+  if (t == kFloat32)
+    strided_batched<float>(blas()->sgemm, "cublasSgemmStridedBatched", handle(dev), g, a, b, c);
+  else if (t == kFloat64)
+    strided_batched<double>(blas()->dgemm, "cublasDgemmStridedBatched", handle(dev), g, a, b, c);
+  else
     throw Error(fmt::format("internal error: cuBLAS GEMM on {}", dtype_name(t)));
-  }
 }
 
 } // namespace tj::rt::cuda

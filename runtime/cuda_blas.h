@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "cuda_driver.h"
+#include "gemm_plan.h"
 #include "tensorjit/dtype.h"
 
 namespace tj::rt::cuda {
@@ -10,10 +11,9 @@ namespace tj::rt::cuda {
 // Whether cuBLAS (libcublas.so.13/12/11) could be loaded.
 bool blas_available();
 
-// C[b] = A[b] @ B[b] for `batch` row-major, contiguous matrices: A is n x k, B is k x m,
-// C is n x m, consecutive in memory. float32 and float64 only; float32 without TF32, as
+// One planned gemmStridedBatched call (runtime/gemm_plan.h) on memory starting at a, b and c
+// (the call's offsets are added). float32 and float64 only; float32 without TF32, as
 // PyTorch's default. Queued on the device's stream.
-void gemm_batched(int dev, DType t, int64_t batch, int64_t n, int64_t m, int64_t k, CUdeviceptr a,
-                  CUdeviceptr b, CUdeviceptr c);
+void gemm(int dev, DType t, const GemmCall& call, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c);
 
 } // namespace tj::rt::cuda

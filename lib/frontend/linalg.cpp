@@ -1,17 +1,16 @@
 // matmul and its special cases (dot, mv, mm, bmm, tensordot): a broadcast
 // product reduced over the shared dimension, so they fuse like any reduction.
 // On a CUDA device, float32 and float64 products call cuBLAS instead, when
-// the product is built (until a generated GEMM beats it).
+// the product is built (until a generated GEMM beats it): frontend/blas_product.h.
 #include <fmt/format.h>
 
 #include "autograd/formulas.h"
 #include "cuda_blas.h"
+#include "frontend/blas_product.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
 #include "tensorjit/functions.h"
-
-#include <limits>
 
 namespace tj {
 
@@ -30,49 +29,34 @@ void check_same_dtype(const NodePtr& a, const NodePtr& b) {
                             fe::cpp_type_name(b->dtype)));
 }
 
-// `x` computed into fresh contiguous memory (or as it is, when it already is).
-NodePtr contiguous_buffer(const NodePtr& x) {
-  Tensor t = wrap(x).contiguous();
-  t.eval();
-  return node_of(t);
-}
-
-// The product on a CUDA device through cuBLAS, computed now: (..., n, k) x (..., k, m) with
-// batch dims already equal. Null when cuBLAS cannot do it (dtype, sizes, no library).
-NodePtr cublas_product(const NodePtr& a, const NodePtr& b) {
-  // Operands on different devices or of different dtypes take the generic path, which raises
-  // PyTorch's errors.
-  if (!a->device.is_cuda() || b->device != a->device || b->dtype != a->dtype ||
-      (a->dtype != kFloat32 && a->dtype != kFloat64) || !rt::cuda::blas_available())
+// Whether the product runs in a column-major BLAS: float32 and float64 on a CUDA device with
+// cuBLAS loaded, sizes in its 32-bit range (or any device while a test's model stands in).
+// Operands on different devices or of different dtypes take the generic path, which raises
+// PyTorch's errors.
+const fe::GemmRunner* blas_runner(const NodePtr& a, const NodePtr& b) {
+  if (a->ndim() < 2 || b->ndim() < 2 || b->device != a->device || b->dtype != a->dtype ||
+      (a->dtype != kFloat32 && a->dtype != kFloat64))
     return nullptr;
-  const int64_t nd = a->ndim(), n = a->shape[nd - 2], k = a->shape[nd - 1], m = b->shape[nd - 1];
-  const int64_t batch = a->numel() / std::max<int64_t>(n * k, 1);
-  constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
-  if (n > kMaxInt || m > kMaxInt || k > kMaxInt || batch > kMaxInt) return nullptr;
-  ir::Shape out = a->shape;
-  out.back() = m;
-  NodePtr c = ir::make_empty(a->dtype, out, a->device);
-  if (c->numel() == 0) return c;
-  if (k == 0) return fe::constant(0, a->dtype, out, a->device);
-  NodePtr x = contiguous_buffer(a), y = contiguous_buffer(b);
-  auto ptr = [](const NodePtr& t) {
-    return reinterpret_cast<rt::cuda::CUdeviceptr>(static_cast<char*>(t->storage->data()) +
-                                                   t->view.offset * int64_t(itemsize(t->dtype)));
+  const int64_t n = a->shape[a->ndim() - 2], k = a->shape.back(), m = b->shape.back();
+  const int64_t batch = ir::numel(ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 2),
+                                                       ir::Shape(b->shape.begin(), b->shape.end() - 2)));
+  if (!rt::gemm_sizes_fit(n, m, k, batch)) return nullptr;
+  if (const fe::GemmRunner* model = fe::blas_override()) return model;
+  if (!a->device.is_cuda() || !rt::cuda::blas_available()) return nullptr;
+  static const fe::GemmRunner cublas = [](const rt::GemmCall& call, const ir::Node& lib_a,
+                                          const ir::Node& lib_b, const ir::Node& lib_c) {
+    auto base = [](const ir::Node& t) {
+      return reinterpret_cast<rt::cuda::CUdeviceptr>(t.storage->data());
+    };
+    rt::cuda::gemm(lib_c.device.index(), lib_c.dtype, call, base(lib_a), base(lib_b),
+                   base(lib_c));
   };
-  rt::cuda::gemm_batched(a->device.index(), a->dtype, batch, n, m, k, ptr(x), ptr(y), ptr(c));
-  return c;
+  return &cublas;
 }
 
 // (..., n, k) x (..., k, m) -> (..., n, m), batch dims broadcast.
 NodePtr batched(const NodePtr& a, const NodePtr& b) {
-  if (a->device.is_cuda() && a->ndim() >= 2 && b->ndim() >= 2) {
-    ir::Shape batch = ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 2),
-                                           ir::Shape(b->shape.begin(), b->shape.end() - 2));
-    ir::Shape as = batch, bs = batch;
-    as.insert(as.end(), a->shape.end() - 2, a->shape.end());
-    bs.insert(bs.end(), b->shape.end() - 2, b->shape.end());
-    if (NodePtr c = cublas_product(fe::expand(a, as), fe::expand(b, bs))) return c;
-  }
+  if (const fe::GemmRunner* run = blas_runner(a, b)) return fe::blas_product(a, b, *run);
   ir::Shape as = a->shape, bs = b->shape;
   as.push_back(1);            // (..., n, k, 1)
   bs.insert(bs.end() - 2, 1); // (..., 1, k, m)
