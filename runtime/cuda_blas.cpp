@@ -71,8 +71,7 @@ Handle handle(int dev) {
   return it->second;
 }
 
-template <typename T>
-T* at(CUdeviceptr base, int64_t offset) {
+template <typename T> T* at(CUdeviceptr base, int64_t offset) {
   return reinterpret_cast<T*>(base + CUdeviceptr(offset) * sizeof(T));
 }
 

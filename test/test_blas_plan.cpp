@@ -22,22 +22,22 @@ namespace {
 struct ModelBlas {
   int calls = 0;
   std::vector<rt::GemmCall> seen;
-  fe::ScopedBlasOverride scope{[this](const rt::GemmCall& call, const ir::Node& a,
-                                      const ir::Node& b, const ir::Node& c) {
-    ++calls;
-    seen.push_back(call);
-    auto run = [&](auto zero) {
-      using T = decltype(zero);
-      auto len = [](const ir::Node& t) { return t.storage->nbytes() / sizeof(T); };
-      test::gemm_model<T>(call, static_cast<const T*>(a.storage->data()), len(a),
-                          static_cast<const T*>(b.storage->data()), len(b),
-                          static_cast<T*>(c.storage->data()), len(c));
-    };
-    if (c.dtype == kFloat32)
-      run(float{});
-    else
-      run(double{});
-  }};
+  fe::ScopedBlasOverride scope{
+      [this](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b, const ir::Node& c) {
+        ++calls;
+        seen.push_back(call);
+        auto run = [&](auto zero) {
+          using T = decltype(zero);
+          auto len = [](const ir::Node& t) { return t.storage->nbytes() / sizeof(T); };
+          test::gemm_model<T>(call, static_cast<const T*>(a.storage->data()), len(a),
+                              static_cast<const T*>(b.storage->data()), len(b),
+                              static_cast<T*>(c.storage->data()), len(c));
+        };
+        if (c.dtype == kFloat32)
+          run(float{});
+        else
+          run(double{});
+      }};
 };
 
 // The product through the model equals the generic CPU product.
@@ -100,9 +100,9 @@ TEST_CASE("cuBLAS plan: transposes and leading dims follow the operands' strides
 
 TEST_CASE("cuBLAS plan: batch dims collapse, broadcast, or loop", "[blas]") {
   // (2,3) batches of contiguous operands: one call of 6.
-  rt::GemmPlan p = rt::plan_gemm(operand({2, 3, 4, 5}, {60, 20, 5, 1}),
-                                 operand({2, 3, 5, 6}, {90, 30, 6, 1}),
-                                 operand({2, 3, 4, 6}, {72, 24, 6, 1}));
+  rt::GemmPlan p =
+      rt::plan_gemm(operand({2, 3, 4, 5}, {60, 20, 5, 1}), operand({2, 3, 5, 6}, {90, 30, 6, 1}),
+                    operand({2, 3, 4, 6}, {72, 24, 6, 1}));
   REQUIRE(p.calls.size() == 1);
   CHECK(p.calls[0].batch == 6);
   CHECK((p.calls[0].stride_a == 30 && p.calls[0].stride_b == 20 && p.calls[0].stride_c == 24));
@@ -169,20 +169,32 @@ TEST_CASE("cuBLAS products through the model equal the CPU's, every layout", "[b
         {"op suite: bmm with a transposed batch", [&] { return matmul(b3, b3.transpose(1, 2)); }},
         {"bmm", [&] { return bmm(b3, c3); }},
         {"bmm, second transposed", [&] { return bmm(b3, d3.transpose(1, 2)); }},
-        {"bmm, both transposed",
-         [&] { return bmm(c3.transpose(1, 2), b3.transpose(1, 2)); }},
+        {"bmm, both transposed", [&] { return bmm(c3.transpose(1, 2), b3.transpose(1, 2)); }},
         {"sliced rows (offset, wider leading dim)",
-         [&] { return matmul(wide.index({Slice(2, 8), Slice(3, 7)}), w); }},
-        {"every other row", [&] { return matmul(wide.index({Slice(None, None, 2), Slice(0, 4)}), w); }},
+         [&] {
+           return matmul(wide.index({Slice(2, 8), Slice(3, 7)}), w);
+         }},
+        {"every other row",
+         [&] {
+           return matmul(wide.index({Slice(None, None, 2), Slice(0, 4)}), w);
+         }},
         {"every other column (copied)",
-         [&] { return matmul(wide.index({Slice(0, 6), Slice(None, 8, 2)}), w); }},
+         [&] {
+           return matmul(wide.index({Slice(0, 6), Slice(None, 8, 2)}), w);
+         }},
         {"broadcast batches (2,1,5,7) @ (3,7,4)", [&] { return matmul(a4, b4); }},
         {"broadcast batches, transposed second",
          [&] { return matmul(a4, b4.transpose(1, 2).contiguous().transpose(1, 2)); }},
         {"batch @ matrix", [&] { return matmul(b3, w); }},
         {"matrix @ batch", [&] { return matmul(m, c3); }},
-        {"permuted batch dims", [&] { return matmul(p4.permute({1, 0, 2, 3}), q4); }},
-        {"expanded batch", [&] { return matmul(m.expand({3, 6, 4}), c3); }},
+        {"permuted batch dims",
+         [&] {
+           return matmul(p4.permute({1, 0, 2, 3}), q4);
+         }},
+        {"expanded batch",
+         [&] {
+           return matmul(m.expand({3, 6, 4}), c3);
+         }},
         {"mv", [&] { return mv(m, v); }},
         {"mv, transposed matrix", [&] { return mv(n.t(), v5); }},
         {"dot", [&] { return dot(v, v); }},
@@ -223,7 +235,8 @@ TEST_CASE("cuBLAS plan: transposed and broadcast operands are read in place", "[
 
 TEST_CASE("cuBLAS products through the model: gradients equal the CPU's", "[blas]") {
   manual_seed(8);
-  Tensor a = rand({3, 5, 4}, kFloat64).requires_grad_(), b = rand({4, 6}, kFloat64).requires_grad_();
+  Tensor a = rand({3, 5, 4}, kFloat64).requires_grad_(),
+         b = rand({4, 6}, kFloat64).requires_grad_();
   auto grads = [&] {
     a.set_grad(Tensor());
     b.set_grad(Tensor());

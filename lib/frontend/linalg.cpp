@@ -38,8 +38,9 @@ const fe::GemmRunner* blas_runner(const NodePtr& a, const NodePtr& b) {
       (a->dtype != kFloat32 && a->dtype != kFloat64))
     return nullptr;
   const int64_t n = a->shape[a->ndim() - 2], k = a->shape.back(), m = b->shape.back();
-  const int64_t batch = ir::numel(ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 2),
-                                                       ir::Shape(b->shape.begin(), b->shape.end() - 2)));
+  const int64_t batch =
+      ir::numel(ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 2),
+                                     ir::Shape(b->shape.begin(), b->shape.end() - 2)));
   if (!rt::gemm_sizes_fit(n, m, k, batch)) return nullptr;
   if (const fe::GemmRunner* model = fe::blas_override()) return model;
   if (!a->device.is_cuda() || !rt::cuda::blas_available()) return nullptr;
@@ -48,8 +49,7 @@ const fe::GemmRunner* blas_runner(const NodePtr& a, const NodePtr& b) {
     auto base = [](const ir::Node& t) {
       return reinterpret_cast<rt::cuda::CUdeviceptr>(t.storage->data());
     };
-    rt::cuda::gemm(lib_c.device.index(), lib_c.dtype, call, base(lib_a), base(lib_b),
-                   base(lib_c));
+    rt::cuda::gemm(lib_c.device.index(), lib_c.dtype, call, base(lib_a), base(lib_b), base(lib_c));
   };
   return &cublas;
 }

@@ -51,7 +51,7 @@ void gemm_model(const rt::GemmCall& g, const T* a, size_t a_len, const T* b, siz
 
 template void gemm_model<float>(const rt::GemmCall&, const float*, size_t, const float*, size_t,
                                 float*, size_t);
-template void gemm_model<double>(const rt::GemmCall&, const double*, size_t, const double*,
-                                 size_t, double*, size_t);
+template void gemm_model<double>(const rt::GemmCall&, const double*, size_t, const double*, size_t,
+                                 double*, size_t);
 
 } // namespace tj::test

@@ -14,7 +14,7 @@ namespace tj::test {
 // in elements. Accumulates in double. Throws std::logic_error where cuBLAS would return
 // CUBLAS_STATUS_INVALID_VALUE, or where an element lies outside its memory.
 template <typename T>
-void gemm_model(const rt::GemmCall& call, const T* a, size_t a_len, const T* b, size_t b_len,
-                T* c, size_t c_len);
+void gemm_model(const rt::GemmCall& call, const T* a, size_t a_len, const T* b, size_t b_len, T* c,
+                size_t c_len);
 
 } // namespace tj::test
