@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -47,6 +48,30 @@ struct ModelView {
     return out;
   }
 };
+
+// PyTorch's is_non_overlapping_and_dense.
+bool dense(const ModelView& m) {
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < m.sizes.size(); ++d)
+    if (m.sizes[d] != 1) dims.push_back(d);
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](size_t x, size_t y) { return m.strides[x] < m.strides[y]; });
+  int64_t expect = 1;
+  for (size_t d : dims) {
+    if (m.strides[d] != expect) return false;
+    expect *= m.sizes[d];
+  }
+  return true;
+}
+
+// PyTorch's MemOverlapStatus::PARTIAL for two different tensors: both dense, in one storage,
+// their memory ranges overlapping but not the same elements in the same order.
+bool partial_overlap(const ModelView& a, const ModelView& b) {
+  if (a.base != b.base || a.numel() == 0 || b.numel() == 0 || !dense(a) || !dense(b)) return false;
+  const int64_t a_end = a.offset + a.numel(), b_end = b.offset + b.numel();
+  if (a.offset == b.offset && a_end == b_end) return a.strides != b.strides;
+  return a.offset < b_end && b.offset < a_end;
+}
 
 struct Alias {
   Tensor t;
@@ -236,6 +261,11 @@ private:
     if (op == 3) { // copy_ from another alias of the same shape, read before the write
       Alias& src = aliases_[pick_alias()];
       if (src.m.sizes != a.m.sizes) return;
+      if (&src != &a && partial_overlap(a.m, src.m)) { // PyTorch's error; nothing written
+        trace("copy from alias{}: partial overlap", &src - &aliases_[0]);
+        CHECK_THROWS_WITH(a.t.copy_(src.t), Catch::Contains("refer to a single memory location"));
+        return;
+      }
       std::vector<int64_t> sp = src.m.positions();
       for (size_t i = 0; i < pos.size(); ++i)
         next[i] = storage_[src.m.base][sp[i]];

@@ -390,6 +390,14 @@ Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, Caller caller
   return where(cond, wrap(fe::constant(a, t)), b.to(t));
 }
 
+namespace {
+// x where it is not below `lo`, else lo: as PyTorch's clamp_min (and so relu), a tie keeps x
+// (relu(-0.) is -0.) and NaN stays NaN; Max would give +0 for -0.
+NodePtr bounded_below(const NodePtr& x, const NodePtr& lo) {
+  return fe::where(fe::binary(Op::CmpLt, x, lo), lo, x);
+}
+} // namespace
+
 Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi, Caller caller) {
   detail::CallSite site(caller, "clamp");
   if (!lo && !hi) throw Error("torch.clamp: At least one of 'min' or 'max' must not be None");
@@ -399,8 +407,8 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
                      : fe::result_type({x, operand(*hi)});
   reject_bool(t, lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu");
   NodePtr r = fe::cast(x.node, t);
-  if (lo) r = fe::binary(Op::Max, r, fe::constant(*lo, t));
-  if (hi) r = fe::binary(Op::Min, r, fe::constant(*hi, t));
+  if (lo) r = bounded_below(r, fe::constant(*lo, t));
+  if (hi) r = fe::where(fe::binary(Op::CmpLt, fe::constant(*hi, t), r), fe::constant(*hi, t), r);
   Tensor out = wrap(r);
   // The gradient passes where the input is within the bounds.
   ag::record(lo && hi ? "ClampBackward1"
@@ -547,7 +555,7 @@ Tensor relu(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "relu");
   if (a.dtype() == kBool) throw Error("Boolean inputs not supported for relu");
   NodePtr x = node_of(a);
-  Tensor out = wrap(fe::binary(Op::Max, x, fe::constant(0, x->dtype)));
+  Tensor out = wrap(bounded_below(x, fe::constant(0, x->dtype)));
   ag::record("ReluBackward0", {a}, {out}, {out}, [](const Grads& g, const Saved& s) {
     return Grads{where(s[0] > 0, g[0], zeros_like(g[0]))};
   });

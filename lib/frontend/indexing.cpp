@@ -19,6 +19,7 @@
 #include "autograd/formulas.h"
 #include "autograd/node.h"
 #include "frontend/graph_builders.h"
+#include "frontend/overlap.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
 #include "ir/scalar_semantics.h"
@@ -79,6 +80,24 @@ struct Parsed {
   Tensor view; // after the basic indices
   std::vector<Advanced> advanced;
 };
+
+// The advanced indices of `p` as an index list over `p.view`: each at its dim, a full slice
+// at every other dim.
+std::vector<TensorIndex> advanced_indices(const Parsed& p) {
+  std::vector<TensorIndex> out;
+  for (int64_t d = 0; d < p.view.dim();) {
+    auto a = std::find_if(p.advanced.begin(), p.advanced.end(),
+                          [d](const Advanced& x) { return x.dim == d; });
+    if (a == p.advanced.end()) {
+      out.emplace_back(Slice());
+      ++d;
+    } else {
+      out.emplace_back(a->index);
+      d += a->is_mask ? std::max<int64_t>(a->index.dim(), 1) : 1;
+    }
+  }
+  return out;
+}
 
 Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
   int64_t consumed = 0, ellipses = 0;
@@ -458,15 +477,35 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   detail::CallSite site(caller, "index_put_");
   Parsed p = parse(*this, indices);
   if (p.advanced.empty()) {
-    p.view.copy_(value);
+    // As PyTorch's setitem: a 0-d value fills (defined where elements share memory).
+    if (value.dim() == 0)
+      p.view.fill_(value);
+    else
+      p.view.copy_(value);
     return *this;
   }
   if (value.dtype() != dtype())
     throw Error(fmt::format("Index put requires the source and destination dtypes match, got {} "
                             "for the destination and {} for the source.",
                             fe::cpp_type_name(dtype()), fe::cpp_type_name(value.dtype())));
+  const bool one_mask = p.advanced.size() == 1 && p.advanced[0].is_mask && value.numel() == 1;
+  if (!one_mask) {
+    // PyTorch's index_put_: the value and the indices may not share the tensor's memory.
+    detail::assert_no_overlap(*this, value);
+    for (const Advanced& a : p.advanced)
+      detail::assert_no_overlap(*this, a.index);
+  }
+  if (detail::has_internal_overlap(p.view)) {
+    // Elements share locations (an expanded tensor): one value is defined, written where any
+    // element naming a location is selected; values that differ per element are not.
+    if (value.numel() != 1) detail::assert_no_internal_overlap(p.view);
+    Tensor selected = zeros(p.view.sizes(), TensorOptions().dtype(kBool).device(device()));
+    selected.index_put_(advanced_indices(p), true);
+    p.view.masked_fill_(selected, value.reshape({}));
+    return *this;
+  }
   // One mask and one value: an elementwise select, which stays lazy.
-  if (p.advanced.size() == 1 && p.advanced[0].is_mask && value.numel() == 1) {
+  if (one_mask) {
     const Advanced& a = p.advanced[0];
     Shape s(static_cast<size_t>(a.dim), 1);
     s.insert(s.end(), a.index.sizes().begin(), a.index.sizes().end());

@@ -10,6 +10,7 @@
 #include "autograd/formulas.h"
 #include "autograd/node.h"
 #include "frontend/graph_builders.h"
+#include "frontend/overlap.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
 #include "ir/scalar_semantics.h"
@@ -910,14 +911,6 @@ bool can_cast(DType from, DType to) {
   return true;
 }
 
-void check_writable(const Tensor& self) {
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (self.stride(d) == 0 && self.size(d) > 1)
-      throw Error("unsupported operation: more than one element of the written-to tensor refers "
-                  "to a single memory location. Please clone() the tensor before performing the "
-                  "operation.");
-}
-
 // Autograd of an in-place write of `value` into `self`: `self` (and, for a
 // view, its base) takes the history of the value written. Called with the
 // value already broadcast and cast; returns the tensor whose node is written.
@@ -965,10 +958,19 @@ Tensor record_inplace(const Tensor& self, Tensor value) {
   return value;
 }
 
-// Writes the tensor `make_value()` returns into `self`, broadcast to its shape.
-template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast = false) {
+// The tensors among an op's operands.
+std::vector<Tensor> tensors_in(const Tensor& t) { return {t}; }
+std::vector<Tensor> tensors_in(const Scalar&) { return {}; }
+
+// Writes the tensor `make_value()` returns into `self`, broadcast to its shape. `inputs` are
+// the tensors the value reads, held to PyTorch's overlap rules (frontend/overlap.h).
+template <typename F>
+Tensor& mutate(Tensor& self, const std::vector<Tensor>& inputs, F&& make_value,
+               bool any_cast = false) {
   detail::check_defined(self, "in-place operation");
-  check_writable(self);
+  detail::assert_no_internal_overlap(self);
+  for (const Tensor& in : inputs)
+    if (in.defined()) detail::assert_no_partial_overlap(self, in);
   check_inplace_grad(self);
   bool exclusive = detail::storage_exclusive(self);
   Tensor value = make_value();
@@ -1014,44 +1016,50 @@ template <typename F> Tensor& mutate(Tensor& self, F&& make_value, bool any_cast
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha, Caller caller) {
   detail::CallSite site(caller, "add_");
-  return mutate(*this, [&] { return add(o, alpha); });
+  return mutate(*this, {o}, [&] { return add(o, alpha); });
 }
 Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha, Caller caller) {
   detail::CallSite site(caller, "add_");
-  return mutate(*this, [&] { return add(o, alpha); });
+  return mutate(*this, {}, [&] { return add(o, alpha); });
 }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha, Caller caller) {
   detail::CallSite site(caller, "sub_");
-  return mutate(*this, [&] { return sub(o, alpha); });
+  return mutate(*this, {o}, [&] { return sub(o, alpha); });
 }
 Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha, Caller caller) {
   detail::CallSite site(caller, "sub_");
-  return mutate(*this, [&] { return sub(o, alpha); });
+  return mutate(*this, {}, [&] { return sub(o, alpha); });
 }
 Tensor& Tensor::mul_(const Tensor& o, Caller caller) {
   detail::CallSite site(caller, "mul_");
-  return mutate(*this, [&] { return mul(o); });
+  return mutate(*this, {o}, [&] { return mul(o); });
 }
 Tensor& Tensor::mul_(const Scalar& o, Caller caller) {
   detail::CallSite site(caller, "mul_");
-  return mutate(*this, [&] { return mul(o); });
+  return mutate(*this, {}, [&] { return mul(o); });
 }
 Tensor& Tensor::div_(const Tensor& o, Caller caller) {
   detail::CallSite site(caller, "div_");
-  return mutate(*this, [&] { return div(o); });
+  return mutate(*this, {o}, [&] { return div(o); });
 }
 Tensor& Tensor::div_(const Scalar& o, Caller caller) {
   detail::CallSite site(caller, "div_");
-  return mutate(*this, [&] { return div(o); });
+  return mutate(*this, {}, [&] { return div(o); });
 }
 Tensor& Tensor::zero_(Caller caller) {
   detail::CallSite site(caller, "zero_");
   return fill_(0);
 }
+// One value for every element is defined however many elements share a location: an
+// expanded tensor is filled through the locations it views, each once.
 Tensor& Tensor::fill_(const Scalar& v, Caller caller) {
   detail::CallSite site(caller, "fill_");
+  if (detail::has_internal_overlap(*this)) {
+    detail::distinct_locations(*this).fill_(v);
+    return *this;
+  }
   return mutate(
-      *this, [&] { return wrap(fe::constant(v, dtype(), sizes(), device())); }, true);
+      *this, {}, [&] { return wrap(fe::constant(v, dtype(), sizes(), device())); }, true);
 }
 Tensor& Tensor::fill_(const Tensor& v, Caller caller) {
   detail::CallSite site(caller, "fill_");
@@ -1059,14 +1067,19 @@ Tensor& Tensor::fill_(const Tensor& v, Caller caller) {
     throw Error(fmt::format("fill_ only supports 0-dimension value tensor but got tensor with {} "
                             "dimensions.",
                             v.dim()));
+  if (detail::has_internal_overlap(*this)) {
+    detail::distinct_locations(*this).fill_(v);
+    return *this;
+  }
+  // PyTorch reads the value first (item()): it may share memory with the tensor.
   return mutate(
-      *this, [&] { return v.to(device()); }, true);
+      *this, {}, [&] { return v.to(device()); }, true);
 }
 Tensor& Tensor::copy_(const Tensor& src, Caller caller) {
   detail::CallSite site(caller, "copy_");
   // Copies may cross devices: the values come to this tensor's device.
   return mutate(
-      *this, [&] { return src.device() == device() ? src : src.to(device()); }, true);
+      *this, {src}, [&] { return src.device() == device() ? src : src.to(device()); }, true);
 }
 Tensor& Tensor::operator=(const Scalar& v) && { return fill_(v); }
 Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
@@ -1075,7 +1088,7 @@ Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
 #define TJ_INPLACE_UNARY(name)                                                                     \
   Tensor& Tensor::name##_(Caller caller) {                                                         \
     detail::CallSite site(caller, #name "_");                                                      \
-    return mutate(*this, [&] { return name(); });                                                  \
+    return mutate(*this, {}, [&] { return name(); });                                              \
   }
 TJ_INPLACE_UNARY(neg)
 TJ_INPLACE_UNARY(abs)
@@ -1114,7 +1127,7 @@ TJ_INPLACE_UNARY(bitwise_not)
 #define TJ_INPLACE_BINARY(name, Other)                                                             \
   Tensor& Tensor::name##_(const Other& o, Caller caller) {                                         \
     detail::CallSite site(caller, #name "_");                                                      \
-    return mutate(*this, [&] { return name(o); });                                                 \
+    return mutate(*this, tensors_in(o), [&] { return name(o); });                                  \
   }
 #define TJ_INPLACE_BINARY_BOTH(name)                                                               \
   TJ_INPLACE_BINARY(name, Tensor)                                                                  \
@@ -1141,16 +1154,33 @@ TJ_INPLACE_BINARY(bitwise_xor, Tensor)
 
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Caller caller) {
   detail::CallSite site(caller, "clamp_");
-  return mutate(*this, [&] { return clamp(min, max); });
+  return mutate(*this, {}, [&] { return clamp(min, max); });
 }
+
+namespace {
+// masked_fill_ into a tensor whose elements share locations: a location is written when any
+// element that names it is selected, as PyTorch's loop over the elements would leave it.
+template <typename V> Tensor& masked_fill_shared(Tensor& self, const Tensor& mask, const V& value) {
+  Tensor m = mask.expand(self.sizes());
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (self.stride(d) == 0 && self.size(d) > 1) m = m.any(d, /*keepdim=*/true);
+  detail::distinct_locations(self).masked_fill_(m, value);
+  return self;
+}
+} // namespace
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value, Caller caller) {
   detail::CallSite site(caller, "masked_fill_");
-  return mutate(*this, [&] { return tj::masked_fill(*this, mask, value); });
+  detail::assert_no_partial_overlap(*this, mask);
+  if (detail::has_internal_overlap(*this)) return masked_fill_shared(*this, mask, value);
+  return mutate(*this, {}, [&] { return tj::masked_fill(*this, mask, value); });
 }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value, Caller caller) {
   detail::CallSite site(caller, "masked_fill_");
-  return mutate(*this, [&] { return tj::masked_fill(*this, mask, value); });
+  detail::assert_no_partial_overlap(*this, mask);
+  if (detail::has_internal_overlap(*this) && value.dim() == 0)
+    return masked_fill_shared(*this, mask, value);
+  return mutate(*this, {}, [&] { return tj::masked_fill(*this, mask, value); });
 }
 
 Tensor& sin_(Tensor& a, Caller caller) {
@@ -1159,14 +1189,15 @@ Tensor& sin_(Tensor& a, Caller caller) {
 }
 
 namespace {
-// Writes `result` into `out` by PyTorch's rules for out= arguments.
-Tensor& write_out(Tensor& out, const Tensor& result, const char* op) {
+// Writes `result`, computed from `inputs`, into `out` by PyTorch's rules for out= arguments.
+Tensor& write_out(Tensor& out, const Tensor& result, const char* op,
+                  const std::vector<Tensor>& inputs = {}) {
   detail::check_defined(out, "out");
   if (GradMode::is_enabled() && (result.requires_grad() || out.requires_grad()))
     throw Error(fmt::format("{}(): functions with out=... arguments don't support automatic "
                             "differentiation, but one of the arguments requires grad.",
                             op));
-  if (out.sizes() == result.sizes()) return mutate(out, [&] { return result; });
+  if (out.sizes() == result.sizes()) return mutate(out, inputs, [&] { return result; });
   if (!can_cast(result.dtype(), out.dtype()))
     throw Error(fmt::format("result type {} can't be cast to the desired output type {}",
                             fe::cpp_type_name(result.dtype()), fe::cpp_type_name(out.dtype())));
@@ -1186,19 +1217,19 @@ Tensor& write_out(Tensor& out, const Tensor& result, const char* op) {
 
 Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, Caller caller) {
   detail::CallSite site(caller, "add_out");
-  return write_out(out, add(a, b, alpha), "add");
+  return write_out(out, add(a, b, alpha), "add", {a, b});
 }
 Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, Caller caller) {
   detail::CallSite site(caller, "sub_out");
-  return write_out(out, sub(a, b, alpha), "sub");
+  return write_out(out, sub(a, b, alpha), "sub", {a, b});
 }
 Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b, Caller caller) {
   detail::CallSite site(caller, "mul_out");
-  return write_out(out, mul(a, b), "mul");
+  return write_out(out, mul(a, b), "mul", {a, b});
 }
 Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b, Caller caller) {
   detail::CallSite site(caller, "div_out");
-  return write_out(out, div(a, b), "div");
+  return write_out(out, div(a, b), "div", {a, b});
 }
 Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b, Caller caller) {
   detail::CallSite site(caller, "matmul_out");
