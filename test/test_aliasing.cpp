@@ -133,6 +133,11 @@ TEST_CASE("relu and one-sided clamp keep the input on a tie, the sign of zero in
   CHECK(tensor({-0.0, 0.0, 1.0, -2.0}).clamp(0, 0).str() == "tensor([-0., 0., 0., 0.])");
   CHECK(tensor({-1.0, 0.5, 3.0}).clamp(2, 1).str() == "tensor([1., 1., 1.])");
   CHECK(tensor({-3, 0, 5}).clamp(-1, 2).str() == "tensor([-1,  0,  2])");
+  // A sum starts from +0., as PyTorch's loop: a 0-d -0. sums (and averages) to 0.
+  CHECK(tensor(-0.0).sum().str() == "tensor(0.)");
+  CHECK(tensor(-0.0).mean().str() == "tensor(0.)");
+  CHECK(tensor({-0.0, -0.0}).reshape({2, 1}).sum({1}).str() == "tensor([0., 0.])");
+  CHECK(tensor(-0.0).prod().str() == "tensor(-0.)");
   // Long enough to take the vector loop.
   std::vector<double> zeros40(40, -0.0);
   zeros40.insert(zeros40.end(), {0.0, 0.0, 0.0});

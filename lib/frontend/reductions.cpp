@@ -79,8 +79,16 @@ Scalar reduce_identity(Op op, DType t) {
   return Scalar(lowest ? -top - 1 : top);
 }
 
+// A reduction over no axes: each output is its one input, added to the accumulator's start as
+// PyTorch's loop does (a float sum of -0. is +0.).
+NodePtr reduce_nothing(Op op, const NodePtr& x) {
+  if (op == Op::ReduceSum && is_floating_point(x->dtype))
+    return fe::binary(Op::Add, x, fe::constant(0, x->dtype));
+  return x;
+}
+
 NodePtr reduce_node(Op op, const NodePtr& x, const std::vector<int64_t>& axes) {
-  if (axes.empty()) return x;
+  if (axes.empty()) return reduce_nothing(op, x);
   ir::Shape kept = kept_shape(x->shape, axes);
   // Nothing to reduce: no kernel reads the (empty) input.
   for (int64_t a : axes)
@@ -93,7 +101,7 @@ NodePtr reduce_node(Op op, const NodePtr& x, const std::vector<int64_t>& axes) {
 // each; a large reduction into few outputs is split in two stages so that all
 // threads work and float sums are blocked (pairwise-level error).
 NodePtr reduce(Op op, const NodePtr& x, std::vector<int64_t> axes) {
-  if (axes.empty()) return x;
+  if (axes.empty()) return reduce_nothing(op, x);
   // Non-adjacent axes: reduce the last run first.
   for (size_t i = axes.size() - 1; i > 0; --i)
     if (axes[i] != axes[i - 1] + 1) {
