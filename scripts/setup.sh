@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ llvm-19-dev libfmt-dev catch2
           zlib1g-dev libzstd-dev libedit-dev libxml2-dev
-          libopenblas-dev liblapacke-dev)
+          libopenblas-dev liblapacke-dev pkg-config)
 # Extra packages a caller needs (scripts/fuzz.sh: clang and libFuzzer).
 packages+=("$@")
 

@@ -12,3 +12,4 @@
 #include "tensorjit/options.h"
 #include "tensorjit/scalar.h"
 #include "tensorjit/tensor.h"
+#include "tensorjit/version.h"

@@ -7,8 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <thread>
 #include <vector>
 
@@ -17,10 +20,116 @@
 #endif
 
 #include "cuda_driver.h"
+#include "report.h"
 
 namespace {
 
+using namespace tj::bench;
 using Clock = std::chrono::steady_clock;
+
+constexpr const char* kUsage =
+    R"(usage: tj-bench [--device cpu|cuda[:N]] [--size N] [--reps R] [--only NAME,...]
+                [--json FILE] [--csv FILE] [--chart FILE.svg]
+
+Times fused tensorjit kernels against an unfused run (TJ_FUSION=0), a plain
+C++ loop (CPU) and the copy bandwidth measured in the same run.
+
+  --device DEVICE    cpu (default) or cuda, cuda:N
+  --size N           elements of the 1-D workloads, a multiple of 4096 (default
+                     2^24 on the CPU, 2^28 on a GPU); the matrices scale with it
+                     up to 4096x4096
+  --reps R           timed runs per figure; the median counts (default 9)
+  --only NAME,...    run only these workloads (the names the table prints;
+                     '_' stands for a space): copy, gelu_tanh, sum, softmax,
+                     layer_norm, cumsum, transposed, narrow rows, gather rows,
+                     scatter add, slice add_, matmul, mlp step, compile, cache hit
+  --json FILE        write the figures as JSON
+  --csv FILE         write the figures as CSV, one line per workload
+  --chart FILE.svg   draw them as an SVG chart
+  -h, --help         this text
+
+Progress goes to stderr, the table to stdout. Exit status: 0 success, 1 an
+error while running, 2 a usage error.
+)";
+
+// A mistake in the command line: exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  bool help = false;
+  int64_t size = 0; // 0: the device's default
+  int reps = 9;
+  tj::Device device = tj::kCPU;
+  std::vector<std::string> only;
+  std::string json, csv, chart;
+};
+
+int64_t parse_count(const std::string& flag, const std::string& value, int64_t multiple_of) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || v <= 0 || v % multiple_of != 0)
+    throw UsageError(fmt::format("{} takes a positive {}, got '{}'", flag,
+                                 multiple_of == 1 ? std::string("integer")
+                                                  : fmt::format("multiple of {}", multiple_of),
+                                 value));
+  return v;
+}
+
+Options parse_args(const std::vector<std::string>& args) {
+  Options o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    // "--flag=value" and "--flag value" are the same.
+    std::string flag = args[i], value;
+    bool inline_value = false;
+    if (flag.rfind("--", 0) == 0 && flag.find('=') != std::string::npos) {
+      value = flag.substr(flag.find('=') + 1);
+      flag = flag.substr(0, flag.find('='));
+      inline_value = true;
+    }
+    auto take = [&]() -> std::string {
+      if (inline_value) return value;
+      if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", flag));
+      return args[++i];
+    };
+    if ((flag == "--help" || flag == "-h") && !inline_value) {
+      o.help = true;
+    } else if (flag == "--size") {
+      o.size = parse_count(flag, take(), 4096);
+    } else if (flag == "--reps") {
+      o.reps = static_cast<int>(std::min<int64_t>(parse_count(flag, take(), 1), 1 << 20));
+    } else if (flag == "--device") {
+      std::string v = take();
+      try {
+        o.device = tj::Device(v);
+      } catch (const std::exception&) {
+        throw UsageError(fmt::format("--device takes cpu, cuda or cuda:N, got '{}'", v));
+      }
+    } else if (flag == "--only") {
+      std::string v = take();
+      for (size_t b = 0, e; b <= v.size(); b = e + 1) {
+        e = std::min(v.find(',', b), v.size());
+        if (e > b) o.only.push_back(v.substr(b, e - b));
+      }
+      if (o.only.empty()) throw UsageError("--only needs at least one workload name");
+    } else if (flag == "--json") {
+      o.json = take();
+    } else if (flag == "--csv") {
+      o.csv = take();
+    } else if (flag == "--chart") {
+      o.chart = take();
+    } else {
+      throw UsageError(fmt::format("unknown argument '{}'", args[i]));
+    }
+  }
+  return o;
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -94,9 +203,8 @@ tj::Tensor gelu_tanh(const tj::Tensor& x) {
 }
 
 // Device-to-device copy bandwidth through the driver (bytes read + written per second).
-double cuda_copy_gbps(size_t bytes, int reps) {
+double cuda_copy_gbps(int dev, size_t bytes, int reps) {
   namespace cu = tj::rt::cuda;
-  const int dev = 0;
   const cu::DeviceInfo& info = cu::device(dev);
   cu::CUdeviceptr src = cu::allocate(dev, bytes), dst = cu::allocate(dev, bytes);
   cu::CUevent e0, e1;
@@ -119,263 +227,363 @@ double cuda_copy_gbps(size_t bytes, int reps) {
   return 2.0 * static_cast<double>(bytes) / median(t) / 1e9;
 }
 
-struct Row {
-  std::string workload, variant;
-  double ms, gbps;
+// The CPU's model name as /proc/cpuinfo gives it ("AMD EPYC 9654 96-Core Processor").
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      std::string m = line.substr(line.find(':') + 1);
+      m.erase(0, m.find_first_not_of(" \t"));
+      if (!m.empty()) return m;
+    }
+  return "unknown CPU";
+}
+
+std::string today() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[16];
+  return std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm) ? buf : "";
+}
+
+// Names on the command line may spell a space as '_' ("narrow_rows").
+std::string normalized(std::string s) {
+  std::replace(s.begin(), s.end(), ' ', '_');
+  return s;
+}
+
+// Fails before the run, not after minutes of it, when an output file's folder is missing.
+void check_output_path(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir))
+    throw tj::Error(fmt::format("{} {}: no directory '{}'", flag, path, dir.string()));
+}
+
+void write_output(const std::string& path, const Report& r,
+                  void (*writer)(const Report&, std::ostream&)) {
+  if (path.empty()) return;
+  std::ofstream f(path);
+  if (f) writer(r, f);
+  f.close();
+  if (!f) throw tj::Error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+}
+
+// A workload: the name --only selects and the progress shows, its shape, and the code that
+// times it and adds its rows to the report.
+struct Workload {
+  std::string name, shape;
+  std::function<void()> run;
 };
 
-} // namespace
-
-int main(int argc, char** argv) {
-  int64_t n = 0;
-  int reps = 9;
-  std::string json;
-  tj::Device device = tj::kCPU;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--size" && i + 1 < argc)
-      n = std::atoll(argv[++i]);
-    else if (a == "--device" && i + 1 < argc)
-      device = tj::Device(std::string(argv[++i]));
-    else if (a == "--reps" && i + 1 < argc)
-      reps = std::atoi(argv[++i]);
-    else if (a == "--json" && i + 1 < argc)
-      json = argv[++i];
-    else if (a == "--help" || a == "-h") {
-      fmt::print("usage: tj-bench [--device cpu|cuda] [--size N] [--reps R] [--json FILE]\n"
-                 "Times fused tensorjit kernels against an unfused run (TJ_FUSION=0),\n"
-                 "a plain C++ loop (CPU) and the measured copy bandwidth.\n"
-                 "N defaults to 2^24 elements on the CPU and 2^28 on a GPU.\n");
-      return 0;
-    } else {
-      fmt::print(stderr, "tj-bench: unknown argument '{}' (see --help)\n", a);
-      return 2;
-    }
-  }
+int bench(const Options& o) {
+  for (const auto& [flag, path] :
+       {std::pair{"--json", o.json}, std::pair{"--csv", o.csv}, std::pair{"--chart", o.chart}})
+    check_output_path(flag, path);
+  const tj::Device device = o.device;
   const bool gpu = device.is_cuda();
-  if (n == 0) n = gpu ? int64_t{1} << 28 : int64_t{1} << 24;
-  int threads = tj::config().num_threads > 0
-                    ? tj::config().num_threads
-                    : static_cast<int>(std::thread::hardware_concurrency());
-  const double bytes = 2.0 * static_cast<double>(n) * sizeof(float); // read once, write once
-  double copy_gbps = 0;
+  const int reps = o.reps;
+  const int64_t n = o.size ? o.size : gpu ? int64_t{1} << 28 : int64_t{1} << 24;
+  // The matrices of the strided workloads: 4096 x 4096 at the default size, smaller for a small
+  // --size (a power of two whose square is at most n).
+  int64_t s = 4096;
+  while (s > 64 && s * s > n)
+    s /= 2;
+
+  Report report;
+  report.device = device.str();
+  report.date = today();
+  report.reps = reps;
+  report.size = n;
+  report.threads = tj::config().num_threads > 0
+                       ? tj::config().num_threads
+                       : static_cast<int>(std::thread::hardware_concurrency());
+  const int gpu_index = device.index() < 0 ? 0 : device.index();
   if (gpu) {
-    const auto& info = tj::rt::cuda::device(device.index() < 0 ? 0 : device.index());
-    copy_gbps = cuda_copy_gbps(static_cast<size_t>(bytes / 2), reps);
-    fmt::print("device: {} (sm_{}{}, {} SMs), device-to-device copy {:.1f} GB/s (median of {})\n",
-               info.name, info.sm_major, info.sm_minor, info.sm_count, copy_gbps, reps);
-    fmt::print("times are end to end: graph, schedule, launch and a synchronize\n\n");
+    // Throws "CUDA is not available: ..." where there is no GPU.
+    const auto& info = tj::rt::cuda::device(gpu_index);
+    report.machine =
+        fmt::format("{} (sm_{}{}, {} SMs)", info.name, info.sm_major, info.sm_minor, info.sm_count);
   } else {
-    copy_gbps = bytes / copy_seconds(static_cast<size_t>(bytes / 2), threads, reps) / 1e9;
+    report.machine = fmt::format("{} ({} cores)", cpu_model(), std::thread::hardware_concurrency());
   }
+
+  const double bytes = 2.0 * static_cast<double>(n) * sizeof(float); // read once, write once
   // Materializes `t` and waits for the device.
   auto run = [&](const tj::Tensor& t) {
     t.eval();
     if (gpu) tj::cuda::synchronize();
   };
   const tj::TensorOptions on = tj::TensorOptions().device(device);
-
-  std::vector<Row> rows;
-  auto add = [&](std::string w, std::string v, double s) {
-    rows.push_back({w, v, s * 1e3, bytes / s / 1e9});
-  };
-
-  tj::Tensor x = tj::rand({n}, on);
-  run(x);
-  auto fused_unfused = [&](const std::string& name, double bytes_moved,
-                           const std::function<tj::Tensor()>& fn) {
-    auto row = [&](const std::string& v, double s) {
-      rows.push_back({name, v, s * 1e3, bytes_moved / s / 1e9});
-    };
-    row("fused", time_median(reps, [&] { run(fn()); }));
+  auto& rows = report.rows;
+  auto fused_unfused = [&](Row row, const std::function<tj::Tensor()>& fn) {
+    row.variants.push_back(
+        {"fused", Role::Fused, 1e3 * time_median(reps, [&] { run(fn()); }), reps});
     tj::config().fusion = false;
-    row("unfused", time_median(std::max(3, reps / 3), [&] { run(fn()); }));
+    const int unfused_reps = std::max(3, reps / 3);
+    row.variants.push_back({"unfused", Role::Unfused,
+                            1e3 * time_median(unfused_reps, [&] { run(fn()); }), unfused_reps});
     tj::config().fusion = true;
+    rows.push_back(std::move(row));
   };
-  // The generated kernel closest to the copy: what every elementwise kernel's memory costs.
-  add("copy", "clone (generated kernel)", time_median(reps, [&] { run(x.clone()); }));
-  fused_unfused("gelu_tanh", bytes, [&] { return gelu_tanh(x); });
-  if (!gpu) {
-    std::vector<float> in = x.to_vector<float>(), out(in.size());
-    add("gelu_tanh", "c++ loop (1 thread)", time_median(std::max(3, reps / 3), [&] {
-          for (size_t i = 0; i < in.size(); ++i) {
-            float v = in[i];
-            out[i] = 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
-          }
-        }));
-  }
-  // Reductions: bytes are the input read once (and the output written once).
+
+  tj::Tensor x;
+  // Row workloads run over half the elements (4096 x 2048 and 8192 x 1024 at the default size).
+  const int64_t half = n / 2;
   const double in_bytes = static_cast<double>(n) * sizeof(float);
-  fused_unfused("sum", in_bytes, [&] { return x.sum(); });
-  // Row workloads over half the elements (4096 x 2048 and 8192 x 1024 at the default size).
-  const double half_bytes = in_bytes / 2;
-  tj::Tensor half = x.narrow(0, 0, n / 2);
-  tj::Tensor wide = half.reshape({-1, 2048}), m = half.reshape({-1, 1024});
-  fused_unfused("softmax", 2 * half_bytes, [&] { return tj::nn::functional::softmax(wide, 1); });
-  tj::Tensor w = tj::rand({1024}, on), b = tj::rand({1024}, on);
-  tj::eval({w, b});
-  fused_unfused("layer_norm", 2 * half_bytes,
-                [&] { return tj::nn::functional::layer_norm(m, {1024}, w, b); });
-  fused_unfused("cumsum", 2 * half_bytes, [&] { return m.cumsum(1); });
-  {
-    // Strided access: an elementwise op over a transposed matrix (strided reads,
-    // contiguous writes), and an in-place add_ into a column slice of a matrix
-    // (read and written in place through the view).
-    const int64_t s = 4096;
-    tj::Tensor big = tj::rand({s, s}, on);
-    run(big);
-    const double mat_bytes = 2.0 * double(s) * double(s) * sizeof(float);
-    fused_unfused("transposed", mat_bytes, [&] { return big.t() * 2 + 1; });
-    // Narrow rows: a bias over 24 features, so that every kernel call runs a row of 24 (shorter
-    // than the main vector loop's step: the vector epilogue and the remainder do the work).
-    const int64_t feats = 24;
-    tj::Tensor narrow = tj::rand({s * s / feats, feats}, on), bias = tj::rand({feats}, on);
-    tj::eval({narrow, bias});
-    fused_unfused("narrow rows", mat_bytes, [&] { return tj::exp(narrow) * 2 + bias; });
-    // Gathered rows: an embedding lookup of random rows of a table, scaled (a Gather node fused
-    // with the scale; unfused, the selection and the product are a kernel each).
-    tj::Tensor table = tj::rand({4 * s, feats * 11}, on);
-    tj::Tensor ids = tj::randint(0, 4 * s, {s * s / (feats * 11)}, on);
+  const double mat_bytes = 2.0 * double(s) * double(s) * sizeof(float);
+  const int64_t feats = 24; // narrow rows: shorter than the main vector loop's step
+  const int64_t gathered = s * s / (feats * 11);
+  const int64_t batch = 128;
+  std::vector<Workload> all;
+  // The generated kernel closest to the copy: what every elementwise kernel's memory costs.
+  all.push_back({"copy", count_text(n), [&] {
+                   rows.push_back({"copy", count_text(n), Kind::Memory, bytes, {}});
+                   rows.back().variants.push_back({"clone (generated kernel)", Role::Fused,
+                                                   1e3 * time_median(reps, [&] { run(x.clone()); }),
+                                                   reps});
+                 }});
+  all.push_back({"gelu_tanh", count_text(n), [&] {
+                   fused_unfused({"gelu_tanh", count_text(n), Kind::Memory, bytes, {}},
+                                 [&] { return gelu_tanh(x); });
+                   if (gpu) return;
+                   std::vector<float> in = x.to_vector<float>(), out(in.size());
+                   const int loop_reps = std::max(3, reps / 3);
+                   double t = time_median(loop_reps, [&] {
+                     for (size_t i = 0; i < in.size(); ++i) {
+                       float v = in[i];
+                       out[i] = 0.5f * v *
+                                (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+                     }
+                   });
+                   rows.back().variants.push_back(
+                       {"c++ loop (1 thread)", Role::Baseline, 1e3 * t, loop_reps});
+                 }});
+  // Reductions: bytes are the input read once (and the output written once).
+  all.push_back(
+      {"sum", count_text(n), [&] {
+         fused_unfused({"sum", count_text(n), Kind::Memory, in_bytes, {}}, [&] { return x.sum(); });
+       }});
+  const std::string wide_shape = fmt::format("{}x2048", half / 2048);
+  const std::string m_shape = fmt::format("{}x1024", half / 1024);
+  all.push_back({"softmax", wide_shape, [&] {
+                   tj::Tensor wide = x.narrow(0, 0, half).reshape({-1, 2048});
+                   fused_unfused({"softmax", wide_shape, Kind::Memory, in_bytes, {}},
+                                 [&] { return tj::nn::functional::softmax(wide, 1); });
+                 }});
+  all.push_back({"layer_norm", m_shape, [&] {
+                   tj::Tensor m = x.narrow(0, 0, half).reshape({-1, 1024});
+                   tj::Tensor w = tj::rand({1024}, on), b = tj::rand({1024}, on);
+                   tj::eval({w, b});
+                   fused_unfused({"layer_norm", m_shape, Kind::Memory, in_bytes, {}},
+                                 [&] { return tj::nn::functional::layer_norm(m, {1024}, w, b); });
+                 }});
+  all.push_back({"cumsum", m_shape, [&] {
+                   tj::Tensor m = x.narrow(0, 0, half).reshape({-1, 1024});
+                   fused_unfused({"cumsum", m_shape, Kind::Memory, in_bytes, {}},
+                                 [&] { return m.cumsum(1); });
+                 }});
+  // Strided access: an elementwise op over a transposed matrix (strided reads, contiguous
+  // writes).
+  const std::string square = fmt::format("{}x{}", s, s);
+  all.push_back({"transposed", square, [&] {
+                   tj::Tensor big = tj::rand({s, s}, on);
+                   run(big);
+                   fused_unfused({"transposed", square, Kind::Memory, mat_bytes, {}},
+                                 [&] { return big.t() * 2 + 1; });
+                 }});
+  // Narrow rows: a bias over 24 features, so that every kernel call runs a row of 24 (shorter
+  // than the main vector loop's step: the vector epilogue and the remainder do the work).
+  const std::string narrow_shape = fmt::format("{}x{}", s * s / feats, feats);
+  all.push_back({"narrow rows", narrow_shape, [&] {
+                   tj::Tensor narrow = tj::rand({s * s / feats, feats}, on);
+                   tj::Tensor bias = tj::rand({feats}, on);
+                   tj::eval({narrow, bias});
+                   fused_unfused({"narrow rows", narrow_shape, Kind::Memory, mat_bytes, {}},
+                                 [&] { return tj::exp(narrow) * 2 + bias; });
+                 }});
+  // Gathered rows: an embedding lookup of random rows of a table, scaled (a Gather node fused
+  // with the scale; unfused, the selection and the product are a kernel each); then its
+  // gradient: the rows' gradients added into a zero table (a Scatter that accumulates; repeated
+  // ids add up), through backward.
+  const std::string gather_shape = fmt::format("{} of {}x{}", gathered, 4 * s, feats * 11);
+  tj::Tensor table, ids;
+  auto gather_inputs = [&] {
+    if (table.defined()) return;
+    table = tj::rand({4 * s, feats * 11}, on);
+    ids = tj::randint(0, 4 * s, {gathered}, on);
     tj::eval({table, ids});
-    fused_unfused("gather rows", mat_bytes, [&] { return tj::index_select(table, 0, ids) * 2; });
-    // Its gradient: the gathered rows' gradients added into a zero table (a Scatter that
-    // accumulates; repeated ids add up), through backward.
-    tj::Tensor weights = table.detach().requires_grad_();
-    fused_unfused("scatter add", mat_bytes, [&] {
-      weights.set_grad(tj::Tensor());
-      (tj::index_select(weights, 0, ids) * 2).sum().backward();
-      return weights.grad();
-    });
-    tj::Tensor target = tj::zeros({2 * s, s}, on); // its half: as large as the copy's buffers
-    run(target);
-    double t = time_median(reps, [&] {
-      target.narrow(1, 0, s / 2).add_(1);
-      run(target);
-    });
-    const double moved = mat_bytes; // half the columns, read and written
-    rows.push_back({"slice add_", "in place", t * 1e3, moved / t / 1e9});
-  }
-  double matmul_gflops = 0, mlp_fused_ms = 0, mlp_unfused_ms = 0;
-  {
-    tj::Tensor a = tj::rand({1024, 1024}, on), c = tj::rand({1024, 1024}, on);
-    tj::eval({a, c});
-    double s = time_median(3, [&] { run(tj::matmul(a, c)); });
-    matmul_gflops = 2.0 * 1024 * 1024 * 1024 / s / 1e9;
-    fmt::print("matmul 1024x1024x1024 float32: {:.3f} ms, {:.1f} GFLOP/s\n", s * 1e3,
-               matmul_gflops);
-    if (gpu) {
-      const int64_t g = 8192;
-      tj::Tensor p = tj::rand({g, g}, on), q = tj::rand({g, g}, on);
-      tj::eval({p, q});
-      double t = time_median(reps, [&] { run(tj::matmul(p, q)); });
-      fmt::print("matmul {0}x{0}x{0} float32 (cuBLAS, no TF32): {1:.2f} ms, {2:.1f} TFLOP/s\n", g,
-                 t * 1e3, 2.0 * double(g) * g * g / t / 1e12);
-    }
-  }
-
-  {
-    // One training step of a 784-512-10 MLP (ReLU, MSE, SGD): forward, backward
-    // and update, with fusion and without.
-    const int64_t batch = 128;
-    namespace F = tj::nn::functional;
-    tj::Tensor xb = tj::randn({batch, 784}, on), yb = tj::randn({batch, 10}, on);
-    tj::Tensor w1 = (tj::randn({512, 784}, on) * 0.05).requires_grad_();
-    tj::Tensor b1 = tj::zeros({512}, on).requires_grad_();
-    tj::Tensor w2 = (tj::randn({10, 512}, on) * 0.05).requires_grad_();
-    tj::Tensor b2 = tj::zeros({10}, on).requires_grad_();
-    tj::eval({xb, yb, w1, b1, w2, b2});
-    tj::optim::SGD opt({w1, b1, w2, b2}, 1e-3);
-    auto step = [&] {
-      opt.zero_grad();
-      tj::Tensor loss = F::mse_loss(F::linear(F::relu(F::linear(xb, w1, b1)), w2, b2), yb);
-      loss.backward();
-      opt.step();
-      if (gpu) tj::cuda::synchronize();
-    };
-    // Multiply-adds of the forward pass; the backward does two products per forward one.
-    const double flops = 3 * 2.0 * batch * (784.0 * 512 + 512.0 * 10);
-    double fused = time_median(reps, step);
-    tj::config().fusion = false;
-    double unfused = time_median(std::max(3, reps / 3), step);
-    mlp_fused_ms = fused * 1e3;
-    mlp_unfused_ms = unfused * 1e3;
-    tj::config().fusion = true;
-    fmt::print("mlp step 784-512-10, batch {}: fused {:.2f} ms ({:.1f} GFLOP/s, {:.0f}% of the "
-               "matmul's), unfused {:.2f} ms: fused is {:.2f}x faster\n",
-               batch, fused * 1e3, flops / fused / 1e9, 100 * flops / fused / 1e9 / matmul_gflops,
-               unfused * 1e3, unfused / fused);
-  }
-
+  };
+  all.push_back({"gather rows", gather_shape, [&] {
+                   gather_inputs();
+                   fused_unfused({"gather rows", gather_shape, Kind::Memory, mat_bytes, {}},
+                                 [&] { return tj::index_select(table, 0, ids) * 2; });
+                 }});
+  all.push_back({"scatter add", gather_shape, [&] {
+                   gather_inputs();
+                   tj::Tensor weights = table.detach().requires_grad_();
+                   fused_unfused({"scatter add", gather_shape, Kind::Memory, mat_bytes, {}}, [&] {
+                     weights.set_grad(tj::Tensor());
+                     (tj::index_select(weights, 0, ids) * 2).sum().backward();
+                     return weights.grad();
+                   });
+                 }});
+  // An in-place add_ into a column slice of a matrix, read and written in place through the
+  // view: half the columns of a matrix whose half is as large as the copy's buffers.
+  const std::string slice_shape = fmt::format("{}x{}[:, :{}]", 2 * s, s, s / 2);
+  all.push_back({"slice add_", slice_shape, [&] {
+                   tj::Tensor target = tj::zeros({2 * s, s}, on);
+                   run(target);
+                   double t = time_median(reps, [&] {
+                     target.narrow(1, 0, s / 2).add_(1);
+                     run(target);
+                   });
+                   rows.push_back({"slice add_", slice_shape, Kind::Memory, mat_bytes, {}});
+                   rows.back().variants.push_back({"in place", Role::Fused, 1e3 * t, reps});
+                 }});
+  all.push_back({"matmul", gpu ? "1024x1024x1024, 8192x8192x8192" : "1024x1024x1024", [&] {
+                   auto product = [&](int64_t k, const std::string& name, int runs) {
+                     tj::Tensor a = tj::rand({k, k}, on), c = tj::rand({k, k}, on);
+                     tj::eval({a, c});
+                     double t = time_median(runs, [&] { run(tj::matmul(a, c)); });
+                     rows.push_back({"matmul",
+                                     fmt::format("{0}x{0}x{0}", k),
+                                     Kind::Compute,
+                                     2.0 * double(k) * double(k) * double(k),
+                                     {}});
+                     rows.back().variants.push_back({name, Role::Fused, 1e3 * t, runs});
+                   };
+                   product(1024, "tensorjit", 3);
+                   if (gpu) product(8192, "cuBLAS, no TF32", reps);
+                 }});
+  // One training step of a 784-512-10 MLP (ReLU, MSE, SGD): forward, backward and update, with
+  // fusion and without.
+  const std::string mlp_shape = fmt::format("784-512-10, batch {}", batch);
+  all.push_back(
+      {"mlp step", mlp_shape, [&] {
+         namespace F = tj::nn::functional;
+         tj::Tensor xb = tj::randn({batch, 784}, on), yb = tj::randn({batch, 10}, on);
+         tj::Tensor w1 = (tj::randn({512, 784}, on) * 0.05).requires_grad_();
+         tj::Tensor b1 = tj::zeros({512}, on).requires_grad_();
+         tj::Tensor w2 = (tj::randn({10, 512}, on) * 0.05).requires_grad_();
+         tj::Tensor b2 = tj::zeros({10}, on).requires_grad_();
+         tj::eval({xb, yb, w1, b1, w2, b2});
+         tj::optim::SGD opt({w1, b1, w2, b2}, 1e-3);
+         // Multiply-adds of the forward pass; the backward does two products per
+         // forward one.
+         const double flops = 3 * 2.0 * batch * (784.0 * 512 + 512.0 * 10);
+         auto step = [&] {
+           opt.zero_grad();
+           tj::Tensor loss = F::mse_loss(F::linear(F::relu(F::linear(xb, w1, b1)), w2, b2), yb);
+           loss.backward();
+           opt.step();
+           if (gpu) tj::cuda::synchronize();
+         };
+         Row row{"mlp step", mlp_shape, Kind::Compute, flops, {}};
+         row.variants.push_back({"fused", Role::Fused, 1e3 * time_median(reps, step), reps});
+         tj::config().fusion = false;
+         const int unfused_reps = std::max(3, reps / 3);
+         row.variants.push_back(
+             {"unfused", Role::Unfused, 1e3 * time_median(unfused_reps, step), unfused_reps});
+         tj::config().fusion = true;
+         rows.push_back(std::move(row));
+       }});
   // Compile latency: each kernel below has a structure not seen before, and the disk cache is
   // off so that none comes from an earlier run.
-  const std::string cache_dir = tj::config().cache_dir;
-  tj::config().cache_dir.clear();
-  std::vector<double> compile_ms;
-  tj::Tensor small = tj::rand({1024}, on);
-  run(small);
-  for (int k = 0; k < std::max(5, reps); ++k) {
-    tj::Tensor e = tj::exp(small) * small;
-    for (int j = 0; j <= k; ++j)
-      e = e + small * static_cast<double>(j + 2);
-    auto before = tj::stats().kernels_compiled;
-    auto t0 = Clock::now();
-    run(e);
-    double ms = seconds_since(t0) * 1e3;
-    if (tj::stats().kernels_compiled > before) compile_ms.push_back(ms);
-  }
-  tj::config().cache_dir = cache_dir;
+  all.push_back({"compile", "1024 elements", [&] {
+                   const std::string cache_dir = tj::config().cache_dir;
+                   tj::config().cache_dir.clear();
+                   std::vector<double> compile_ms;
+                   tj::Tensor small = tj::rand({1024}, on);
+                   run(small);
+                   for (int k = 0; k < std::max(5, reps); ++k) {
+                     tj::Tensor e = tj::exp(small) * small;
+                     for (int j = 0; j <= k; ++j)
+                       e = e + small * static_cast<double>(j + 2);
+                     auto before = tj::stats().kernels_compiled;
+                     auto t0 = Clock::now();
+                     run(e);
+                     double ms = seconds_since(t0) * 1e3;
+                     if (tj::stats().kernels_compiled > before) compile_ms.push_back(ms);
+                   }
+                   tj::config().cache_dir = cache_dir;
+                   rows.push_back({"compile", "1024 elements", Kind::Latency, 0, {}});
+                   rows.back().variants.push_back({"median", Role::Fused,
+                                                   compile_ms.empty() ? 0.0 : median(compile_ms),
+                                                   static_cast<int>(compile_ms.size())});
+                 }});
   // A cache hit: the same structure on new data, end to end (build, schedule, look up, run).
-  tj::Tensor tiny = tj::rand({16}, on);
-  run(tiny);
-  double hit_us = time_median(std::max(25, reps), [&] { run(tj::exp(tiny) * tiny + 1); }) * 1e6;
+  all.push_back({"cache hit", "16 elements", [&] {
+                   tj::Tensor tiny = tj::rand({16}, on);
+                   run(tiny);
+                   const int hit_reps = std::max(25, reps);
+                   double t = time_median(hit_reps, [&] { run(tj::exp(tiny) * tiny + 1); });
+                   rows.push_back({"cache hit", "16 elements", Kind::Latency, 0, {}});
+                   rows.back().variants.push_back({"median", Role::Fused, 1e3 * t, hit_reps});
+                 }});
 
+  std::vector<const Workload*> selected;
+  for (const auto& name : o.only) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const Workload& w) {
+      return normalized(w.name) == normalized(name);
+    });
+    if (it == all.end()) throw UsageError(fmt::format("--only: no workload '{}'", name));
+  }
+  for (const auto& w : all)
+    if (o.only.empty() || std::any_of(o.only.begin(), o.only.end(), [&](const std::string& name) {
+          return normalized(name) == normalized(w.name);
+        }))
+      selected.push_back(&w);
+
+  if (gpu) {
+    report.copy_gbps = cuda_copy_gbps(gpu_index, static_cast<size_t>(bytes / 2), reps);
+  } else {
+    report.copy_gbps_before =
+        bytes / copy_seconds(static_cast<size_t>(bytes / 2), report.threads, reps) / 1e9;
+  }
+  x = tj::rand({n}, on);
+  run(x);
+  for (size_t k = 0; k < selected.size(); ++k) {
+    fmt::print(stderr, "[{}/{}] {} {} ...\n", k + 1, selected.size(), selected[k]->name,
+               selected[k]->shape);
+    selected[k]->run();
+  }
   if (!gpu) {
     // The copy again, after the workloads: a neighbour's burst during one measurement of a noisy
     // machine would otherwise flatter every fraction. The faster of the two is the roofline.
-    const double again = bytes / copy_seconds(static_cast<size_t>(bytes / 2), threads, reps) / 1e9;
-    fmt::print("machine: {} threads, copy bandwidth {:.1f} GB/s (the faster of {:.1f} before and "
-               "{:.1f} after the workloads, medians of {})\n\n",
-               threads, std::max(copy_gbps, again), copy_gbps, again, reps);
-    copy_gbps = std::max(copy_gbps, again);
+    report.copy_gbps_after =
+        bytes / copy_seconds(static_cast<size_t>(bytes / 2), report.threads, reps) / 1e9;
+    report.copy_gbps = std::max(report.copy_gbps_before, report.copy_gbps_after);
   }
-  fmt::print("{:<12} {:<22} {:>10} {:>10} {:>12}\n", "workload", "variant", "ms", "GB/s",
-             "% of copy");
-  for (const auto& r : rows)
-    fmt::print("{:<12} {:<22} {:>10.2f} {:>10.1f} {:>11.1f}%\n", r.workload, r.variant, r.ms,
-               r.gbps, 100 * r.gbps / copy_gbps);
-  fmt::print("\n");
-  for (size_t i = 0; i + 1 < rows.size(); ++i)
-    if (rows[i].variant == "fused" && rows[i + 1].variant == "unfused")
-      fmt::print("{}: fused is {:.2f}x faster than unfused\n", rows[i].workload,
-                 rows[i + 1].ms / rows[i].ms);
-  auto ms_of = [&](const std::string& workload, const std::string& variant) {
-    for (const auto& r : rows)
-      if (r.workload == workload && r.variant == variant) return r.ms;
-    return 0.0;
-  };
-  if (!gpu)
-    fmt::print("gelu_tanh: fused is {:.2f}x faster than the c++ loop\n",
-               ms_of("gelu_tanh", "c++ loop (1 thread)") / ms_of("gelu_tanh", "fused"));
-  fmt::print("(sum reads only: its GB/s can exceed the copy's read+write rate)\n");
-  fmt::print("compile latency of one fused elementwise kernel: median {:.2f} ms over {}\n",
-             compile_ms.empty() ? 0.0 : median(compile_ms), compile_ms.size());
-  fmt::print("cache hit, end to end (16 elements): median {:.1f} us\n", hit_us);
 
-  if (!json.empty()) {
-    std::ofstream f(json);
-    f << "{\n  \"device\": \"" << device.str() << "\",\n  \"copy_gbps\": " << copy_gbps
-      << ",\n  \"threads\": " << threads << ",\n  \"rows\": [\n";
-    for (size_t i = 0; i < rows.size(); ++i)
-      f << fmt::format(
-          "    {{\"workload\": \"{}\", \"variant\": \"{}\", \"ms\": {:.4f}, \"gbps\": {:.3f}, "
-          "\"fraction_of_copy\": {:.4f}}}{}\n",
-          rows[i].workload, rows[i].variant, rows[i].ms, rows[i].gbps, rows[i].gbps / copy_gbps,
-          i + 1 < rows.size() ? "," : "");
-    f << fmt::format("  ],\n  \"matmul_gflops\": {:.3f},\n  \"mlp_step_ms\": {{\"fused\": {:.4f}, "
-                     "\"unfused\": {:.4f}}},\n",
-                     matmul_gflops, mlp_fused_ms, mlp_unfused_ms);
-    f << fmt::format("  \"compile_ms_median\": {:.4f},\n  \"cache_hit_us_median\": {:.3f}\n}}\n",
-                     compile_ms.empty() ? 0.0 : median(compile_ms), hit_us);
-  }
+  print_table(report, std::cout);
+  std::cout.flush();
+  write_output(o.json, report, write_json);
+  write_output(o.csv, report, write_csv);
+  write_output(o.chart, report, write_svg);
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // Every failure is one line on stderr and an exit status, never an abort.
+  try {
+    Options o = parse_args(std::vector<std::string>(argv + 1, argv + argc));
+    if (o.help) {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    return bench(o);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "tj-bench: {} (see tj-bench --help)\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tj-bench: {}\n", e.what());
+    return 1;
+  } catch (...) {
+    fmt::print(stderr, "tj-bench: unknown error\n");
+    return 1;
+  }
 }

@@ -36,6 +36,7 @@ expression (docs/tjc.md), then prints stages of its compilation or runs it.
   --grad OUTPUT --wrt IN  add the gradient of OUTPUT (summed) w.r.t. the
                           storage IN as the output grad_IN (IN may be a
                           comma-separated list)
+  --version               the version of tjc and of the tensorjit library
   -h, --help              this text
 
 Exit status: 0 success, 1 an error in the input (file, expression, data),
@@ -48,6 +49,7 @@ struct UsageError : std::runtime_error {
 
 struct Options {
   bool help = false;
+  bool version = false;
   std::string file;
   std::optional<std::string> expr;
   std::vector<std::string> emit;
@@ -94,6 +96,10 @@ Options parse_args(const std::vector<std::string>& args) {
     if (flag == "-h" || flag == "--help") {
       no_value();
       o.help = true;
+      return o;
+    } else if (flag == "--version") {
+      no_value();
+      o.version = true;
       return o;
     } else if (flag == "-e") {
       if (o.expr) throw UsageError("-e is given twice");
@@ -233,11 +239,15 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   try {
     o = parse_args(args);
   } catch (const UsageError& e) {
-    fmt::print(err, "tjc: {}\n(tjc --help lists the options)\n", e.what());
+    fmt::print(err, "tjc: {} (tjc --help lists the options)\n", e.what());
     return 2;
   }
   if (o.help) {
     out << kUsage;
+    return 0;
+  }
+  if (o.version) {
+    fmt::print(out, "tjc (tensorjit) {}\n", version());
     return 0;
   }
   try {
