@@ -464,4 +464,9 @@ TEST_CASE("CUDA: large reductions and elementwise kernels", "[cuda][gpu]") {
   CHECK(equal(m.cuda().argmax(1).cpu(), m.argmax(1)));
   Tensor big = rand({5, 300000});
   CHECK(allclose(big.cuda().sum({1}).cpu(), big.sum({1}), 1e-5, 1e-3));
+  // A whole-tensor sum of a transposed expression: split across blocks like a 1-d sum.
+  Tensor sq = rand({2048, 2048});
+  const double sq_want = (sq.t().to(kFloat64) * 2 + 1).sum().item<double>();
+  CHECK((sq.cuda().t() * 2 + 1).sum().item<double>() == Approx(sq_want).epsilon(1e-6));
+  CHECK((sq.cuda().t() * 2 + 1).amax().item<double>() == (sq.t() * 2 + 1).amax().item<double>());
 }

@@ -97,6 +97,9 @@ NodePtr reduce_node(Op op, const NodePtr& x, const std::vector<int64_t>& axes) {
   return ir::make_node(op, x->dtype, std::move(kept), {x}, axes);
 }
 
+// Blocks of a long 1-D reduction on a GPU (its first stage).
+constexpr int64_t kGpuBlocks = 1024;
+
 // Reduces over `axes` (keepdim). Runs of adjacent axes are one reduction loop
 // each; a large reduction into few outputs is split in two stages so that all
 // threads work and float sums are blocked (pairwise-level error).
@@ -121,9 +124,17 @@ NodePtr reduce(Op op, const NodePtr& x, std::vector<int64_t> axes) {
     std::vector<int64_t> inner(axes.begin() + 1, axes.end());
     return reduce_node(op, reduce_node(op, x, inner), {axes[0]});
   }
+  if (gpu && outputs == 1 && x->ndim() > 1 && r % kGpuBlocks == 0 &&
+      (r / kGpuBlocks) % x->shape.back() == 0) {
+    // Everything into one value on a GPU, the outer dim too short to split on (it wants
+    // thousands of blocks, not one): reduced as one long axis, split below. Each block's share
+    // is whole rows, so the reshape maps affinely onto the input (a transposed read stays fused).
+    NodePtr flat = reduce(op, fe::reshape(x, {r}), {0});
+    return fe::reshape(flat, kept_shape(x->shape, axes));
+  }
   if (axes.size() == 1 && x->ndim() == 1) {
     // One long axis: (P, q) blocks plus a remainder, each reduced in parallel.
-    const int64_t P = gpu ? 1024 : 256, q = r / P;
+    const int64_t P = gpu ? kGpuBlocks : 256, q = r / P;
     NodePtr main = fe::reshape(fe::slice(x, 0, 0, P * q, 1), {P, q});
     NodePtr part = fe::reshape(reduce_node(op, main, {1}), {P});
     NodePtr total = reduce_node(op, part, {0});
