@@ -185,10 +185,9 @@ std::vector<int64_t> reduced_sizes(const Node& r) {
   return sizes;
 }
 
-// Whether reduction `r` runs over short trailing dims of its input on the CPU: then a kernel may
-// loop over its rows several times (kRowLocal).
+// Whether reduction `r` runs over short trailing dims of its input: then a kernel may loop over
+// its rows several times (kRowLocal), on the CPU and on a GPU alike.
 bool row_local(const Node& r) {
-  if (r.device.is_cuda()) return false;
   const size_t nd = r.src[0]->shape.size(), m = r.args.size();
   int64_t len = 1;
   for (size_t k = 0; k < m; ++k) {
