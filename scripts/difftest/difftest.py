@@ -51,9 +51,8 @@ def fnum(x):
 
 
 class Value:
-    def __init__(self, name, shape, dtype, base=None):
+    def __init__(self, name, shape, dtype):
         self.name, self.shape, self.dtype = name, list(shape), dtype
-        self.base = base  # the variable whose storage a view shares
 
     @property
     def kind(self):
@@ -79,8 +78,8 @@ class Program:
         self.prints = []
         self.error = False
 
-    def fresh(self, shape, dtype, base=None):
-        v = Value(f"v{len(self.values)}", shape, dtype, base)
+    def fresh(self, shape, dtype):
+        v = Value(f"v{len(self.values)}", shape, dtype)
         self.values.append(v)
         return v
 
@@ -286,7 +285,6 @@ class Program:
 
     def view(self, x):
         r = self.rng
-        base = x.base or x
         nd = len(x.shape)
         ops = ["reshape", "unsqueeze", "flatten", "expand"]
         if nd >= 1:
@@ -299,24 +297,23 @@ class Program:
         n = x.name
         if op == "reshape":
             shape = factor(x.numel, r)
-            v = self.fresh(shape, x.dtype, base)
-            # reshape of a non-contiguous view copies in both libraries: no longer a view
+            v = self.fresh(shape, x.dtype)
             return self.emit(v, f"{n}.reshape([{ilist(shape)}])", f"{n}.reshape({{{ilist(shape)}}})")
         if op == "unsqueeze":
             d = r.randint(0, nd)
             shape = x.shape[:d] + [1] + x.shape[d:]
-            v = self.fresh(shape, x.dtype, base)
+            v = self.fresh(shape, x.dtype)
             return self.emit(v, f"{n}.unsqueeze({d})", f"{n}.unsqueeze({d})")
         if op == "flatten":
-            v = self.fresh([x.numel], x.dtype, base)
+            v = self.fresh([x.numel], x.dtype)
             return self.emit(v, f"{n}.flatten()", f"{n}.flatten()")
         if op == "expand":
             shape = [r.randint(2, 3)] + list(x.shape)
-            v = self.fresh(shape, x.dtype, base)
+            v = self.fresh(shape, x.dtype)
             return self.emit(v, f"{n}.expand([{ilist(shape)}])", f"{n}.expand({{{ilist(shape)}}})")
         if op == "squeeze":
             shape = [s for s in x.shape if s != 1]
-            v = self.fresh(shape, x.dtype, base)
+            v = self.fresh(shape, x.dtype)
             return self.emit(v, f"{n}.squeeze()", f"{n}.squeeze()")
         d = r.randrange(nd)
         if op == "narrow":
@@ -325,13 +322,13 @@ class Program:
             length = r.randint(1, size - start)
             shape = list(x.shape)
             shape[d] = length
-            v = self.fresh(shape, x.dtype, base)
+            v = self.fresh(shape, x.dtype)
             return self.emit(v, f"{n}.narrow({d}, {start}, {length})",
                              f"{n}.narrow({d}, {start}, {length})")
         if op == "select":
             i = r.randint(-x.shape[d], x.shape[d] - 1)
             shape = x.shape[:d] + x.shape[d + 1:]
-            v = self.fresh(shape, x.dtype, base)
+            v = self.fresh(shape, x.dtype)
             return self.emit(v, f"{n}.select({d}, {i})", f"{n}.select({d}, {i})")
         if op == "slice_step":
             step = r.randint(1, 3)
@@ -341,26 +338,26 @@ class Program:
             idx_py = ", ".join([":"] * d + [f"{start}::{step}"])
             idx_cpp = ", ".join(["tj::indexing::Slice()"] * d +
                                 [f"tj::indexing::Slice({start}, tj::indexing::None, {step})"])
-            v = self.fresh(shape, x.dtype, base)
+            v = self.fresh(shape, x.dtype)
             return self.emit(v, f"{n}[{idx_py}]", f"{n}.index({{{idx_cpp}}})")
         if op == "t":
             if nd != 2:
                 return self.view(x)
-            v = self.fresh([x.shape[1], x.shape[0]], x.dtype, base)
+            v = self.fresh([x.shape[1], x.shape[0]], x.dtype)
             return self.emit(v, f"{n}.t()", f"{n}.t()")
         if op == "transpose":
             a, b = r.sample(range(nd), 2)
             shape = list(x.shape)
             shape[a], shape[b] = shape[b], shape[a]
-            v = self.fresh(shape, x.dtype, base)
+            v = self.fresh(shape, x.dtype)
             return self.emit(v, f"{n}.transpose({a}, {b})", f"{n}.transpose({a}, {b})")
         perm = list(range(nd))
         r.shuffle(perm)
-        v = self.fresh([x.shape[p] for p in perm], x.dtype, base)
+        v = self.fresh([x.shape[p] for p in perm], x.dtype)
         return self.emit(v, f"{n}.permute([{ilist(perm)}])", f"{n}.permute({{{ilist(perm)}}})")
 
     def inplace(self, x):
-        """A write through x (often a view), then its base is printed."""
+        """A write through x, often a view: what reads its storage sees the write."""
         r = self.rng
         op = r.choice(["add_", "mul_", "fill_", "zero_", "copy_", "setitem", "sub_t"])
         n = x.name
@@ -477,7 +474,7 @@ class Program:
             v = self.fresh([2, 3, n, m], dtype)
         elif form == "bt":
             a, b0 = self.literal([n, k], dtype), self.literal([m, k], dtype)
-            b = self.fresh([k, m], dtype, b0)
+            b = self.fresh([k, m], dtype)
             self.emit(b, f"{b0.name}.t()", f"{b0.name}.t()")
             v = self.fresh([n, m], dtype)
         else:
@@ -550,7 +547,7 @@ class Program:
                 self.product()
         if r.random() < 0.12:
             self.deliberate_error()
-        # Print the last value and one or two others (the bases written through included).
+        # Print the last value and up to two others.
         shown = [self.values[-1]]
         for v in r.sample(self.values, min(2, len(self.values))):
             if v not in shown:
