@@ -9,20 +9,7 @@ namespace {
 
 const GemmRunner* g_override = nullptr;
 
-// `x` computed: a Buffer over memory, seen through whatever view the memory's layout
-// expresses.
-NodePtr computed(const NodePtr& x) {
-  detail::realize({x});
-  NodePtr r = ir::resolve(x);
-  if (r->op != Op::Buffer) { // a leaf the scheduler reads without memory: give it some
-    NodePtr copy = ir::make_node(Op::Cast, x->dtype, x->shape, {r});
-    detail::realize({copy});
-    r = ir::resolve(copy);
-  }
-  return r;
-}
-
-// A contiguous copy of `x` in fresh memory.
+// `x` computed into fresh contiguous memory: a Cast to its own dtype, as Tensor::contiguous.
 NodePtr contiguous_copy(const NodePtr& x) {
   NodePtr copy = ir::make_node(Op::Cast, x->dtype, x->shape, {x});
   detail::realize({copy});
@@ -31,6 +18,14 @@ NodePtr contiguous_copy(const NodePtr& x) {
       r->view.offset != 0)
     throw Error("internal error: a copy for a matrix product is not contiguous");
   return r;
+}
+
+// `x` computed: a Buffer over memory, seen through whatever view the memory's layout
+// expresses (a leaf the scheduler reads without memory is given some).
+NodePtr computed(const NodePtr& x) {
+  detail::realize({x});
+  NodePtr r = ir::resolve(x);
+  return r->op == Op::Buffer ? r : contiguous_copy(r);
 }
 
 rt::GemmOperand layout(const NodePtr& buffer) {

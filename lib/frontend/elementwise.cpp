@@ -396,6 +396,10 @@ namespace {
 NodePtr bounded_below(const NodePtr& x, const NodePtr& lo) {
   return fe::where(fe::binary(Op::CmpLt, x, lo), lo, x);
 }
+// The same above `hi` (clamp_max): a tie keeps x.
+NodePtr bounded_above(const NodePtr& x, const NodePtr& hi) {
+  return fe::where(fe::binary(Op::CmpLt, hi, x), hi, x);
+}
 } // namespace
 
 Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi, Caller caller) {
@@ -408,7 +412,7 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
   reject_bool(t, lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu");
   NodePtr r = fe::cast(x.node, t);
   if (lo) r = bounded_below(r, fe::constant(*lo, t));
-  if (hi) r = fe::where(fe::binary(Op::CmpLt, fe::constant(*hi, t), r), fe::constant(*hi, t), r);
+  if (hi) r = bounded_above(r, fe::constant(*hi, t));
   Tensor out = wrap(r);
   // The gradient passes where the input is within the bounds.
   ag::record(lo && hi ? "ClampBackward1"
