@@ -260,7 +260,7 @@ void verify(const Kernel& k) {
     if (!leaf && v.op != Op::Cast && v.op != Op::Gather &&
         (v.dtype == kFloat16 || v.dtype == kBFloat16))
       fail(fmt::format("%{} computes in a 16-bit float type", i));
-    if (ir::is_movement(v.op) || ir::is_write(v.op))
+    if (ir::is_movement(v.op) || ir::is_performed(v.op))
       fail(fmt::format("%{} is a {} op, which kernels do not have", i, ir::name(v.op)));
   }
   // A streaming output (one at most): contiguous, stored once per element by the element loop,

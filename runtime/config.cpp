@@ -52,7 +52,8 @@ Counters& counters() {
 Stats stats() {
   auto& c = rt::counters();
   return Stats{c.kernels_compiled.load(), c.kernels_launched.load(), c.memory_cache_hits.load(),
-               c.disk_cache_hits.load(),  c.materializations.load(), c.bytes_allocated.load()};
+               c.disk_cache_hits.load(),  c.materializations.load(), c.bytes_allocated.load(),
+               c.library_calls.load()};
 }
 
 void reset_stats() {
@@ -63,6 +64,7 @@ void reset_stats() {
   c.disk_cache_hits = 0;
   c.materializations = 0;
   c.bytes_allocated = 0;
+  c.library_calls = 0;
 }
 
 } // namespace tj

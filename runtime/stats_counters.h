@@ -12,6 +12,7 @@ struct Counters {
   std::atomic<int64_t> disk_cache_hits{0};
   std::atomic<int64_t> materializations{0};
   std::atomic<int64_t> bytes_allocated{0};
+  std::atomic<int64_t> library_calls{0};
 };
 Counters& counters();
 

@@ -1537,6 +1537,7 @@ llvm::Value* KernelLowering::lower_value(int idx) {
   case ir::OpCategory::Movement:
   case ir::OpCategory::Scatter:
   case ir::OpCategory::Mutation:
+  case ir::OpCategory::Call:
     break;
   }
   bad(idx, fmt::format("{} cannot be lowered", ir::name(v.op)));

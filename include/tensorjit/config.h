@@ -13,6 +13,7 @@ struct Stats {
   int64_t disk_cache_hits = 0;
   int64_t materializations = 0;
   int64_t bytes_allocated = 0;
+  int64_t library_calls = 0; // calls into a library (cuBLAS) that computed a graph node
 };
 Stats stats();
 void reset_stats();

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "autograd/formulas.h"
+#include "ir/routine.h"
 #include "ir/text.h"
 #include "tensorjit/functions.h"
 #include "tensorjit/indexing.h"
@@ -145,6 +146,8 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
   }
   case Op::Gather:
     return gather(x, n.args[0], in[1]);
+  case Op::Call: // a Gemm, the one routine
+    return matmul(x, in[1]);
   case Op::Scatter:
     return autograd::scatter_at(x, n.args[0], in[1], in[2], n.args[1] != 0, "ScatterBackward0");
   default: // comparisons and logical ops: no gradient flows through them
@@ -190,7 +193,7 @@ Graph differentiate(const Graph& g, const std::string& output,
     if (n->op == Op::Buffer && leaves.count(n->storage.get()))
       value[n.get()] =
           broadcast_read(leaves[n->storage.get()], n->shape, n->view.strides, n->view.offset);
-    else if (!needs || info(n->op).grad_fn.empty())
+    else if (!needs || grad_fn(*n).empty())
       // Nothing to differentiate (comparisons and logic have no gradient):
       // the replayed inputs hold the same values, so the node stands as it is.
       value[n.get()] = detail::wrap(n);

@@ -197,4 +197,29 @@ NodePtr as_strided(const NodePtr& x, const Shape& sizes, const std::vector<int64
   return ir::make_node(Op::AsStrided, x->dtype, sizes, {x}, std::move(args));
 }
 
+NodePtr moved(const ir::Node& n, const NodePtr& src) {
+  switch (n.op) {
+  case Op::Reshape:
+    return reshape(src, n.shape);
+  case Op::Permute:
+    return permute(src, n.args);
+  case Op::Expand:
+    return expand(src, n.shape);
+  case Op::AsStrided:
+    return as_strided(src, n.shape, {n.args.begin(), n.args.end() - 1}, n.args.back());
+  case Op::Slice:
+    if (ir::has_view(src->op)) {
+      ir::View v = src->view;
+      for (size_t d = 0; d < v.strides.size(); ++d) {
+        v.offset += n.args[2 * d] * v.strides[d];
+        v.strides[d] *= n.args[2 * d + 1];
+      }
+      return with_view(src, n.shape, v);
+    }
+    return ir::make_node(Op::Slice, n.dtype, n.shape, {src}, n.args);
+  default:
+    throw Error(fmt::format("internal error: {} is not a movement", ir::name(n.op)));
+  }
+}
+
 } // namespace tj::fe

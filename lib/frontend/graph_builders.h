@@ -38,5 +38,8 @@ NodePtr as_strided(const NodePtr& x, const Shape& sizes, const std::vector<int64
                    int64_t offset);
 // x[start:stop:step] along one dim; start/stop already clamped, step != 0.
 NodePtr slice(const NodePtr& x, int64_t dim, int64_t start, int64_t stop, int64_t step);
+// Movement node `n` (ops.def) applied to `src` in its operand's place, through the builders
+// above: a view of a leaf stays a leaf.
+NodePtr moved(const ir::Node& n, const NodePtr& src);
 
 } // namespace tj::fe

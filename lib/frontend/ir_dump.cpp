@@ -14,6 +14,7 @@
 #include "cuda/nvrtc_compile.h"
 #include "frontend/materialize.h"
 #include "frontend/tensor_impl.h"
+#include "ir/routine.h"
 #include "ir/text.h"
 #include "passes/simplify.h"
 #include "tensorjit/autograd.h"
@@ -46,13 +47,34 @@ std::string kernel_header(size_t i, const rt::Launch& l) {
                      l.r > 1 ? fmt::format(" reducing {}", l.r) : "");
 }
 
-// The schedule: each kernel, what it stores and why it exists; then the
-// simplified graph with each node's kernels.
+// A library call of a plan: what it computes and how.
+std::string call_text(const detail::PlannedCall& c,
+                      const std::unordered_map<const Node*, size_t>& id) {
+  std::string out = fmt::format("call {} by {}", name(routine(*c.node)), c.library);
+  if (auto it = id.find(c.node.get()); it != id.end())
+    out += fmt::format("\n  stores %{}", it->second);
+  for (const rt::GemmCall& g : c.calls)
+    out +=
+        fmt::format("\n  gemm{} {}{} m={} n={} k={} lda={} ldb={} ldc={}",
+                    g.batch > 1 ? fmt::format("StridedBatched x{}", g.batch) : "",
+                    g.transa ? 'T' : 'N', g.transb ? 'T' : 'N', g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
+  if (ir::Site s = c.node->site.load(std::memory_order_relaxed))
+    out += fmt::format("\n  from {}", s);
+  return out + "\n";
+}
+
+// The schedule: each kernel and library call, in order, what it stores and why a kernel
+// exists; then the simplified graph with each node's kernels.
 std::string schedule_text(const std::vector<NodePtr>& simple, const detail::Plan& p) {
   auto id = ids_of(simple);
   std::unordered_map<const Node*, std::vector<size_t>> in_kernels;
   std::string out;
+  auto calls_before = [&, next = size_t{0}](size_t k) mutable {
+    for (; next < p.calls.size() && p.calls[next].before <= k; ++next)
+      out += call_text(p.calls[next], id);
+  };
   for (size_t k = 0; k < p.kernels.size(); ++k) {
+    calls_before(k);
     const auto& [launch, info] = p.kernels[k];
     std::vector<std::string> roots, nodes;
     for (const auto& r : info.roots)
@@ -72,7 +94,9 @@ std::string schedule_text(const std::vector<NodePtr>& simple, const detail::Plan
     for (ir::Site s : info.sites())
       out += fmt::format("  from {}\n", s);
   }
-  if (p.kernels.empty()) out += "# no kernels: every value is memory or a constant\n";
+  calls_before(p.kernels.size());
+  if (p.kernels.empty() && p.calls.empty())
+    out += "# no kernels: every value is memory or a constant\n";
   PrintOptions po;
   po.annotate = [&](const Node& n) -> std::string {
     auto it = in_kernels.find(&n);
@@ -236,11 +260,9 @@ public:
     if (!plan_) plan_ = detail::plan(*simple_);
     if (stage == "schedule") return schedule_text(*simple_, *plan_);
     if (stage == "dot") return dot_text(*simple_, *plan_);
-    if (stage == "kernel" || stage == "llvm" || stage == "asm") return per_kernel(*plan_, stage);
-    if (stage == "cuda" || stage == "ptx") { // the kernels as the CUDA backend would run them
-      if (!cuda_plan_) cuda_plan_ = detail::plan(*simple_, /*cuda_kernels=*/true);
-      return per_kernel(*cuda_plan_, stage);
-    }
+    // The same kernels lower for either device: "cuda" and "ptx" show them as a GPU runs them.
+    if (stage == "kernel" || stage == "llvm" || stage == "asm" || stage == "cuda" || stage == "ptx")
+      return per_kernel(*plan_, stage);
     throw Error(fmt::format("dump: unknown stage '{}' (expected one of {})", stage,
                             fmt::join(stages(), ", ")));
   }
@@ -249,7 +271,7 @@ private:
   const std::vector<NodePtr>& roots_;
   PrintOptions named_;
   std::optional<std::vector<NodePtr>> simple_;
-  std::optional<detail::Plan> plan_, cuda_plan_;
+  std::optional<detail::Plan> plan_;
 };
 
 } // namespace

@@ -1,15 +1,15 @@
 // matmul and its special cases (dot, mv, mm, bmm, tensordot): a broadcast
-// product reduced over the shared dimension, so they fuse like any reduction.
-// On a CUDA device, float32 and float64 products call cuBLAS instead, when
-// the product is built (until a generated GEMM beats it): frontend/blas_product.h.
+// product reduced over the shared dimension, so they fuse like any reduction;
+// or, where a library computes products (cuBLAS on a CUDA device), a Call node
+// that materialization hands to it.
 #include <fmt/format.h>
 
 #include "autograd/formulas.h"
-#include "cuda_blas.h"
-#include "frontend/blas_product.h"
 #include "frontend/graph_builders.h"
 #include "frontend/promotion.h"
 #include "frontend/tensor_impl.h"
+#include "ir/routine.h"
+#include "pipeline/library_calls.h"
 #include "tensorjit/functions.h"
 
 namespace tj {
@@ -29,34 +29,22 @@ void check_same_dtype(const NodePtr& a, const NodePtr& b) {
                             fe::cpp_type_name(b->dtype)));
 }
 
-// Whether the product runs in a column-major BLAS: float32 and float64 on a CUDA device with
-// cuBLAS loaded, sizes in its 32-bit range (or any device while a test's model stands in).
-// Operands on different devices or of different dtypes take the generic path, which raises
+// (..., n, k) x (..., k, m) -> (..., n, m), batch dims broadcast. Where a library computes
+// products of this dtype on the operands' device (pipeline/library_calls.h), a Call of gemm;
+// elsewhere the broadcast product reduced over the shared dim, which fuses like any reduction.
+// Operands on different devices or of different dtypes take the second path, which raises
 // PyTorch's errors.
-const fe::GemmRunner* blas_runner(const NodePtr& a, const NodePtr& b) {
-  if (a->ndim() < 2 || b->ndim() < 2 || b->device != a->device || b->dtype != a->dtype ||
-      (a->dtype != kFloat32 && a->dtype != kFloat64))
-    return nullptr;
-  const int64_t n = a->shape[a->ndim() - 2], k = a->shape.back(), m = b->shape.back();
-  const int64_t batch =
-      ir::numel(ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 2),
-                                     ir::Shape(b->shape.begin(), b->shape.end() - 2)));
-  if (!rt::gemm_sizes_fit(n, m, k, batch)) return nullptr;
-  if (const fe::GemmRunner* model = fe::blas_override()) return model;
-  if (!a->device.is_cuda() || !rt::cuda::blas_available()) return nullptr;
-  static const fe::GemmRunner cublas = [](const rt::GemmCall& call, const ir::Node& lib_a,
-                                          const ir::Node& lib_b, const ir::Node& lib_c) {
-    auto base = [](const ir::Node& t) {
-      return reinterpret_cast<rt::cuda::CUdeviceptr>(t.storage->data());
-    };
-    rt::cuda::gemm(lib_c.device.index(), lib_c.dtype, call, base(lib_a), base(lib_b), base(lib_c));
-  };
-  return &cublas;
-}
-
-// (..., n, k) x (..., k, m) -> (..., n, m), batch dims broadcast.
 NodePtr batched(const NodePtr& a, const NodePtr& b) {
-  if (const fe::GemmRunner* run = blas_runner(a, b)) return fe::blas_product(a, b, *run);
+  const int64_t n = a->shape[a->ndim() - 2], k = a->shape.back(), m = b->shape.back();
+  const ir::Shape batch = ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 2),
+                                               ir::Shape(b->shape.begin(), b->shape.end() - 2));
+  if (b->device == a->device && b->dtype == a->dtype && k > 0 && n * m * ir::numel(batch) > 0 &&
+      pipeline::gemm_library(a->device, a->dtype, n, m, k, ir::numel(batch))) {
+    ir::Shape as = batch, bs = batch;
+    as.insert(as.end(), {n, k});
+    bs.insert(bs.end(), {k, m});
+    return ir::make_call(ir::Routine::Gemm, {fe::expand(a, as), fe::expand(b, bs)});
+  }
   ir::Shape as = a->shape, bs = b->shape;
   as.push_back(1);            // (..., n, k, 1)
   bs.insert(bs.end() - 2, 1); // (..., 1, k, m)

@@ -1,5 +1,5 @@
-// Materialization: simplify, schedule, execute, and record realized buffers
-// (or only plan it, for dumps).
+// Materialization: perform writes and library calls, simplify, schedule, execute, and record
+// realized buffers (or only plan it, for dumps).
 #include <fmt/format.h>
 #include <pthread.h>
 
@@ -11,9 +11,12 @@
 #include <typeinfo>
 #include <unordered_set>
 
+#include "frontend/graph_builders.h"
 #include "frontend/materialize.h"
 #include "frontend/tensor_impl.h"
+#include "ir/routine.h"
 #include "passes/simplify.h"
+#include "pipeline/library_calls.h"
 #include "schedule/scheduler.h"
 #include "stats_counters.h"
 #include "tensorjit/config.h"
@@ -65,8 +68,7 @@ namespace {
 // records are taken back at the end.
 class Materializer {
 public:
-  explicit Materializer(Plan* plan = nullptr, bool cuda_kernels = false)
-      : plan_(plan), cuda_kernels_(cuda_kernels) {}
+  explicit Materializer(Plan* plan = nullptr) : plan_(plan) {}
   ~Materializer() {
     for (const auto& n : marked_)
       n->realized.reset();
@@ -77,12 +79,16 @@ public:
   void realize_now(const std::vector<ir::NodePtr>& nodes);
 
 private:
+  void perform(const ir::NodePtr& n);
   void perform_write(const ir::NodePtr& a);
   void perform_scatter(const ir::NodePtr& a);
+  void perform_call(const ir::NodePtr& c);
+  void perform_by_kernels(const ir::NodePtr& c);
+  ir::NodePtr in_memory(const ir::NodePtr& x);
+  ir::NodePtr contiguous_copy(const ir::NodePtr& buffer);
   void run(const std::vector<sched::Target>& targets);
 
   Plan* plan_;
-  bool cuda_kernels_;
   std::vector<ir::NodePtr> marked_; // planned buffers, taken back at the end
 };
 
@@ -99,24 +105,33 @@ void realize(const std::vector<ir::NodePtr>& nodes) {
     Materializer().realize_now(nodes);
 }
 
-Plan plan(const std::vector<ir::NodePtr>& nodes, bool cuda_kernels) {
+Plan plan(const std::vector<ir::NodePtr>& nodes) {
   Plan p;
   std::vector<ir::NodePtr> todo;
   for (const auto& n : nodes)
     if (!n->realized && n->op != ir::Op::Buffer) todo.push_back(n);
-  if (!todo.empty()) Materializer(&p, cuda_kernels).realize_now(todo);
+  if (!todo.empty()) Materializer(&p).realize_now(todo);
   return p;
 }
 
 namespace {
-// The unrealized writes (Assign, Scatter) below `roots`, each after the ones it reads.
-void collect_writes(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& seen,
-                    std::vector<ir::NodePtr>& out) {
+// The unrealized writes (Assign, Scatter) and calls below `roots`, each after the ones it reads.
+void collect_performed(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& seen,
+                       std::vector<ir::NodePtr>& out) {
   ir::NodePtr n = ir::resolve(in);
   if (n->realized || ir::is_leaf(n->op) || !seen.insert(n.get()).second) return;
   for (const auto& s : n->src)
-    collect_writes(s, seen, out);
-  if (ir::is_write(n->op)) out.push_back(n);
+    collect_performed(s, seen, out);
+  if (ir::is_performed(n->op)) out.push_back(n);
+}
+
+void Materializer::perform(const ir::NodePtr& n) {
+  if (n->op == ir::Op::Call)
+    perform_call(n);
+  else if (n->op == ir::Op::Scatter)
+    perform_scatter(n);
+  else
+    perform_write(n);
 }
 
 // Performs one write: the base is copied into fresh memory when the write may
@@ -125,7 +140,6 @@ void collect_writes(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& 
 // write), then the value is stored through the view. The Assign is then
 // realized as that memory at its new version.
 void Materializer::perform_write(const ir::NodePtr& a) {
-  if (a->op == ir::Op::Scatter) return perform_scatter(a);
   ir::NodePtr base = ir::resolve(a->src[0]);
   const ir::NodePtr& value = a->src[1];
   const size_t nd = static_cast<size_t>(value->ndim());
@@ -167,34 +181,140 @@ void Materializer::perform_scatter(const ir::NodePtr& a) {
   if (plan_) marked_.push_back(a);
 }
 
+// `x` in memory: a Buffer over storage, seen through whatever view the memory's layout
+// expresses. Movement (a transpose, a broadcast, a slice) stays a view of its computed source
+// where a view expresses it; anything else that is not memory yet is computed into fresh
+// contiguous memory.
+ir::NodePtr Materializer::in_memory(const ir::NodePtr& x0) {
+  ir::NodePtr x = ir::resolve(x0);
+  if (ir::is_movement(x->op)) {
+    ir::NodePtr view = fe::moved(*x, in_memory(x->src[0]));
+    if (view->op == ir::Op::Buffer) return view;
+    x = view; // no view expresses it (a reshape across strided dims): computed
+  }
+  ir::NodePtr simple = passes::simplify({x})[0];
+  if (simple->op == ir::Op::Buffer) return simple;
+  run({{x, simple, nullptr, {}, std::nullopt, "a library call reads it from memory"}});
+  return ir::resolve(x);
+}
+
+// `buffer` copied into fresh contiguous memory: a Cast to its own dtype, as Tensor::contiguous.
+ir::NodePtr Materializer::contiguous_copy(const ir::NodePtr& buffer) {
+  ir::NodePtr copy = ir::make_node(ir::Op::Cast, buffer->dtype, buffer->shape, {buffer});
+  run({{copy, copy, nullptr, {}, std::nullopt, "a library call cannot address the layout"}});
+  ir::NodePtr r = ir::resolve(copy);
+  if (r->op != ir::Op::Buffer || r->view.strides != ir::contiguous_strides(buffer->shape) ||
+      r->view.offset != 0)
+    throw Error("internal error: a copy for a library call is not contiguous");
+  return r;
+}
+
+// Performs a Call (a Gemm, the one routine): the operands are computed into memory and handed
+// to the library as they lie (transposed, strided, sliced and broadcast views included; copied
+// contiguous only where no call of the library addresses them); the result is fresh contiguous
+// memory. Where no library computes it, kernels do.
+void Materializer::perform_call(const ir::NodePtr& c) {
+  const ir::NodePtr &a0 = c->src[0], &b0 = c->src[1];
+  const int64_t n = a0->shape[a0->shape.size() - 2], k = a0->shape.back(), m = c->shape.back();
+  const int64_t batch = n != 0 && m != 0 ? c->numel() / (n * m) : 0;
+  const pipeline::GemmLibrary* library =
+      pipeline::gemm_library(c->device, c->dtype, n, m, k, batch);
+  if (!library || c->numel() == 0 || k == 0) return perform_by_kernels(c);
+  ir::NodePtr a = in_memory(a0), b = in_memory(b0);
+  auto storage =
+      rt::Storage::allocate(static_cast<size_t>(c->numel()) * itemsize(c->dtype), c->device);
+  ir::NodePtr out =
+      ir::make_buffer(storage, c->dtype, c->shape, {ir::contiguous_strides(c->shape), 0});
+  auto layout = [](const ir::NodePtr& t) {
+    return rt::GemmOperand{t->shape, t->view.strides, t->view.offset};
+  };
+  rt::GemmPlan plan = rt::plan_gemm(layout(a), layout(b), layout(out));
+  if (plan.copy_a || plan.copy_b) {
+    if (plan.copy_a) a = contiguous_copy(a);
+    if (plan.copy_b) b = contiguous_copy(b);
+    plan = rt::plan_gemm(layout(a), layout(b), layout(out));
+    if (plan.copy_a || plan.copy_b)
+      throw Error("internal error: contiguous operands of a matrix product found no plan");
+  }
+  if (plan_) {
+    plan_->calls.push_back({plan_->kernels.size(), c, library->name, plan.calls});
+    marked_.push_back(c);
+  } else {
+    // The kernels that computed the operands run before: launches are ordered on each device.
+    for (const rt::GemmCall& call : plan.calls) {
+      library->run(call, *b, *a, *out);
+      ++rt::counters().library_calls;
+    }
+  }
+  c->realized = out;
+}
+
+// A Call of gemm computed by kernels: the operands' broadcast product reduced over the shared
+// dim, as the frontend builds a product that no library computes.
+void Materializer::perform_by_kernels(const ir::NodePtr& c) {
+  const ir::NodePtr &a = c->src[0], &b = c->src[1];
+  const size_t r = a->shape.size();
+  const int64_t m = b->shape[r - 1];
+  ir::Shape as = a->shape, bs = b->shape, full = a->shape;
+  as.push_back(1);            // (..., n, k, 1)
+  bs.insert(bs.end() - 2, 1); // (..., 1, k, m)
+  full.push_back(m);          // (..., n, k, m)
+  auto spread = [&](const ir::NodePtr& x, const ir::Shape& s) {
+    ir::NodePtr shaped = ir::make_node(ir::Op::Reshape, x->dtype, s, {x}, s);
+    return ir::make_node(ir::Op::Expand, x->dtype, full, {shaped}, full);
+  };
+  ir::NodePtr prod = ir::make_node(ir::Op::Mul, c->dtype, full, {spread(a, as), spread(b, bs)});
+  ir::Shape reduced = full;
+  reduced[r - 1] = 1;
+  ir::NodePtr sum =
+      ir::make_node(ir::Op::ReduceSum, c->dtype, reduced, {prod}, {static_cast<int64_t>(r - 1)});
+  ir::NodePtr value = ir::make_node(ir::Op::Reshape, c->dtype, c->shape, {sum}, c->shape);
+  run({{c, passes::simplify({value})[0]}});
+}
+
 void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   std::vector<ir::NodePtr> todo;
   for (const auto& n : nodes)
     if (!n->realized && n->op != ir::Op::Buffer) todo.push_back(n);
   if (todo.empty()) return;
   if (!plan_) ++rt::counters().materializations;
-  {
+  auto performed_below = [](const std::vector<ir::NodePtr>& roots) {
     std::unordered_set<const ir::Node*> seen;
-    std::vector<ir::NodePtr> writes;
-    for (const auto& n : todo)
-      collect_writes(n, seen, writes);
-    for (const auto& w : writes)
-      if (!w->realized) perform_write(w);
-    std::erase_if(todo, [](const ir::NodePtr& n) { return n->realized != nullptr; });
-    if (todo.empty()) return;
-  }
+    std::vector<ir::NodePtr> out;
+    for (const auto& n : roots)
+      collect_performed(n, seen, out);
+    return out;
+  };
+  // Writes first, each after the calls its values read: a write's value is simplified and
+  // scheduled on its own.
+  std::vector<ir::NodePtr> first = performed_below(todo);
+  while (!first.empty() && !ir::is_write(first.back()->op))
+    first.pop_back();
+  for (const auto& w : first)
+    if (!w->realized) perform(w);
+  std::erase_if(todo, [](const ir::NodePtr& n) { return n->realized != nullptr; });
+  if (todo.empty()) return;
+  // Then the calls that the simplified values read, so that the kernels reading a call's result
+  // compute nodes of the simplified graph (which dumps show).
   std::vector<ir::NodePtr> simple = passes::simplify(todo);
+  for (const auto& c : performed_below(simple))
+    if (!c->realized) perform(c);
   std::vector<sched::Target> targets;
-  for (size_t i = 0; i < todo.size(); ++i)
-    targets.push_back({todo[i], simple[i]});
-  run(targets);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (!simple[i]->realized) {
+      targets.push_back({todo[i], simple[i]});
+    } else if (todo[i] != simple[i]) { // a call asked for itself
+      todo[i]->realized = ir::resolve(simple[i]);
+      if (plan_) marked_.push_back(todo[i]);
+    }
+  }
+  if (!targets.empty()) run(targets);
 }
 
 void Materializer::run(const std::vector<sched::Target>& targets) {
   std::vector<ir::NodePtr> marked;
   std::vector<sched::KernelInfo> info;
-  std::vector<rt::Launch> launches =
-      sched::schedule(targets, config().fusion, &marked, &info, cuda_kernels_);
+  std::vector<rt::Launch> launches = sched::schedule(targets, config().fusion, &marked, &info);
   if (plan_) {
     marked_.insert(marked_.end(), marked.begin(), marked.end());
     for (size_t i = 0; i < launches.size(); ++i)

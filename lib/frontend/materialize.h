@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gemm_plan.h"
 #include "ir/node.h"
 #include "schedule/scheduler.h"
 
@@ -15,16 +16,23 @@ struct PlannedKernel {
   sched::KernelInfo info;
 };
 
-// The kernels that computing `nodes` would launch, in order (pending
-// in-place writes first, planned into copies). Nothing runs, no memory is
-// written and no node is left realized. Runs its recursive passes on the
-// caller's stack: call it inside with_deep_stack.
-// With `cuda_kernels`, the kernels are those the CUDA backend lowers
-// (sched::schedule), wherever the values live.
+// A Call node's routine, performed by a library before kernel number `before` of the plan.
+struct PlannedCall {
+  size_t before;
+  ir::NodePtr node;
+  std::string library;
+  std::vector<rt::GemmCall> calls;
+};
+
+// The kernels that computing `nodes` would launch, in order (pending in-place writes first,
+// planned into copies), and the library calls among them. Nothing runs, no memory is written
+// and no node is left realized. Runs its recursive passes on the caller's stack: call it
+// inside with_deep_stack.
 struct Plan {
   std::vector<PlannedKernel> kernels;
+  std::vector<PlannedCall> calls;
 };
-Plan plan(const std::vector<ir::NodePtr>& nodes, bool cuda_kernels = false);
+Plan plan(const std::vector<ir::NodePtr>& nodes);
 
 // Runs `fn` on a thread with a stack large enough for the recursive passes
 // over graphs up to config().max_graph_nodes deep.

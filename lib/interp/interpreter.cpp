@@ -6,6 +6,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "ir/routine.h"
 #include "ir/scalar_semantics.h"
 #include "tensorjit/error.h"
 
@@ -111,6 +112,7 @@ private:
       return out;
     }
     if (ir::is_reduce(n.op)) return reduce(n, eval(n.src[0]));
+    if (n.op == Op::Call) return gemm(n, eval(n.src[0]), eval(n.src[1])); // the one routine
     if (n.op == Op::Gather) {
       const HostArray &s = eval(n.src[0]), &index = eval(n.src[1]);
       const size_t dim = static_cast<size_t>(n.args[0]);
@@ -217,6 +219,26 @@ private:
         out.i[o] = n.op == Op::ReduceProd ? 1 : 0;
       }
     }
+    return out;
+  }
+
+  // A Gemm: each (batch, i, j) the sum of products over the shared dim, in double, rounded once.
+  static HostArray gemm(const Node& n, const HostArray& a, const HostArray& b) {
+    if (ir::routine(n) != ir::Routine::Gemm)
+      throw Error(fmt::format("interpreter: no routine {}", ir::name(ir::routine(n))));
+    HostArray out = make(n.dtype, n.shape);
+    const ir::Shape& as = n.src[0]->shape;
+    const int64_t rows = as[as.size() - 2], k = as.back(), cols = n.shape.back();
+    const int64_t batches = rows != 0 && cols != 0 ? n.numel() / (rows * cols) : 0;
+    for (int64_t bt = 0; bt < batches; ++bt)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += a.f[static_cast<size_t>((bt * rows + i) * k + p)] *
+                   b.f[static_cast<size_t>((bt * k + p) * cols + j)];
+          out.f[static_cast<size_t>((bt * rows + i) * cols + j)] = ir::round_to_dtype(acc, n.dtype);
+        }
     return out;
   }
 

@@ -21,7 +21,8 @@ enum class OpCategory : uint8_t {
   Movement,
   Gather,
   Scatter,
-  Mutation
+  Mutation,
+  Call
 };
 
 inline constexpr int kNumOps = 0
@@ -60,6 +61,10 @@ constexpr bool is_alu(Op op) {
 constexpr bool is_write(Op op) {
   return category(op) == OpCategory::Scatter || category(op) == OpCategory::Mutation;
 }
+constexpr bool is_call(Op op) { return category(op) == OpCategory::Call; }
+// Ops that materialization performs on their own, operands first, before scheduling the
+// kernels that read them: writes and library calls. Kernels never compute them.
+constexpr bool is_performed(Op op) { return is_write(op) || is_call(op); }
 constexpr bool is_comparison(Op op) {
   return op == Op::CmpEq || op == Op::CmpNe || op == Op::CmpLt || op == Op::CmpLe;
 }

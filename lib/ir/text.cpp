@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/routine.h"
 #include "ir/scalar_semantics.h"
 #include "tensorjit/error.h"
 
@@ -159,6 +160,7 @@ std::string print_graph(const std::vector<NodePtr>& roots, const PrintOptions& o
     std::string line = fmt::format("%{} = {}", id[n.get()], name(n->op));
     if (n->op == Op::Buffer) line += " " + storages[n->storage.get()];
     if (n->op == Op::Const) line += " " + literal(n->value, n->dtype);
+    if (n->op == Op::Call) line += fmt::format(" {}", name(routine(*n)));
     for (size_t i = 0; i < n->src.size(); ++i)
       line += fmt::format("{}%{}", i ? ", " : " ", id[resolve(n->src[i]).get()]);
     line += attrs(*n) + " : " + type_str(*n);
@@ -553,7 +555,15 @@ private:
              fmt::format("storage '{}' is not declared before this line", storage_name));
     } else if (*op == Op::Const) {
       word("a value");
-    } else if (!is_leaf(*op)) {
+    }
+    std::optional<Routine> called;
+    if (*op == Op::Call) {
+      Token at = tok_;
+      std::string routine_name = word("a routine name");
+      called = routine_named(routine_name);
+      if (!called) fail(at, fmt::format("unknown routine '{}'", routine_name));
+    }
+    if (!is_leaf(*op)) {
       src.push_back(ref());
       while (is_punct(',')) {
         advance();
@@ -591,7 +601,7 @@ private:
 
     // A literal is read once its dtype is known.
     Scalar v = *op == Op::Const ? value_of(literal_at, t) : Scalar();
-    Checker c{*this, op_at, *op, t, s, src, attr};
+    Checker c{*this, op_at, *op, t, s, src, attr, called};
     NodePtr n = c.build(storage_name, v, dev);
     // The place recorded where the graph was built (an equal node built
     // before keeps its own).
@@ -612,6 +622,7 @@ private:
     const Shape& s;
     const std::vector<NodePtr>& src;
     std::map<std::string, std::pair<Token, std::vector<int64_t>>>& attr;
+    std::optional<Routine> routine; // a Call's
 
     [[noreturn]] void fail(const std::string& msg) const {
       p.fail(at, fmt::format("{}: {}", name(op), msg));
@@ -713,7 +724,7 @@ private:
 
     NodePtr build(const std::string& storage_name, const Scalar& v, Device dev) {
       size_t arity = static_cast<size_t>(info(op).arity);
-      if (!is_leaf(op) && src.size() != arity)
+      if (!is_leaf(op) && !is_call(op) && src.size() != arity)
         fail(fmt::format("takes {} operand{}, got {}", arity, arity == 1 ? "" : "s", src.size()));
       for (const auto& x : src)
         if (x->device != src[0]->device)
@@ -841,6 +852,10 @@ private:
         args.push_back(mode);
         break;
       }
+      case OpCategory::Call:
+        if (std::string why = call_mismatch(*routine, src, t, s); !why.empty()) fail(why);
+        args = {static_cast<int64_t>(*routine)};
+        break;
       }
       if (!attr.empty())
         p.fail(attr.begin()->second.first,

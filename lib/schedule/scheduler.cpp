@@ -74,7 +74,6 @@ constexpr size_t kMaxOutputsPerKernel = 16;
 // with several loops over each row: a row softmax's max, sum and quotient, or a variance's mean
 // and sum of squares. The row stays in the core's cache (64 KiB of float32) between the loops,
 // so memory is read once. Longer rows take a kernel per reduction, whose loops stream memory.
-// Only on the CPU: the CUDA lowering of such kernels has not run on a GPU yet (scheduler.h).
 constexpr int64_t kRowLocal = 16384;
 
 // Outputs written around the cache are so in runs of at least this many bytes: each run starts
@@ -462,7 +461,8 @@ private:
       return lower_gather(n, a);
     case ir::OpCategory::Scatter:
     case ir::OpCategory::Mutation:
-      throw std::logic_error("scheduler: writes are performed before scheduling");
+    case ir::OpCategory::Call:
+      throw std::logic_error("scheduler: writes and calls are performed before scheduling");
     default: {
       std::vector<int32_t> src;
       for (const auto& s : n->src)
@@ -768,7 +768,7 @@ std::string kernel_name(const std::vector<NodePtr>& roots) {
 class Scheduler {
 public:
   // Without `row_local`, no kernel loops over its rows more than once.
-  Scheduler(bool fusion, bool row_local) : fusion_(fusion), row_local_(row_local) {}
+  explicit Scheduler(bool fusion) : fusion_(fusion) {}
 
   std::vector<rt::Launch> run(const std::vector<Target>& targets) {
     if (!fusion_) {
@@ -786,7 +786,7 @@ public:
         continue;
       }
       NodePtr n = below_reshapes(ir::resolve(t.compute));
-      groups[n->shape].push_back({t.mark, n});
+      groups[n->shape].push_back({t.mark, n, nullptr, {}, std::nullopt, t.why});
     }
     // Outputs per kernel are bounded: LLVM's code generation time grows
     // steeply with the size of one function.
@@ -795,7 +795,7 @@ public:
         realize_group(
             std::vector<Target>(group.begin() + i,
                                 group.begin() + std::min(group.size(), i + kMaxOutputsPerKernel)),
-            "the values asked for");
+            group[i].why);
     return std::move(launches_);
   }
 
@@ -812,7 +812,7 @@ private:
 
   // A kernel of its own stores the value into existing memory.
   void write_target(const Target& t) {
-    for (bool local = row_local_;;) {
+    for (bool local = true;;) {
       NodePtr c = ir::resolve(t.compute);
       try {
         // A scattering kernel computes no reduction: its elements run in order.
@@ -840,7 +840,7 @@ private:
   }
 
   void realize_group(const std::vector<Target>& targets, const char* why) {
-    for (bool local = row_local_;;) {
+    for (bool local = true;;) {
       try {
         const ir::Shape& shape = targets[0].compute->shape;
         std::vector<NodePtr> computes;
@@ -905,7 +905,6 @@ private:
   }
 
   bool fusion_;
-  bool row_local_;
   std::vector<NodePtr> realized_for_; // the nodes computed so that a kernel could read them
   std::vector<rt::Launch> launches_;
 
@@ -926,9 +925,8 @@ std::vector<ir::Site> KernelInfo::sites() const {
 }
 
 std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
-                                 std::vector<NodePtr>* marked, std::vector<KernelInfo>* info,
-                                 bool cuda_kernels) {
-  Scheduler s(fusion, !cuda_kernels);
+                                 std::vector<NodePtr>* marked, std::vector<KernelInfo>* info) {
+  Scheduler s(fusion);
   try {
     auto launches = s.run(targets);
     if (marked) *marked = std::move(s.marked_);

@@ -30,6 +30,7 @@ struct Target {
   std::shared_ptr<rt::Storage> dest = nullptr;
   ir::View dest_view = {};
   std::optional<Scatter> scatter = std::nullopt;
+  const char* why = "the values asked for"; // for dumps: why its kernel exists
 };
 
 // What a kernel of a plan computes, for dumps: the graph nodes it lowers
@@ -54,15 +55,10 @@ struct KernelInfo {
 // `marked` receives every node whose `realized` the plan set, so that a
 // caller whose launches fail can take the promises back. `info`, when
 // given, receives one KernelInfo per launch.
-// On the CPU, a kernel may loop over short rows several times to compute
-// their reductions and the elements that use them (a row softmax in one
-// kernel). The CUDA lowering of such kernels is compiled and checked by
-// ptxas in the tests but has not run on a GPU yet, so for values on a GPU,
-// or with `cuda_kernels` (a dump of CUDA source for a CPU program), kernels
-// have one loop.
+// A kernel may loop over short rows several times to compute their reductions and the
+// elements that use them (a row softmax in one kernel), on either device.
 std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
                                  std::vector<ir::NodePtr>* marked = nullptr,
-                                 std::vector<KernelInfo>* info = nullptr,
-                                 bool cuda_kernels = false);
+                                 std::vector<KernelInfo>* info = nullptr);
 
 } // namespace tj::sched

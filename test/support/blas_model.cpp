@@ -54,4 +54,22 @@ template void gemm_model<float>(const rt::GemmCall&, const float*, size_t, const
 template void gemm_model<double>(const rt::GemmCall&, const double*, size_t, const double*, size_t,
                                  double*, size_t);
 
+ModelBlas::ModelBlas()
+    : scope({"model", [this](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b,
+                             const ir::Node& c) {
+               ++calls;
+               seen.push_back(call);
+               auto run = [&](auto zero) {
+                 using T = decltype(zero);
+                 auto len = [](const ir::Node& t) { return t.storage->nbytes() / sizeof(T); };
+                 gemm_model<T>(call, static_cast<const T*>(a.storage->data()), len(a),
+                               static_cast<const T*>(b.storage->data()), len(b),
+                               static_cast<T*>(c.storage->data()), len(c));
+               };
+               if (c.dtype == kFloat32)
+                 run(float{});
+               else
+                 run(double{});
+             }}) {}
+
 } // namespace tj::test

@@ -5,8 +5,10 @@
 // that have no GPU.
 #pragma once
 #include <cstddef>
+#include <vector>
 
 #include "gemm_plan.h"
+#include "pipeline/library_calls.h"
 
 namespace tj::test {
 
@@ -16,5 +18,15 @@ namespace tj::test {
 template <typename T>
 void gemm_model(const rt::GemmCall& call, const T* a, size_t a_len, const T* b, size_t b_len, T* c,
                 size_t c_len);
+
+// While it lives, the model is the library that computes float32 and float64 products on any
+// device (pipeline/library_calls.h): the CPU builds them as Call nodes and materialization
+// hands them to the model. Counts the calls.
+struct ModelBlas {
+  ModelBlas();
+  int calls = 0;
+  std::vector<rt::GemmCall> seen;
+  pipeline::ScopedGemmOverride scope;
+};
 
 } // namespace tj::test

@@ -1,0 +1,37 @@
+#include "pipeline/library_calls.h"
+
+#include "cuda_blas.h"
+
+namespace tj::pipeline {
+namespace {
+
+const GemmLibrary* g_override = nullptr;
+
+} // namespace
+
+ScopedGemmOverride::ScopedGemmOverride(GemmLibrary library) {
+  g_override = new GemmLibrary(std::move(library));
+}
+ScopedGemmOverride::~ScopedGemmOverride() {
+  delete g_override;
+  g_override = nullptr;
+}
+
+const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m, int64_t k,
+                                int64_t batch) {
+  if ((dtype != kFloat32 && dtype != kFloat64) || !rt::gemm_sizes_fit(n, m, k, batch))
+    return nullptr;
+  if (g_override) return g_override;
+  if (!device.is_cuda() || !rt::cuda::blas_available()) return nullptr;
+  static const GemmLibrary cublas{
+      "cuBLAS",
+      [](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b, const ir::Node& c) {
+        auto base = [](const ir::Node& t) {
+          return reinterpret_cast<rt::cuda::CUdeviceptr>(t.storage->data());
+        };
+        rt::cuda::gemm(c.device.index(), c.dtype, call, base(a), base(b), base(c));
+      }};
+  return &cublas;
+}
+
+} // namespace tj::pipeline

@@ -1,0 +1,40 @@
+// Who performs a Call node's routine (ops.def, ir/routine.h), on which device: the one place
+// where the frontend asks whether a library computes a product, and where materialization
+// finds the library that performs it.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "gemm_plan.h"
+#include "ir/node.h"
+
+namespace tj::pipeline {
+
+// A column-major BLAS: runs one planned call (runtime/gemm_plan.h). `lib_a`, `lib_b` and `lib_c`
+// are the library's operands (our b, our a, the result): Buffer nodes whose storage the call's
+// offsets index, in elements.
+struct GemmLibrary {
+  std::string name; // for dumps: "cuBLAS"
+  std::function<void(const rt::GemmCall& call, const ir::Node& lib_a, const ir::Node& lib_b,
+                     const ir::Node& lib_c)>
+      run;
+};
+
+// The library that computes a (batch, n, k) x (batch, k, m) product of `dtype` on `device`, or
+// null: cuBLAS on a CUDA device for float32 and float64 (once loaded), sizes in its 32-bit
+// range; on any device, the model a test installs. Where none does, a product is a reduction
+// that fuses like any other (and a Call of gemm is performed by such kernels).
+const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m, int64_t k,
+                                int64_t batch);
+
+// Tests without a GPU have a model of the library compute float32/float64 products on the CPU
+// while one of these lives; nothing else sets it.
+class ScopedGemmOverride {
+public:
+  explicit ScopedGemmOverride(GemmLibrary library);
+  ~ScopedGemmOverride();
+  ScopedGemmOverride(const ScopedGemmOverride&) = delete;
+  ScopedGemmOverride& operator=(const ScopedGemmOverride&) = delete;
+};
+
+} // namespace tj::pipeline
