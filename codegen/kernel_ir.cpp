@@ -1,5 +1,5 @@
 // Kernel IR: hashing, text form and the verifier.
-#include "kernel_ir.h"
+#include "codegen/kernel_ir.h"
 
 #include <fmt/format.h>
 

@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/op.h"
+#include "lib/ir/op.h"
 #include "tensorjit/dtype.h"
 
 namespace tj::kir {

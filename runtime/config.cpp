@@ -2,7 +2,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "stats_counters.h"
+#include "runtime/stats_counters.h"
 #include "tensorjit/config.h"
 
 namespace tj {

@@ -1,5 +1,5 @@
 // Loading cuBLAS and calling its strided batched GEMM.
-#include "cuda_blas.h"
+#include "runtime/cuda_blas.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

@@ -2,8 +2,8 @@
 #pragma once
 #include <cstdint>
 
-#include "cuda_driver.h"
-#include "gemm_plan.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gemm_plan.h"
 #include "tensorjit/dtype.h"
 
 namespace tj::rt::cuda {

@@ -1,5 +1,5 @@
 // Loading the CUDA driver, devices and streams, copies, and the caching device allocator.
-#include "cuda_driver.h"
+#include "runtime/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

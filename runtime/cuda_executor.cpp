@@ -8,12 +8,12 @@
 #include <mutex>
 #include <thread>
 
-#include "cuda/cuda_source.h"
-#include "cuda/nvrtc_compile.h"
-#include "cuda_driver.h"
-#include "disk_cache.h"
-#include "launch.h"
-#include "stats_counters.h"
+#include "codegen/cuda/cuda_source.h"
+#include "codegen/cuda/nvrtc_compile.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/disk_cache.h"
+#include "runtime/launch.h"
+#include "runtime/stats_counters.h"
 #include "tensorjit/config.h"
 #include "tensorjit/error.h"
 

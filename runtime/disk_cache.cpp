@@ -1,5 +1,5 @@
 // Persistent cache files: header, content, atomic replacement.
-#include "disk_cache.h"
+#include "runtime/disk_cache.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -6,12 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernel_cache.h"
-#include "launch.h"
-#include "stats_counters.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/launch.h"
+#include "runtime/stats_counters.h"
+#include "runtime/thread_pool.h"
 #include "tensorjit/config.h"
 #include "tensorjit/error.h"
-#include "thread_pool.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

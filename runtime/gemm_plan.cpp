@@ -1,5 +1,5 @@
 // Planning a strided batched product for a column-major BLAS.
-#include "gemm_plan.h"
+#include "runtime/gemm_plan.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // Kernel cache: structural hash -> compiled kernel, with equality checked on hit; machine code
 // persists in the disk cache between processes.
-#include "kernel_cache.h"
+#include "runtime/kernel_cache.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "disk_cache.h"
-#include "stats_counters.h"
+#include "runtime/disk_cache.h"
+#include "runtime/stats_counters.h"
 #include "tensorjit/config.h"
 
 namespace tj::rt {

@@ -2,8 +2,8 @@
 #pragma once
 #include <memory>
 
+#include "codegen/kernel_ir.h"
 #include "codegen/llvm/llvm_codegen.h"
-#include "kernel_ir.h"
 
 namespace tj::rt {
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "kernel_ir.h"
-#include "storage.h"
+#include "codegen/kernel_ir.h"
+#include "runtime/storage.h"
 
 namespace tj::rt {
 

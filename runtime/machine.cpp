@@ -1,5 +1,5 @@
 // Facts of the host machine that scheduling decisions use.
-#include "machine.h"
+#include "runtime/machine.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Memory for Storage: the caching host allocator, device memory, copies between devices.
-#include "storage.h"
+#include "runtime/storage.h"
 
 #include <sys/mman.h>
 
@@ -9,8 +9,8 @@
 #include <mutex>
 #include <vector>
 
-#include "cuda_driver.h"
-#include "stats_counters.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/stats_counters.h"
 #include "tensorjit/error.h"
 
 namespace tj::rt {

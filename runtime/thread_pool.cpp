@@ -1,5 +1,5 @@
 // The worker pool behind parallel_for: one job at a time, split into chunks.
-#include "thread_pool.h"
+#include "runtime/thread_pool.h"
 
 #include <algorithm>
 #include <atomic>

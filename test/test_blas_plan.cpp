@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "gemm_plan.h"
-#include "support/blas_model.h"
+#include "runtime/gemm_plan.h"
+#include "test/support/blas_model.h"
 
 using namespace tj;
 using tj::indexing::None;

@@ -6,8 +6,8 @@
 #include <array>
 #include <numeric>
 
-#include "frontend/tensor_impl.h"
-#include "interp/interpreter.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/interp/interpreter.h"
 
 using namespace tj;
 

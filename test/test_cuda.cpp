@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_source.h"
-#include "cuda/nvrtc_compile.h"
-#include "disk_cache.h"
-#include "kernel_cache.h"
-#include "support/temp_dir.h"
+#include "codegen/cuda/cuda_source.h"
+#include "codegen/cuda/nvrtc_compile.h"
+#include "runtime/disk_cache.h"
+#include "runtime/kernel_cache.h"
 #include "tensorjit/tensorjit.h"
+#include "test/support/temp_dir.h"
 
 using namespace tj;
 

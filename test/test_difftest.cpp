@@ -18,7 +18,7 @@ struct Program {
 
 const std::vector<Program>& programs() {
   static const std::vector<Program> all = {
-#include "difftest/programs.inc"
+#include "test/difftest/programs.inc"
   };
   return all;
 }

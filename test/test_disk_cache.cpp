@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-#include "support/temp_dir.h"
+#include "test/support/temp_dir.h"
 
 using namespace tj;
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <functional>
 #include <vector>
 
-#include "frontend/tensor_impl.h"
-#include "ir/node.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/node.h"
 
 using namespace tj;
 

@@ -8,8 +8,8 @@
 #include <functional>
 #include <random>
 
-#include "support/callable.h"
-#include "support/seed.h"
+#include "test/support/callable.h"
+#include "test/support/seed.h"
 
 using namespace tj;
 

@@ -8,11 +8,11 @@
 #include <set>
 #include <sstream>
 
-#include "cuda/nvrtc_compile.h"
-#include "driver.h"
-#include "frontend/tensor_impl.h"
-#include "ir/text.h"
-#include "support/temp_dir.h"
+#include "codegen/cuda/nvrtc_compile.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/text.h"
+#include "test/support/temp_dir.h"
+#include "tools/tjc/driver.h"
 
 using namespace tj;
 using tj::indexing::Slice;

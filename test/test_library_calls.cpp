@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
 
-#include "frontend/tensor_impl.h"
-#include "interp/interpreter.h"
-#include "support/blas_model.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/interp/interpreter.h"
+#include "test/support/blas_model.h"
 
 using namespace tj;
 using tj::test::ModelBlas;

@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "support/seed.h"
-#include "llvm/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
+#include "test/support/seed.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "support/temp_dir.h"
+#include "test/support/temp_dir.h"
 
 using namespace tj;
 using tj::test::TempDir;

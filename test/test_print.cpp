@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "print/tensor_print.h"
+#include "lib/print/tensor_print.h"
 
 using tj::detail::PrintSource;
 using tj::detail::PrintSuffixes;

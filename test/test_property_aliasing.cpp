@@ -11,9 +11,9 @@
 #include <random>
 #include <vector>
 
-#include "ir/shape.h"
-#include "support/seed.h"
+#include "lib/ir/shape.h"
 #include "tensorjit/tensorjit.h"
+#include "test/support/seed.h"
 
 namespace {
 

@@ -29,14 +29,14 @@
 #include <string>
 #include <vector>
 
-#include "frontend/graph_builders.h"
-#include "frontend/tensor_impl.h"
-#include "interp/interpreter.h"
-#include "support/callable.h"
-#include "support/dtypes.h"
-#include "support/seed.h"
-#include "support/tolerance.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/interp/interpreter.h"
 #include "tensorjit/tensorjit.h"
+#include "test/support/callable.h"
+#include "test/support/dtypes.h"
+#include "test/support/seed.h"
+#include "test/support/tolerance.h"
 
 namespace {
 

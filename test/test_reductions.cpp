@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "frontend/tensor_impl.h"
-#include "interp/interpreter.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/interp/interpreter.h"
 
 using namespace tj;
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "support/dtypes.h"
-#include "support/tolerance.h"
 #include "tensorjit/tensorjit.h"
+#include "test/support/dtypes.h"
+#include "test/support/tolerance.h"
 
 using namespace tj;
 using tj::test::Accuracy;

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "support/seed.h"
-#include "support/temp_dir.h"
+#include "test/support/seed.h"
+#include "test/support/temp_dir.h"
 
 using namespace tj;
 

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/thread_pool.h"
 #include "tensorjit/config.h"
-#include "thread_pool.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "expr.h"
+#include "tools/tjc/expr.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;

@@ -12,8 +12,8 @@
 #include <set>
 #include <sstream>
 
-#include "driver.h"
-#include "support/temp_dir.h"
+#include "test/support/temp_dir.h"
+#include "tools/tjc/driver.h"
 
 extern char** environ;
 

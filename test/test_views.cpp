@@ -2,13 +2,13 @@
 // joining and the NumPy bridge: the examples of seeds 001-003 and PyTorch's rules.
 #include <catch2/catch.hpp>
 
-#include "support/callable.h"
+#include "test/support/callable.h"
 #include <tensorjit/tensorjit.h>
 
 #include <cstring>
 
-#include "frontend/tensor_impl.h"
-#include "interp/interpreter.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/interp/interpreter.h"
 
 using namespace tj;
 using namespace tj::indexing;

@@ -1,5 +1,5 @@
 // Kernel IR -> CUDA C++: the op semantics of kernel_ir.h and ops.def, written as C++ expressions.
-#include "cuda_source.h"
+#include "codegen/cuda/cuda_source.h"
 
 #include <fmt/format.h>
 

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernel_ir.h"
+#include "codegen/kernel_ir.h"
 
 namespace tj::cudagen {
 

@@ -1,5 +1,5 @@
 // NVRTC compilation, with errors that show the compiler log and the numbered source.
-#include "nvrtc_compile.h"
+#include "codegen/cuda/nvrtc_compile.h"
 
 #include <fmt/format.h>
 

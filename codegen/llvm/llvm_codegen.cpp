@@ -1,5 +1,5 @@
 // LLVM backend driver: host target, optimization pipeline, machine code and the process's LLJIT.
-#include "llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -38,8 +38,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "llvm_kernel.h"
-#include "llvm_vmath.h"
+#include "codegen/llvm/llvm_kernel.h"
+#include "codegen/llvm/llvm_vmath.h"
 
 namespace tj::llvmjit {
 namespace {

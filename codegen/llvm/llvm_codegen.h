@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "kernel_ir.h"
+#include "codegen/kernel_ir.h"
 
 namespace tj::llvmjit {
 

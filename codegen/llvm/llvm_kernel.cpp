@@ -1,5 +1,5 @@
 // LLVM lowering of a kernel's structure: element loop, slots, reduction nests, error flag.
-#include "llvm_kernel.h"
+#include "codegen/llvm/llvm_kernel.h"
 
 #include <fmt/format.h>
 #include <llvm/Analysis/ValueTracking.h>

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "kernel_ir.h"
-#include "llvm_math.h"
+#include "codegen/kernel_ir.h"
+#include "codegen/llvm/llvm_math.h"
 
 namespace tj::llvmjit::detail {
 

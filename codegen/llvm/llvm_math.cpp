@@ -1,7 +1,7 @@
 // LLVM lowering of kernel-IR scalar ops: ALU ops, casts, Philox and vectorizable libm calls.
-#include "llvm_math.h"
+#include "codegen/llvm/llvm_math.h"
 
-#include "llvm_vmath.h"
+#include "codegen/llvm/llvm_vmath.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel_ir.h"
+#include "codegen/kernel_ir.h"
 
 namespace tj::llvmjit::detail {
 

@@ -10,7 +10,7 @@
 // tanhf on 16 float32 lanes: as accurate as glibc's _ZGVeN16v_tanhf, at most 1 ulp from the
 // rounded result over all 2^32 inputs, with 9% fewer results off by one; +-0, +-inf and NaN
 // exact. tanh bounds the gelu_tanh workload with memory.
-#include "llvm_vmath.h"
+#include "codegen/llvm/llvm_vmath.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsX86.h>

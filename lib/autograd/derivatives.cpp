@@ -1,12 +1,12 @@
 // The vector-Jacobian products of the elementwise primitives. Written with
 // the public ops, so a backward with create_graph records them in turn.
-#include "autograd/derivatives.h"
+#include "lib/autograd/derivatives.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "autograd/formulas.h"
+#include "lib/autograd/formulas.h"
 #include "tensorjit/functions.h"
 
 namespace tj::autograd {

@@ -3,8 +3,8 @@
 #pragma once
 #include <utility>
 
-#include "autograd/node.h"
-#include "ir/op.h"
+#include "lib/autograd/node.h"
+#include "lib/ir/op.h"
 
 namespace tj::autograd {
 

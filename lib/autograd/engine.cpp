@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autograd/node.h"
-#include "ir/shape.h"
+#include "lib/autograd/node.h"
+#include "lib/ir/shape.h"
 #include "tensorjit/functions.h"
 
 namespace tj::autograd {

@@ -1,11 +1,11 @@
 // Differentiable building blocks the backward formulas share.
-#include "autograd/formulas.h"
+#include "lib/autograd/formulas.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "frontend/graph_builders.h"
-#include "ir/shape.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/ir/shape.h"
 #include "tensorjit/functions.h"
 
 namespace tj::autograd {

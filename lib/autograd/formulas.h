@@ -1,6 +1,6 @@
 // Differentiable building blocks the backward formulas share.
 #pragma once
-#include "autograd/node.h"
+#include "lib/autograd/node.h"
 
 namespace tj::autograd {
 

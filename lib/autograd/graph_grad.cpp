@@ -5,9 +5,9 @@
 
 #include <unordered_map>
 
-#include "autograd/formulas.h"
-#include "ir/routine.h"
-#include "ir/text.h"
+#include "lib/autograd/formulas.h"
+#include "lib/ir/routine.h"
+#include "lib/ir/text.h"
 #include "tensorjit/functions.h"
 #include "tensorjit/indexing.h"
 #include "tensorjit/ir.h"

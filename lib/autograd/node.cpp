@@ -1,7 +1,7 @@
 // Grad mode, recording ops into the backward graph, and saved values.
-#include "autograd/node.h"
+#include "lib/autograd/node.h"
 
-#include "autograd/formulas.h"
+#include "lib/autograd/formulas.h"
 
 #include "tensorjit/functions.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/tensor_impl.h"
+#include "lib/frontend/tensor_impl.h"
 #include "tensorjit/autograd.h"
 
 namespace tj::autograd {

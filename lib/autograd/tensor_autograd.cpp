@@ -3,7 +3,7 @@
 
 #include <atomic>
 
-#include "autograd/node.h"
+#include "lib/autograd/node.h"
 
 namespace tj {
 

@@ -1,7 +1,7 @@
 // Device names, and CUDA availability.
 #include "tensorjit/device.h"
 
-#include "cuda_driver.h"
+#include "runtime/cuda_driver.h"
 #include "tensorjit/error.h"
 
 namespace tj {

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <mutex>
 
-#include "frontend/graph_builders.h"
-#include "frontend/tensor_impl.h"
-#include "ir/scalar_semantics.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/scalar_semantics.h"
 #include "tensorjit/functions.h"
 
 namespace tj {

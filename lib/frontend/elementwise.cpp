@@ -5,11 +5,11 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/derivatives.h"
-#include "autograd/formulas.h"
-#include "frontend/graph_builders.h"
-#include "frontend/promotion.h"
-#include "frontend/tensor_impl.h"
+#include "lib/autograd/derivatives.h"
+#include "lib/autograd/formulas.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/promotion.h"
+#include "lib/frontend/tensor_impl.h"
 #include "tensorjit/functions.h"
 
 namespace tj {

@@ -1,11 +1,11 @@
 // Node builders: broadcasting, casts, and movement ops folded into leaf views.
-#include "frontend/graph_builders.h"
+#include "lib/frontend/graph_builders.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "frontend/promotion.h"
-#include "frontend/tensor_impl.h"
+#include "lib/frontend/promotion.h"
+#include "lib/frontend/tensor_impl.h"
 #include "tensorjit/error.h"
 
 namespace tj::fe {

@@ -6,7 +6,7 @@
 #pragma once
 #include <optional>
 
-#include "ir/node.h"
+#include "lib/ir/node.h"
 
 namespace tj::fe {
 

@@ -16,13 +16,13 @@
 #include <optional>
 #include <string_view>
 
-#include "autograd/formulas.h"
-#include "autograd/node.h"
-#include "frontend/graph_builders.h"
-#include "frontend/overlap.h"
-#include "frontend/promotion.h"
-#include "frontend/tensor_impl.h"
-#include "ir/scalar_semantics.h"
+#include "lib/autograd/formulas.h"
+#include "lib/autograd/node.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/overlap.h"
+#include "lib/frontend/promotion.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/scalar_semantics.h"
 #include "tensorjit/functions.h"
 
 namespace tj {

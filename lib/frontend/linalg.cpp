@@ -4,12 +4,12 @@
 // that materialization hands to it.
 #include <fmt/format.h>
 
-#include "autograd/formulas.h"
-#include "frontend/graph_builders.h"
-#include "frontend/promotion.h"
-#include "frontend/tensor_impl.h"
-#include "ir/routine.h"
-#include "pipeline/library_calls.h"
+#include "lib/autograd/formulas.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/promotion.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/routine.h"
+#include "lib/pipeline/library_calls.h"
 #include "tensorjit/functions.h"
 
 namespace tj {

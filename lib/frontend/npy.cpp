@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "frontend/tensor_impl.h"
+#include "lib/frontend/tensor_impl.h"
 #include "tensorjit/tensorjit.h"
 
 namespace tj {

@@ -1,9 +1,9 @@
-#include "frontend/overlap.h"
+#include "lib/frontend/overlap.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "frontend/tensor_impl.h"
+#include "lib/frontend/tensor_impl.h"
 #include "tensorjit/error.h"
 
 namespace tj::detail {

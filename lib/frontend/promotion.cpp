@@ -1,9 +1,9 @@
 // Type promotion: dimensioned tensors over 0-d tensors over wrapped scalars.
-#include "frontend/promotion.h"
+#include "lib/frontend/promotion.h"
 
 #include <optional>
 
-#include "frontend/tensor_impl.h"
+#include "lib/frontend/tensor_impl.h"
 
 namespace tj::fe {
 namespace {

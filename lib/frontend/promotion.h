@@ -3,8 +3,8 @@
 #include <initializer_list>
 #include <string>
 
-#include "frontend/graph_builders.h"
-#include "frontend/tensor_impl.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/tensor_impl.h"
 #include "tensorjit/tensor.h"
 
 namespace tj::fe {

@@ -7,14 +7,14 @@
 #include <limits>
 #include <string_view>
 
-#include "autograd/formulas.h"
-#include "cuda_driver.h"
-#include "frontend/graph_builders.h"
-#include "frontend/promotion.h"
-#include "frontend/tensor_impl.h"
+#include "lib/autograd/formulas.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/promotion.h"
+#include "lib/frontend/tensor_impl.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/thread_pool.h"
 #include "tensorjit/functions.h"
 #include "tensorjit/indexing.h"
-#include "thread_pool.h"
 
 namespace tj {
 

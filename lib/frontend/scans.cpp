@@ -10,9 +10,9 @@
 // and float64 on the CPU, float32 on a GPU and for 16-bit floats, int64 for integers). Its order
 // of operations is blocked, not sequential: where values cancel (1, 1e16, -1e16 in float64)
 // results differ from PyTorch's by the rounding of the larger partial sums.
-#include "autograd/node.h"
-#include "frontend/tensor_impl.h"
-#include "ir/shape.h"
+#include "lib/autograd/node.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/shape.h"
 #include "tensorjit/autograd.h"
 #include "tensorjit/functions.h"
 #include "tensorjit/indexing.h"

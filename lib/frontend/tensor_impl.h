@@ -6,7 +6,7 @@
 // node by one that includes the write (functionalization), so every alias
 // reads the new version and graphs built before keep the old one.
 #pragma once
-#include "ir/node.h"
+#include "lib/ir/node.h"
 #include "tensorjit/tensor.h"
 
 namespace tj::autograd {

@@ -1,13 +1,13 @@
 // Reference interpreter: one straightforward loop per node, memoized.
-#include "interp/interpreter.h"
+#include "lib/interp/interpreter.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 #include <unordered_map>
 
-#include "ir/routine.h"
-#include "ir/scalar_semantics.h"
+#include "lib/ir/routine.h"
+#include "lib/ir/scalar_semantics.h"
 #include "tensorjit/error.h"
 
 namespace tj::interp {

@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "ir/node.h"
+#include "lib/ir/node.h"
 
 namespace tj::interp {
 

@@ -1,7 +1,7 @@
 // Hash-consing of tensor-graph nodes, and their iterative destruction.
-#include "ir/node.h"
+#include "lib/ir/node.h"
 
-#include "ir/scalar_semantics.h"
+#include "lib/ir/scalar_semantics.h"
 #include "tensorjit/error.h"
 #include "tensorjit/site.h"
 

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ir/op.h"
-#include "ir/shape.h"
-#include "storage.h"
+#include "lib/ir/op.h"
+#include "lib/ir/shape.h"
+#include "runtime/storage.h"
 #include "tensorjit/dtype.h"
 #include "tensorjit/scalar.h"
 #include "tensorjit/site.h"

@@ -7,7 +7,7 @@ namespace tj::ir {
 
 enum class Op : uint8_t {
 #define TJ_OP(name, arity, cat, grad) name,
-#include "ir/ops.def"
+#include "lib/ir/ops.def"
 #undef TJ_OP
 };
 
@@ -27,7 +27,7 @@ enum class OpCategory : uint8_t {
 
 inline constexpr int kNumOps = 0
 #define TJ_OP(name, arity, cat, grad) +1
-#include "ir/ops.def"
+#include "lib/ir/ops.def"
 #undef TJ_OP
     ;
 
@@ -40,7 +40,7 @@ struct OpInfo {
 
 inline constexpr OpInfo kOpInfo[] = {
 #define TJ_OP(name, arity, cat, grad) {#name, arity, OpCategory::cat, grad},
-#include "ir/ops.def"
+#include "lib/ir/ops.def"
 #undef TJ_OP
 };
 static_assert(std::size(kOpInfo) == kNumOps);

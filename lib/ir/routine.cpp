@@ -1,4 +1,4 @@
-#include "ir/routine.h"
+#include "lib/ir/routine.h"
 
 #include <fmt/format.h>
 

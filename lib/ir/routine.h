@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ir/node.h"
+#include "lib/ir/node.h"
 
 namespace tj::ir {
 

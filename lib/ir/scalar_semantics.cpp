@@ -1,5 +1,5 @@
 // Scalar semantics of the primitives: conversions, integer and float ops, Philox.
-#include "ir/scalar_semantics.h"
+#include "lib/ir/scalar_semantics.h"
 
 #include <bit>
 #include <cmath>

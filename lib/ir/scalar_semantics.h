@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ir/op.h"
+#include "lib/ir/op.h"
 #include "tensorjit/dtype.h"
 #include "tensorjit/scalar.h"
 

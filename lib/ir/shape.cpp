@@ -1,5 +1,5 @@
 // Shape arithmetic shared by the frontend and the scheduler.
-#include "ir/shape.h"
+#include "lib/ir/shape.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,5 +1,5 @@
 // The tensor graph's text form: printing, and parsing with full checks.
-#include "ir/text.h"
+#include "lib/ir/text.h"
 
 #include <fmt/format.h>
 
@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ir/routine.h"
-#include "ir/scalar_semantics.h"
+#include "lib/ir/routine.h"
+#include "lib/ir/scalar_semantics.h"
 #include "tensorjit/error.h"
 
 namespace tj::ir {

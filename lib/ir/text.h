@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ir/node.h"
+#include "lib/ir/node.h"
 
 namespace tj::ir {
 

@@ -1,7 +1,7 @@
 // torch.optim.SGD.
 #include <fmt/format.h>
 
-#include "frontend/tensor_impl.h"
+#include "lib/frontend/tensor_impl.h"
 #include "tensorjit/autograd.h"
 #include "tensorjit/functions.h"
 #include "tensorjit/optim.h"

@@ -1,10 +1,10 @@
 // Constant folding and algebraic identities, bottom-up with memoization.
-#include "passes/simplify.h"
+#include "lib/passes/simplify.h"
 
 #include <cmath>
 #include <unordered_map>
 
-#include "ir/scalar_semantics.h"
+#include "lib/ir/scalar_semantics.h"
 #include "tensorjit/error.h"
 
 namespace tj::passes {

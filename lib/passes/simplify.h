@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "ir/node.h"
+#include "lib/ir/node.h"
 
 namespace tj::passes {
 

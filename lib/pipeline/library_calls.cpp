@@ -1,6 +1,6 @@
-#include "pipeline/library_calls.h"
+#include "lib/pipeline/library_calls.h"
 
-#include "cuda_blas.h"
+#include "runtime/cuda_blas.h"
 
 namespace tj::pipeline {
 namespace {

@@ -5,8 +5,8 @@
 #include <functional>
 #include <string>
 
-#include "gemm_plan.h"
-#include "ir/node.h"
+#include "lib/ir/node.h"
+#include "runtime/gemm_plan.h"
 
 namespace tj::pipeline {
 

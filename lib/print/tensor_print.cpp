@@ -1,5 +1,5 @@
 // PyTorch's tensor repr (torch/_tensor_str.py) and the process-wide print options.
-#include "print/tensor_print.h"
+#include "lib/print/tensor_print.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Scheduling: lowering fused elementwise graphs to the kernel IR.
-#include "schedule/scheduler.h"
+#include "lib/schedule/scheduler.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "ir/scalar_semantics.h"
-#include "machine.h"
+#include "lib/ir/scalar_semantics.h"
+#include "runtime/machine.h"
 
 namespace tj::sched {
 namespace {

@@ -3,8 +3,8 @@
 #include <optional>
 #include <vector>
 
-#include "ir/node.h"
-#include "launch.h"
+#include "lib/ir/node.h"
+#include "runtime/launch.h"
 
 namespace tj::sched {
 

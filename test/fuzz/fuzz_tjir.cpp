@@ -9,7 +9,7 @@
 #include <limits>
 #include <string_view>
 
-#include "ir/text.h"
+#include "lib/ir/text.h"
 
 namespace {
 

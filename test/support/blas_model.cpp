@@ -1,4 +1,4 @@
-#include "support/blas_model.h"
+#include "test/support/blas_model.h"
 
 #include <fmt/format.h>
 

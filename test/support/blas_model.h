@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "gemm_plan.h"
-#include "pipeline/library_calls.h"
+#include "lib/pipeline/library_calls.h"
+#include "runtime/gemm_plan.h"
 
 namespace tj::test {
 

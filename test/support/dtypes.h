@@ -3,7 +3,7 @@
 #include <array>
 #include <string>
 
-#include "frontend/promotion.h"
+#include "lib/frontend/promotion.h"
 #include "tensorjit/tensorjit.h"
 
 namespace tj::test {

@@ -1,5 +1,5 @@
 // Per-dtype tolerances, comparison with the reference interpreter, and isolated child runs.
-#include "support/tolerance.h"
+#include "test/support/tolerance.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "frontend/tensor_impl.h"
+#include "lib/frontend/tensor_impl.h"
 
 namespace tj::test {
 

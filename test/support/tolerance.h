@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/interpreter.h"
+#include "lib/interp/interpreter.h"
 #include "tensorjit/tensorjit.h"
 
 namespace tj::test {

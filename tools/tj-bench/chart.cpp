@@ -7,7 +7,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "report.h"
+#include "tools/tj-bench/report.h"
 
 namespace tj::bench {
 namespace {

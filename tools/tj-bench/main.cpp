@@ -19,8 +19,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "cuda_driver.h"
-#include "report.h"
+#include "runtime/cuda_driver.h"
+#include "tools/tj-bench/report.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The text writers of a tj-bench report: the table on stdout, JSON and CSV.
-#include "report.h"
+#include "tools/tj-bench/report.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>

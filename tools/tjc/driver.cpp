@@ -1,6 +1,6 @@
 // tjc: the compiler driver. Reads a .tjir file or an expression, then prints
 // stages of its compilation, differentiates it, or runs it.
-#include "driver.h"
+#include "tools/tjc/driver.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "expr.h"
+#include "tools/tjc/expr.h"
 
 namespace tj::tjc {
 namespace {

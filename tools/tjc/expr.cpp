@@ -53,7 +53,7 @@
 // Limits, so that no input can exhaust the stack or the memory: nesting
 // deeper than 200, sequences of more than 2^16 elements, and tensors of more
 // than 2^24 elements or 64 dimensions are errors.
-#include "expr.h"
+#include "tools/tjc/expr.h"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 #include <exception>
 #include <iostream>
 
-#include "driver.h"
+#include "tools/tjc/driver.h"
 
 int main(int argc, char** argv) {
   // The driver reports the errors of the input itself; anything else that escapes it (a failed

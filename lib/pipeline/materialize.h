@@ -5,9 +5,9 @@
 #include <string_view>
 #include <vector>
 
-#include "gemm_plan.h"
-#include "ir/node.h"
-#include "schedule/scheduler.h"
+#include "lib/ir/node.h"
+#include "lib/schedule/scheduler.h"
+#include "runtime/gemm_plan.h"
 
 namespace tj::detail {
 
@@ -39,7 +39,7 @@ Plan plan(const std::vector<ir::NodePtr>& nodes);
 void with_deep_stack(const std::function<void()>& fn);
 
 // Writes the stages config().dump names for this materialization to
-// config().dump_dir (lib/frontend/ir_dump.cpp).
+// config().dump_dir (lib/pipeline/ir_dump.cpp).
 void dump_materialization(const std::vector<ir::NodePtr>& nodes);
 
 } // namespace tj::detail

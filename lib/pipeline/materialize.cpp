@@ -11,14 +11,14 @@
 #include <typeinfo>
 #include <unordered_set>
 
-#include "frontend/graph_builders.h"
-#include "frontend/materialize.h"
-#include "frontend/tensor_impl.h"
-#include "ir/routine.h"
-#include "passes/simplify.h"
-#include "pipeline/library_calls.h"
-#include "schedule/scheduler.h"
-#include "stats_counters.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/routine.h"
+#include "lib/passes/simplify.h"
+#include "lib/pipeline/library_calls.h"
+#include "lib/pipeline/materialize.h"
+#include "lib/schedule/scheduler.h"
+#include "runtime/stats_counters.h"
 #include "tensorjit/config.h"
 #include "tensorjit/error.h"
 

@@ -9,19 +9,19 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autograd/node.h"
-#include "cuda/cuda_source.h"
-#include "cuda/nvrtc_compile.h"
-#include "frontend/materialize.h"
-#include "frontend/tensor_impl.h"
-#include "ir/routine.h"
-#include "ir/text.h"
-#include "passes/simplify.h"
+#include "codegen/cuda/cuda_source.h"
+#include "codegen/cuda/nvrtc_compile.h"
+#include "codegen/llvm/llvm_codegen.h"
+#include "lib/autograd/node.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/routine.h"
+#include "lib/ir/text.h"
+#include "lib/passes/simplify.h"
+#include "lib/pipeline/materialize.h"
 #include "tensorjit/autograd.h"
 #include "tensorjit/config.h"
 #include "tensorjit/functions.h"
 #include "tensorjit/ir.h"
-#include "llvm/llvm_codegen.h"
 
 namespace tj::ir {
 namespace {
