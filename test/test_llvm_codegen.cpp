@@ -369,7 +369,7 @@ template <DType D> ctype<D> ref_int_binary(Op op, ctype<D> a, ctype<D> b, bool& 
     if (b == 0) return err = true, T(0);
     if (!uns && int64_t(b) == -1) return T(0 - ua);
     return T(a / b);
-  case Op::Mod:
+  case Op::Fmod:
     if (b == 0) return err = true, T(0);
     if (!uns && int64_t(b) == -1) return T(0);
     return T(a % b);
@@ -521,7 +521,7 @@ TEMPLATE_TEST_CASE("llvm: float binary ops", "[llvm]", F32, F64) {
       {Op::Sub, [](F a, F b) { return a - b; }, 0},
       {Op::Mul, [](F a, F b) { return a * b; }, 0},
       {Op::Div, [](F a, F b) { return a / b; }, 0},
-      {Op::Mod, [](F a, F b) { return std::fmod(a, b); }, 0},
+      {Op::Fmod, [](F a, F b) { return std::fmod(a, b); }, 0},
       {Op::Max, ref_max<F>, 0},
       {Op::Min, ref_min<F>, 0},
       {Op::Pow, [](F a, F b) { return std::pow(a, b); }, kVecMathUlp},
@@ -590,7 +590,7 @@ TEMPLATE_TEST_CASE("llvm: integer and bool ops", "[llvm]", Bool, U8, I8, I16, I3
   auto pairs = int_pairs<D>(200);
   const std::vector<T>& a = pairs[0];
   const std::vector<T>& b = pairs[1];
-  const Op binary[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Mod, Op::Max,
+  const Op binary[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Fmod, Op::Max,
                        Op::Min, Op::And, Op::Or,  Op::Xor, Op::Pow};
   for (Op op : binary) {
     DYNAMIC_SECTION(ir::name(op)) {
@@ -654,7 +654,7 @@ TEMPLATE_TEST_CASE("llvm: integer and bool ops", "[llvm]", Bool, U8, I8, I16, I3
 }
 
 TEST_CASE("llvm: integer division by zero sets the error flag", "[llvm]") {
-  for (Op op : {Op::Div, Op::Mod}) {
+  for (Op op : {Op::Div, Op::Fmod}) {
     for (size_t zero_at : {size_t(3), size_t(200), size_t(1000)}) { // vector body, tail, none
       std::vector<int32_t> a(203), b(203);
       for (size_t i = 0; i < a.size(); ++i)
@@ -691,7 +691,7 @@ TEST_CASE("llvm: integer division by zero sets the error flag", "[llvm]") {
     int32_t err = 0;
     auto q = run_op<kInt64, kInt64>(Op::Div, {{INT64_MIN, 5}, {-1, -1}}, &err);
     CHECK(q == std::vector<int64_t>{INT64_MIN, -5});
-    auto r = run_op<kInt8, kInt8>(Op::Mod, {{-128, 7}, {-1, -1}}, &err);
+    auto r = run_op<kInt8, kInt8>(Op::Fmod, {{-128, 7}, {-1, -1}}, &err);
     CHECK(r == std::vector<int8_t>{0, 0});
     CHECK(err == 0);
   }

@@ -300,7 +300,7 @@ std::string binary(Op op, DType t, const std::string& x, const std::string& y) {
     if (fp) return fmt::format("({} / {})", x, y);
     return uns ? fmt::format("tj_udiv<{}>({}, {}, err)", T, x, y)
                : fmt::format("tj_sdiv<{}, {}>({}, {}, err)", T, U, x, y);
-  case Op::Mod:
+  case Op::Fmod:
     if (fp) return fmt::format("{}({}, {})", libm("fmod", t), x, y);
     return fmt::format("tj_{}mod<{}>({}, {}, err)", uns ? 'u' : 's', T, x, y);
   case Op::Pow:
@@ -431,7 +431,7 @@ private:
         if (reduce || in_loop_[v]) in_loop_[s] = 1;
         if (after_loop_[v] && !reduce) after_loop_[s] = 1;
       }
-      if ((x.op == Op::Div || x.op == Op::Mod) && !is_float(x.dtype)) may_fail_ = true;
+      if ((x.op == Op::Div || x.op == Op::Fmod) && !is_float(x.dtype)) may_fail_ = true;
       if (x.op == Op::Gather) may_fail_ = true;
     }
     if (k_.scatters()) may_fail_ = true;

@@ -267,7 +267,7 @@ llvm::Value* OpLowering::binary(Op op, DType t, llvm::Value* x, llvm::Value* y) 
     return fp ? b_.CreateFMul(x, y) : t == kBool ? b_.CreateAnd(x, y) : b_.CreateMul(x, y);
   case Op::Div:
     return fp ? b_.CreateFDiv(x, y) : int_div_mod(true, t, x, y);
-  case Op::Mod:
+  case Op::Fmod:
     return fp ? b_.CreateFRem(x, y) : int_div_mod(false, t, x, y);
   case Op::Pow:
     return fp ? libm("pow", t, {x, y}) : int_pow(t, x, y);

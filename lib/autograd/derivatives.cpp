@@ -97,7 +97,7 @@ std::pair<Tensor, Tensor> binary_vjp(Op op, const Tensor& g, const Tensor& a, co
     Tensor r = a * a + b * b;
     return {g * b / r, -g * a / r};
   }
-  case Op::Mod: // fmod: a - trunc(a / b) * b
+  case Op::Fmod: // fmod: a - trunc(a / b) * b
     return {g, -g * (a / b).trunc()};
   default:
     throw Error(fmt::format("the derivative for '{}' is not implemented.", ir::name(op)));

@@ -88,7 +88,7 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
     return x * in[1];
   case Op::Div:
     return x / in[1];
-  case Op::Mod:
+  case Op::Fmod:
     return fmod(x, in[1]);
   case Op::Pow:
     return pow(x, in[1]);

@@ -181,7 +181,7 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o, Cal
   NodePtr b = philox_word(size, seed, off, 1, dev);
   NodePtr bits =
       fe::binary(Op::Add, fe::binary(Op::Mul, a, fe::constant(int64_t{1} << 32, kInt64)), b);
-  NodePtr v = fe::binary(Op::Add, fe::binary(Op::Mod, bits, fe::constant(high - low, kInt64)),
+  NodePtr v = fe::binary(Op::Add, fe::binary(Op::Fmod, bits, fe::constant(high - low, kInt64)),
                          fe::constant(low, kInt64));
   return finish(fe::cast(v, t), o);
 }

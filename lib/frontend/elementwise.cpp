@@ -114,7 +114,7 @@ NodePtr floor_div_nodes(NodePtr x, NodePtr y, DType t) {
   if (is_integral(t, true)) {
     // Truncating quotient, corrected down when the signs differ and it was inexact.
     NodePtr q = fe::binary(Op::Div, x, y);
-    NodePtr r = fe::binary(Op::Mod, x, y);
+    NodePtr r = fe::binary(Op::Fmod, x, y);
     NodePtr zero = fe::constant(0, t);
     NodePtr inexact = fe::binary(Op::CmpNe, r, zero);
     NodePtr signs_differ =
@@ -123,7 +123,7 @@ NodePtr floor_div_nodes(NodePtr x, NodePtr y, DType t) {
     return fe::binary(Op::Sub, q, fe::cast(fix, t));
   }
   // As PyTorch's div_floor: exact quotient of (x - fmod(x, y)) / y, then floor with rounding fix.
-  NodePtr mod = fe::binary(Op::Mod, x, y);
+  NodePtr mod = fe::binary(Op::Fmod, x, y);
   NodePtr div = fe::binary(Op::Div, fe::binary(Op::Sub, x, mod), y);
   NodePtr zero = fe::constant(0, t);
   NodePtr fix = fe::binary(
@@ -161,7 +161,7 @@ Tensor remainder_impl(const Operand& a, const Operand& b) {
   reject_bool(t, "remainder_cpu");
   check_divisor(t, a, b);
   NodePtr x = fe::cast(a.node, t), y = fe::cast(b.node, t);
-  NodePtr r = fe::binary(Op::Mod, x, y);
+  NodePtr r = fe::binary(Op::Fmod, x, y);
   NodePtr zero = fe::constant(0, t);
   NodePtr fix = fe::binary(
       Op::And, fe::binary(Op::CmpNe, r, zero),
@@ -179,7 +179,7 @@ Tensor fmod_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "fmod_cpu");
   check_divisor(t, a, b);
-  return recorded(Op::Mod, a, b, wrap(bin(Op::Mod, a, b, t)));
+  return recorded(Op::Fmod, a, b, wrap(bin(Op::Fmod, a, b, t)));
 }
 
 Tensor pow_impl(const Operand& a, const Operand& b) {

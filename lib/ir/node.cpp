@@ -235,7 +235,7 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   for (const auto& s : n->src)
     depth = std::max(depth, s->realized ? 0 : s->depth);
   n->depth = is_leaf(op) ? 0 : depth + 1;
-  const bool divides = (op == Op::Div || op == Op::Mod) && is_integral(dtype, true) &&
+  const bool divides = (op == Op::Div || op == Op::Fmod) && is_integral(dtype, true) &&
                        !(n->src[1]->op == Op::Const && n->src[1]->value.to_int() != 0);
   n->may_fail = divides || std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) {
                   return s->may_fail && !s->realized;

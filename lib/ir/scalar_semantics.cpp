@@ -168,7 +168,7 @@ double eval_float(Op op, double a, double b) {
     return a * b;
   case Op::Div:
     return a / b;
-  case Op::Mod:
+  case Op::Fmod:
     return std::fmod(a, b);
   case Op::Pow:
     return std::pow(a, b);
@@ -224,7 +224,7 @@ int64_t eval_int(Op op, DType t, int64_t a, int64_t b, bool* div_by_zero) {
     r = static_cast<int64_t>(ua * ub);
     break;
   case Op::Div:
-  case Op::Mod:
+  case Op::Fmod:
     if (b == 0) {
       if (div_by_zero) *div_by_zero = true;
       return 0;

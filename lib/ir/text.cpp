@@ -704,7 +704,7 @@ private:
       case Op::Sub:
       case Op::Mul:
       case Op::Div:
-      case Op::Mod:
+      case Op::Fmod:
       case Op::Pow:
       case Op::Max:
       case Op::Min:
