@@ -89,6 +89,7 @@ void synchronize_all();
 // released and the allocation retried before PyTorch's out-of-memory error.
 CUdeviceptr allocate(int dev, size_t nbytes);
 void release(int dev, CUdeviceptr p, size_t nbytes);
+// Frees every cached block (tj::cuda::empty_cache).
 void empty_cache();
 
 } // namespace tj::rt::cuda

@@ -15,6 +15,7 @@
 
 #include "codegen/cuda/cuda_source.h"
 #include "codegen/cuda/nvrtc_compile.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/disk_cache.h"
 #include "runtime/kernel_cache.h"
 #include "tensorjit/tensorjit.h"
@@ -387,6 +388,35 @@ TEST_CASE("CUDA: matrix products (cuBLAS) match the CPU", "[cuda][gpu]") {
   check(matmul(e, f), matmul(e.cuda(), f.cuda()), 0); // k = 0: zeros
   Tensor ia = randint(-5, 5, {6, 7}), ib = randint(-5, 5, {7, 3});
   CHECK(equal(matmul(ia.cuda(), ib.cuda()).cpu(), matmul(ia, ib))); // integers: generated
+  // A product is a lazy Call node: cuBLAS runs when the value is needed, once, and the bias and
+  // relu after it are a kernel that reads its result.
+  Tensor mc = m.cuda(), nc = n.cuda();
+  eval({mc, nc});
+  reset_stats();
+  Tensor layer = relu(matmul(mc, nc.t()) + 1);
+  CHECK(stats().library_calls == 0);
+  CHECK(ir::dump({layer}, "schedule").find("call gemm by cuBLAS") != std::string::npos);
+  layer.eval();
+  CHECK(stats().library_calls == 1);
+  check(relu(matmul(m, n.t()) + 1), layer, 1e-5);
+}
+
+TEST_CASE("CUDA: empty_cache returns the allocator's cached blocks to the driver", "[cuda][gpu]") {
+  if (!have_gpu()) return;
+  auto free_bytes = [] {
+    rt::cuda::device(0); // its context current on this thread
+    size_t free = 0, total = 0;
+    rt::cuda::check(rt::cuda::driver().cuMemGetInfo(&free, &total), "cuMemGetInfo");
+    return free;
+  };
+  {
+    Tensor big = full({int64_t{64} << 20}, 1.0f, TensorOptions().device("cuda")); // 256 MiB
+    big.eval();
+    cuda::synchronize();
+  }
+  const size_t cached = free_bytes(); // the block is back in the cache, not the driver's
+  cuda::empty_cache();
+  CHECK(free_bytes() >= cached + (size_t{255} << 20));
 }
 
 TEST_CASE("CUDA: random numbers equal the CPU's to the bit", "[cuda][gpu]") {

@@ -35,6 +35,9 @@ bool is_available();
 int device_count();
 // Waits for the work queued on every CUDA device in use (torch.cuda.synchronize).
 void synchronize();
+// Returns the device memory the caching allocator keeps for reuse to the driver
+// (torch.cuda.empty_cache); memory that tensors hold stays theirs.
+void empty_cache();
 } // namespace cuda
 
 } // namespace tj

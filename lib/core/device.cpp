@@ -38,6 +38,9 @@ int device_count() {
 void synchronize() {
   if (is_available()) rt::cuda::synchronize_all();
 }
+void empty_cache() {
+  if (is_available()) rt::cuda::empty_cache();
+}
 } // namespace cuda
 
 } // namespace tj
