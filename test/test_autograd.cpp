@@ -1,4 +1,4 @@
-// Autograd: the examples of seeds 001 and 002 with their exact printed
+// Autograd: the tutorials' examples with their exact printed
 // values, PyTorch's grad_fn names and errors, and the semantics around the
 // backward graph (accumulation, retain_graph, grad modes, views, in-place
 // ops, higher order).
@@ -25,7 +25,7 @@ const char* kSecondBackward =
     "graph a second time or if you need to access saved tensors after calling backward.";
 } // namespace
 
-TEST_CASE("seed 001: requires_grad, grad_fn and the gradient of a mean", "[autograd][seed]") {
+TEST_CASE("examples: requires_grad, grad_fn and the gradient of a mean", "[autograd][examples]") {
   Tensor x = ones({2, 2}, requires_grad());
   CHECK(x.str() == "tensor([[1., 1.],\n        [1., 1.]], requires_grad=True)");
   CHECK(x.grad_fn() == nullptr);
@@ -60,8 +60,8 @@ TEST_CASE("seed 001: requires_grad, grad_fn and the gradient of a mean", "[autog
   CHECK(x.grad().str() == "tensor([[1., 1.],\n        [1., 1.]])");
 }
 
-TEST_CASE("seed 001: backward(gradient), retain_graph and the second-backward error",
-          "[autograd][seed]") {
+TEST_CASE("examples: backward(gradient), retain_graph and the second-backward error",
+          "[autograd][examples]") {
   Tensor a = tensor({1, 2, 3}, TensorOptions().dtype(kFloat32).requires_grad(true));
   CHECK_FALSE(a.grad().defined());
   Tensor b = a.pow(2);
@@ -96,7 +96,7 @@ TEST_CASE("seed 001: backward(gradient), retain_graph and the second-backward er
   CHECK(a.grad().str() == "tensor([1., 1., 1.])");
 }
 
-TEST_CASE("seed 001: views, no_grad and non-leaf grads", "[autograd][seed]") {
+TEST_CASE("examples: views, no_grad and non-leaf grads", "[autograd][examples]") {
   Tensor x = tensor({1.0, 2.0, 3.0, 4.0}, requires_grad());
   CHECK(x.dtype() == kFloat32);
   Tensor y = 2 * x;
@@ -141,8 +141,8 @@ TEST_CASE("seed 001: views, no_grad and non-leaf grads", "[autograd][seed]") {
   CHECK(p.grad().str() == "tensor([[2.],\n        [4.]])");
 }
 
-TEST_CASE("seed 002: the gradients of (exp(w x + b) - y*)^2 match the closed form",
-          "[autograd][seed]") {
+TEST_CASE("examples: the gradients of (exp(w x + b) - y*)^2 match the closed form",
+          "[autograd][examples]") {
   Tensor w_t = tensor(std::vector<double>{0.5}, {1}, dtype(kFloat64));
   Tensor b_t = tensor(std::vector<int64_t>{2}, {1}, dtype(kInt64));
   Tensor xx_t = tensor(std::vector<double>{0.5}, {1}, dtype(kFloat64));

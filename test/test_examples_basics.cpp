@@ -1,5 +1,6 @@
-// The first seed tutorial's examples whose printed output does not depend on
-// the random generator, as exact strings.
+// A first tutorial's examples of tensors (creation, printing, dtypes, arithmetic,
+// broadcasting, in-place ops, copies, dims, the NumPy bridge) whose printed output does not
+// depend on the random generator, as exact strings.
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
 
@@ -7,7 +8,7 @@
 
 using namespace tj;
 
-TEST_CASE("seed 000: creation and printing", "[seed]") {
+TEST_CASE("examples, basics: creation and printing", "[examples]") {
   CHECK(zeros({2, 3}).str() == "tensor([[0., 0., 0.],\n        [0., 0., 0.]])");
   CHECK(ones({2, 3}).str() == "tensor([[1., 1., 1.],\n        [1., 1., 1.]])");
   CHECK(tensor({{3.1415926, 2.71828}, {1.61803, 0.0072897}}).str() ==
@@ -21,7 +22,7 @@ TEST_CASE("seed 000: creation and printing", "[seed]") {
   CHECK(ones_like(x).sizes() == Shape{2, 2, 3});
 }
 
-TEST_CASE("seed 000: dtypes and truncating casts", "[seed]") {
+TEST_CASE("examples, basics: dtypes and truncating casts", "[examples]") {
   CHECK(ones({2, 3}, dtype(kInt16)).str() ==
         "tensor([[1, 1, 1],\n        [1, 1, 1]], dtype=torch.int16)");
   Tensor b = tensor({{0.9956, 1.4148, 5.8364}, {11.2406, 11.2083, 11.6692}}, dtype(kFloat64));
@@ -31,7 +32,7 @@ TEST_CASE("seed 000: dtypes and truncating casts", "[seed]") {
   CHECK((rand({2, 3}, dtype(kFloat64)) * 20.).dtype() == kFloat64);
 }
 
-TEST_CASE("seed 000: arithmetic with scalars and tensors", "[seed]") {
+TEST_CASE("examples, basics: arithmetic with scalars and tensors", "[examples]") {
   Tensor ones_ = zeros({2, 2}) + 1;
   Tensor twos = ones({2, 2}) * 2;
   Tensor threes = (ones({2, 2}) * 7 - 1) / 2;
@@ -47,7 +48,7 @@ TEST_CASE("seed 000: arithmetic with scalars and tensors", "[seed]") {
   CHECK((threes * fours).str() == "tensor([[12., 12.],\n        [12., 12.]])");
 }
 
-TEST_CASE("seed 000: broadcasting shapes and errors", "[seed]") {
+TEST_CASE("examples, basics: broadcasting shapes and errors", "[examples]") {
   Tensor a = ones({4, 3, 2});
   CHECK((a * rand({3, 2})).sizes() == Shape{4, 3, 2});
   CHECK((a * rand({3, 1})).sizes() == Shape{4, 3, 2});
@@ -73,7 +74,7 @@ TEST_CASE("seed 000: broadcasting shapes and errors", "[seed]") {
       "The size of tensor a (2) must match the size of tensor b (0) at non-singleton dimension 2");
 }
 
-TEST_CASE("seed 000: math functions", "[seed]") {
+TEST_CASE("examples, basics: math functions", "[examples]") {
   Tensor angles = tensor({0., M_PI / 4, M_PI / 2, 3 * M_PI / 4});
   Tensor sines = sin(angles);
   CHECK(angles.str() == "tensor([0.0000, 0.7854, 1.5708, 2.3562])");
@@ -91,7 +92,7 @@ TEST_CASE("seed 000: math functions", "[seed]") {
                                      "[-0.1986,  0.4439,  0.5000, -0.4776]])");
 }
 
-TEST_CASE("seed 000: item and scalar conversion", "[seed]") {
+TEST_CASE("examples, basics: item and scalar conversion", "[examples]") {
   CHECK(tensor({2.5}).item<double>() == 2.5);
   CHECK(tensor({{7}}).item().to_int() == 7);
   CHECK(tensor({true}).item().is_bool());
@@ -114,7 +115,7 @@ std::string four_layers(const std::string& block) {
 
 // The cells whose inputs are random: rebuilt from the values the tutorial printed, the results
 // as PyTorch prints them for those inputs.
-TEST_CASE("seed 000: broadcasting over layers, rows and columns", "[seed]") {
+TEST_CASE("examples, basics: broadcasting over layers, rows and columns", "[examples]") {
   Tensor a = ones({4, 3, 2});
   CHECK((a * tensor({{0.6493, 0.2633}, {0.4762, 0.0548}, {0.2024, 0.5731}})).str() ==
         four_layers("[[0.6493, 0.2633],\n         [0.4762, 0.0548],\n         [0.2024, 0.5731]]"));
@@ -132,7 +133,7 @@ TEST_CASE("seed 000: broadcasting over layers, rows and columns", "[seed]") {
         "tensor([[1.2292, 1.1998, 1.0026, 1.8794],\n        [1.7312, 1.0414, 1.3730, 0.7228]])");
 }
 
-TEST_CASE("seed 000: altering tensors in place", "[seed]") {
+TEST_CASE("examples, basics: altering tensors in place", "[examples]") {
   Tensor a = tensor({0., M_PI / 4, M_PI / 2, 3 * M_PI / 4});
   CHECK(sin(a).str() == "tensor([0.0000, 0.7071, 1.0000, 0.7071])");
   CHECK(a.str() == "tensor([0.0000, 0.7854, 1.5708, 2.3562])"); // a has not changed
@@ -149,7 +150,7 @@ TEST_CASE("seed 000: altering tensors in place", "[seed]") {
   CHECK(y.str() == "tensor([[0.1435, 0.2086],\n        [0.0042, 0.4458]])");
 }
 
-TEST_CASE("seed 000: out arguments, creation included, keep the tensor", "[seed]") {
+TEST_CASE("examples, basics: out arguments, creation included, keep the tensor", "[examples]") {
   Tensor c = zeros({2, 2});
   CHECK(c.str() == "tensor([[0., 0.],\n        [0., 0.]])");
   const void* storage = c.data_ptr<float>();
@@ -169,7 +170,7 @@ TEST_CASE("seed 000: out arguments, creation included, keep the tensor", "[seed]
                     "\"check_uniform_bounds\" not implemented for 'Long'");
 }
 
-TEST_CASE("seed 000: copying tensors", "[seed]") {
+TEST_CASE("examples, basics: copying tensors", "[examples]") {
   Tensor a = ones({2, 2});
   Tensor b = a;
   a[0][1] = 561;
@@ -189,7 +190,7 @@ TEST_CASE("seed 000: copying tensors", "[seed]") {
   CHECK(a.str() == values + ", requires_grad=True)");
 }
 
-TEST_CASE("seed 000: changing the number of dimensions", "[seed]") {
+TEST_CASE("examples, basics: changing the number of dimensions", "[examples]") {
   CHECK(rand({3, 226, 226}).unsqueeze(0).sizes() == Shape{1, 3, 226, 226});
   CHECK(tensor({0.2347}).reshape({1, 1, 1, 1, 1}).str() == "tensor([[[[[0.2347]]]]])");
   Tensor a =
@@ -229,7 +230,7 @@ TEST_CASE("seed 000: changing the number of dimensions", "[seed]") {
   CHECK(reshape(output3d, {6 * 20 * 20}).sizes() == Shape{2400});
 }
 
-TEST_CASE("seed 000: the NumPy bridge and unique", "[seed]") {
+TEST_CASE("examples, basics: the NumPy bridge and unique", "[examples]") {
   std::vector<double> numpy_array(6, 1.0);
   Tensor t = from_blob(numpy_array.data(), {2, 3}, kFloat64);
   CHECK(t.str() == "tensor([[1., 1., 1.],\n        [1., 1., 1.]], dtype=torch.float64)");

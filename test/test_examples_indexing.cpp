@@ -1,6 +1,6 @@
-// The indexing, joining, selection, arithmetic, in-place, NumPy and broadcasting examples of
-// seed 001, with the outputs they print. Random inputs are rebuilt from the values the seed
-// prints; the expected outputs are what PyTorch prints for those values.
+// A tutorial's indexing, joining, selection, arithmetic, in-place, NumPy and broadcasting
+// examples, with the outputs they print. Random inputs are rebuilt from the values the
+// tutorial prints; the expected outputs are what PyTorch prints for those values.
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
 
@@ -10,7 +10,8 @@
 using namespace tj;
 using namespace tj::indexing;
 
-TEST_CASE("seed 001: tensors from data, NumPy-like memory and other tensors", "[seed001]") {
+TEST_CASE("examples, indexing: tensors from data, NumPy-like memory and other tensors",
+          "[examples]") {
   Tensor x_data = tensor({{1, 2}, {3, 4}});
   CHECK(x_data.str() == "tensor([[1, 2],\n"
                         "        [3, 4]])");
@@ -48,7 +49,7 @@ TEST_CASE("seed 001: tensors from data, NumPy-like memory and other tensors", "[
                         "        [7, 8, 9]], dtype=torch.int32)");
 }
 
-TEST_CASE("seed 001: index_select, masked_select and gather", "[seed001]") {
+TEST_CASE("examples, indexing: index_select, masked_select and gather", "[examples]") {
   Tensor x = tensor({{0.1427, 0.0231, -0.5414, -1.0009},
                      {-0.4664, 0.2647, -0.1228, -1.1068},
                      {-1.1734, -0.6571, 0.7230, -0.6004}});
@@ -79,7 +80,7 @@ TEST_CASE("seed 001: index_select, masked_select and gather", "[seed001]") {
                                                         "        [4, 3]])");
 }
 
-TEST_CASE("seed 001: cat along dim 0 of the assigned tensor", "[seed001]") {
+TEST_CASE("examples, indexing: cat along dim 0 of the assigned tensor", "[examples]") {
   Tensor t = ones({4, 4});
   t.index_put_({"...", -1}, 100);
   t.index_put_({Slice(), 1}, 10);
@@ -97,7 +98,7 @@ TEST_CASE("seed 001: cat along dim 0 of the assigned tensor", "[seed001]") {
                                    "        [  1.,  10.,   1., 100.]])");
 }
 
-TEST_CASE("seed 001: matmul, out=, sum and add_ on an integer tensor", "[seed001]") {
+TEST_CASE("examples, indexing: matmul, out=, sum and add_ on an integer tensor", "[examples]") {
   Tensor t = arange(0, 9).reshape({3, 3});
   CHECK(t.str() == "tensor([[0, 1, 2],\n"
                    "        [3, 4, 5],\n"
@@ -125,7 +126,7 @@ TEST_CASE("seed 001: matmul, out=, sum and add_ on an integer tensor", "[seed001
                    "        [11, 12, 13]])");
 }
 
-TEST_CASE("seed 001: ones(5) shares memory with its NumPy view", "[seed001]") {
+TEST_CASE("examples, indexing: ones(5) shares memory with its NumPy view", "[examples]") {
   Tensor t = ones({5});
   CHECK(t.str() == "tensor([1., 1., 1., 1., 1.])");
   NumpyArray n = t.numpy();
@@ -141,7 +142,7 @@ TEST_CASE("seed 001: ones(5) shares memory with its NumPy view", "[seed001]") {
   CHECK(d.str() == "tensor([2., 2., 2., 2., 2.], dtype=torch.float64)");
 }
 
-TEST_CASE("seed 001: view and reshape print the values they share", "[seed001]") {
+TEST_CASE("examples, indexing: view and reshape print the values they share", "[examples]") {
   Tensor x = tensor({{-0.5722, -0.4844, 1.5515},
                      {-0.2504, 0.2010, 0.0182},
                      {0.0400, 0.0397, 2.0167},
@@ -192,7 +193,7 @@ TEST_CASE("seed 001: view and reshape print the values they share", "[seed001]")
   CHECK(one.item<double>() == -0.9870905876159668);
 }
 
-TEST_CASE("seed 001: trace, diag, triu and tril", "[seed001]") {
+TEST_CASE("examples, indexing: trace, diag, triu and tril", "[examples]") {
   Tensor x = arange(1., 10.).view({3, 3});
   CHECK(x.str() == "tensor([[1., 2., 3.],\n"
                    "        [4., 5., 6.],\n"
@@ -273,7 +274,7 @@ TEST_CASE("seed 001: trace, diag, triu and tril", "[seed001]") {
                               "        [-0.0614, -0.7344, -1.3164,  0.0000,  0.0000,  0.0000]])");
 }
 
-TEST_CASE("seed 001: broadcasting a row against a column", "[seed001]") {
+TEST_CASE("examples, indexing: broadcasting a row against a column", "[examples]") {
   Tensor x = arange(1, 3).view({1, 2});
   CHECK(x.str() == "tensor([[1, 2]])");
   Tensor y = arange(1, 4).view({3, 1});
@@ -285,7 +286,7 @@ TEST_CASE("seed 001: broadcasting a row against a column", "[seed001]") {
                          "        [4, 5]])");
 }
 
-TEST_CASE("seed 001: writing a result into the memory it came from", "[seed001]") {
+TEST_CASE("examples, indexing: writing a result into the memory it came from", "[examples]") {
   Tensor x = tensor({1, 2});
   Tensor y = tensor({3, 4});
   Tensor before = y; // the same tensor, as id(y) is

@@ -1,6 +1,6 @@
-// The storage, view, in-place and NumPy examples of seeds 002 and 003, with
-// the outputs they print. Random inputs are replaced by the values the seeds
-// print, or the check is made against values computed here.
+// Two tutorials' storage, view, in-place and NumPy examples, with the outputs they print.
+// Random inputs are replaced by the values the tutorials print, or the check is made against
+// values computed here.
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
 
@@ -16,7 +16,7 @@ struct PrintOptionsGuard {
 };
 } // namespace
 
-TEST_CASE("seed 003: the storage under a view, indexed and written", "[seed003][views]") {
+TEST_CASE("examples, storage: the storage under a view, indexed and written", "[examples][views]") {
   Tensor t = arange(10.).view({2, 5});
   CHECK(t.str() == "tensor([[0., 1., 2., 3., 4.],\n        [5., 6., 7., 8., 9.]])");
   TypedStorage storage = t.storage();
@@ -45,7 +45,7 @@ TEST_CASE("seed 003: the storage under a view, indexed and written", "[seed003][
   CHECK(tensor(std::vector<float>{}).storage().str() == " \n[torch.FloatStorage of size 0]");
 }
 
-TEST_CASE("seed 003: transposes flip the strides", "[seed003][views]") {
+TEST_CASE("examples, storage: transposes flip the strides", "[examples][views]") {
   Tensor t = tensor({{3, 1, 2}, {4, 1, 7}});
   CHECK(t.str() == "tensor([[3, 1, 2],\n        [4, 1, 7]])");
   CHECK(t.t().str() == "tensor([[3, 4],\n        [1, 1],\n        [2, 7]])");
@@ -67,7 +67,8 @@ TEST_CASE("seed 003: transposes flip the strides", "[seed003][views]") {
   CHECK(z.transpose(1, 2).stride() == std::vector<int64_t>{6, 1, 3});
 }
 
-TEST_CASE("seed 003: indexing, views, in-place ops and the NumPy bridge", "[seed003][views]") {
+TEST_CASE("examples, storage: indexing, views, in-place ops and the NumPy bridge",
+          "[examples][views]") {
   Tensor x = rand({3, 4});
   std::vector<double> xv = values(x);
   CHECK(values(x.index({Slice()})) == xv);
@@ -128,7 +129,8 @@ TEST_CASE("seed 003: indexing, views, in-place ops and the NumPy bridge", "[seed
                       "dtype=torch.float64)");
 }
 
-TEST_CASE("seed 002: NumPy memory, casts, promotion and in-place ops", "[seed002][views]") {
+TEST_CASE("examples, storage: NumPy memory, casts, promotion and in-place ops",
+          "[examples][views]") {
   PrintOptionsGuard restore;
   Tensor x = tensor({{-0.05147836, 0.6646777, 0.54277486, 2.5307057, 0.9185137},
                      {-0.25555766, 0.55434686, 1.6044122, 0.8425406, -1.0667061},
@@ -195,7 +197,7 @@ TEST_CASE("seed 002: NumPy memory, casts, promotion and in-place ops", "[seed002
   shared[3] = 5;
   CHECK(ones5[3] == 5);
 
-  // The image-batch walk of seed 002, at a smaller batch: permute, scale, narrow, kill channels.
+  // The image-batch walk of the tutorial, at a smaller batch: permute, scale, narrow, kill channels.
   std::vector<uint8_t> pixels(4 * 8 * 8 * 3);
   for (size_t i = 0; i < pixels.size(); ++i)
     pixels[i] = static_cast<uint8_t>(i * 37 % 256);

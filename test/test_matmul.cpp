@@ -1,4 +1,4 @@
-// matmul in every case of seed 004 (dot, mv, vector-matrix, mm, batched with
+// matmul in every case of a tutorial (dot, mv, vector-matrix, mm, batched with
 // broadcast) with its printed results, its shape and dtype errors in PyTorch
 // 1.13's words, and values against a plain triple loop.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 
 using namespace tj;
 
-TEST_CASE("seed 004: matmul cases and printed results", "[matmul][seed]") {
+TEST_CASE("examples: matmul cases and printed results", "[matmul][examples]") {
   Tensor t = tensor({{1, 0, 3, 4}, {5, 0, 7, 8}, {9, 0, 11, 12}, {13, 0, 15, 16}}, dtype(kFloat32));
   CHECK(t.matmul(t.t()).str() ==
         "tensor([[ 26.,  58.,  90., 122.],\n        [ 58., 138., 218., 298.],\n"
@@ -32,7 +32,7 @@ TEST_CASE("seed 004: matmul cases and printed results", "[matmul][seed]") {
   CHECK(matmul(ones({2, 1, 3, 4}), ones({5, 4, 2})).sizes() == Shape{2, 5, 3, 2});
 }
 
-TEST_CASE("seed 004: printed products, elementwise product, sum and add_", "[matmul][seed]") {
+TEST_CASE("examples: printed products, elementwise product, sum and add_", "[matmul][examples]") {
   Tensor m = tensor({{1, 2}, {3, 4}});
   CHECK(matmul(m, tensor({{1}, {2}})).str() == "tensor([[ 5],\n        [11]])");
   CHECK(matmul(tensor({1, 2}), m).str() == "tensor([ 7, 10])");

@@ -28,7 +28,7 @@ void check_vs_interp(const Tensor& t, double rel = 1e-5) {
 }
 } // namespace
 
-TEST_CASE("seed 000: reduction ops print as PyTorch", "[reduce][seed]") {
+TEST_CASE("examples: reduction ops print as PyTorch", "[reduce][examples]") {
   Tensor d = tensor({{1., 2.}, {3., 4.}});
   CHECK(max(d).str() == "tensor(4.)");
   CHECK(max(d).item<double>() == 4.0);
