@@ -5,9 +5,16 @@
 
 #include <algorithm>
 
+#include "runtime/cuda_driver.h"
+#include "runtime/thread_pool.h"
 #include "tensorjit/config.h"
 
 namespace tj::rt {
+
+ReductionSplit reduction_split(Device device) {
+  if (device.is_cuda()) return {int64_t(cuda::device(device.index()).sm_count) * 8, 1024, true};
+  return {num_threads(), 256, false};
+}
 
 int64_t stream_store_bytes() {
   static const int64_t cache = [] {

@@ -1,8 +1,24 @@
-// Facts of the host machine that scheduling decisions use.
+// Facts of the machine and its devices that graph building and scheduling decisions use: the
+// one place they ask.
 #pragma once
 #include <cstdint>
 
+#include "tensorjit/device.h"
+
 namespace tj::rt {
+
+// How a reduction into few outputs is split on a device so that all of it works.
+struct ReductionSplit {
+  // Outputs that keep the device busy by themselves: the CPU's threads, or a GPU's resident
+  // blocks (8 per SM). Fewer outputs over a long reduction split it in two stages.
+  int64_t busy_outputs;
+  // The partial results of a long 1-d reduction's first stage.
+  int64_t blocks;
+  // Whether a reduction of everything into one value is taken as one long axis (a GPU wants
+  // thousands of blocks, not the few an outer dim gives).
+  bool flatten_whole;
+};
+ReductionSplit reduction_split(Device device);
 
 // The output size from which CPU kernels write around the cache (kir::Slot::stream):
 // config().stream_store_bytes, or when that is 0 the last-level cache's size, at most 32 MiB

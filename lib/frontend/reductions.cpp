@@ -11,8 +11,7 @@
 #include "lib/frontend/graph_builders.h"
 #include "lib/frontend/promotion.h"
 #include "lib/frontend/tensor_impl.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/thread_pool.h"
+#include "runtime/machine.h"
 #include "tensorjit/functions.h"
 #include "tensorjit/indexing.h"
 
@@ -97,9 +96,6 @@ NodePtr reduce_node(Op op, const NodePtr& x, const std::vector<int64_t>& axes) {
   return ir::make_node(op, x->dtype, std::move(kept), {x}, axes);
 }
 
-// Blocks of a long 1-D reduction on a GPU (its first stage).
-constexpr int64_t kGpuBlocks = 1024;
-
 // Reduces over `axes` (keepdim). Runs of adjacent axes are one reduction loop
 // each; a large reduction into few outputs is split in two stages so that all
 // threads work and float sums are blocked (pairwise-level error).
@@ -115,26 +111,25 @@ NodePtr reduce(Op op, const NodePtr& x, std::vector<int64_t> axes) {
   for (int64_t a : axes)
     r *= x->shape[a];
   int64_t outputs = x->numel() / std::max<int64_t>(r, 1);
-  // Outputs that keep the device busy: CPU threads, or resident GPU blocks.
-  const bool gpu = x->device.is_cuda();
-  const int64_t threads =
-      gpu ? int64_t(rt::cuda::device(x->device.index()).sm_count) * 8 : rt::num_threads();
+  // The device's parallelism (runtime/machine.h).
+  const rt::ReductionSplit split = rt::reduction_split(x->device);
+  const int64_t threads = split.busy_outputs;
   if (outputs >= 4 * threads || r < (int64_t{1} << 16)) return reduce_node(op, x, axes);
   if (axes.size() > 1 && x->shape[axes[0]] >= 4 * threads) {
     std::vector<int64_t> inner(axes.begin() + 1, axes.end());
     return reduce_node(op, reduce_node(op, x, inner), {axes[0]});
   }
-  if (gpu && outputs == 1 && x->ndim() > 1 && r % kGpuBlocks == 0 &&
-      (r / kGpuBlocks) % x->shape.back() == 0) {
-    // Everything into one value on a GPU, the outer dim too short to split on (it wants
-    // thousands of blocks, not one): reduced as one long axis, split below. Each block's share
-    // is whole rows, so the reshape maps affinely onto the input (a transposed read stays fused).
+  if (split.flatten_whole && outputs == 1 && x->ndim() > 1 && r % split.blocks == 0 &&
+      (r / split.blocks) % x->shape.back() == 0) {
+    // Everything into one value, the outer dim too short to split on: reduced as one long
+    // axis, split below. Each block's share is whole rows, so the reshape maps affinely onto
+    // the input (a transposed read stays fused).
     NodePtr flat = reduce(op, fe::reshape(x, {r}), {0});
     return fe::reshape(flat, kept_shape(x->shape, axes));
   }
   if (axes.size() == 1 && x->ndim() == 1) {
     // One long axis: (P, q) blocks plus a remainder, each reduced in parallel.
-    const int64_t P = gpu ? kGpuBlocks : 256, q = r / P;
+    const int64_t P = split.blocks, q = r / P;
     NodePtr main = fe::reshape(fe::slice(x, 0, 0, P * q, 1), {P, q});
     NodePtr part = fe::reshape(reduce_node(op, main, {1}), {P});
     NodePtr total = reduce_node(op, part, {0});
