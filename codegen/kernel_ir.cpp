@@ -53,6 +53,7 @@ uint64_t Kernel::hash() const {
       h = mix(h, uint64_t(uint32_t(s)));
     h = mix(h, uint64_t(uint32_t(v.slot)));
     h = mix(h, uint64_t(v.imm));
+    h = mix(h, uint64_t(uint32_t(v.param)));
   }
   for (const auto& s : stores) {
     h = mix(h, (uint64_t(uint32_t(s.slot)) << 32) | uint32_t(s.value));
@@ -199,7 +200,7 @@ std::string Kernel::str() const {
       rhs = fmt::format("load slot{}", v.slot);
       break;
     case Op::Const:
-      rhs = fmt::format("param{}", v.slot);
+      rhs = fmt::format("param{}", v.param);
       break;
     case Op::Iota:
       rhs = fmt::format("index slot{}", v.slot);
@@ -244,10 +245,14 @@ void verify(const Kernel& k) {
       if (!used && v.src[a] != -1) fail(fmt::format("%{} has extra operand", i));
     }
     bool leaf = ir::is_leaf(v.op);
-    if ((leaf && v.op != Op::Philox) || v.op == Op::Gather) {
-      size_t n = v.op == Op::Const ? k.params.size() : k.slots.size();
-      if (v.slot < 0 || size_t(v.slot) >= n) fail(fmt::format("%{} refers to a missing slot", i));
+    if (v.op == Op::Const) {
+      if (v.param < 0 || size_t(v.param) >= k.params.size() || v.slot != -1)
+        fail(fmt::format("%{} refers to a missing parameter", i));
+    } else if ((leaf && v.op != Op::Philox) || v.op == Op::Gather) {
+      if (v.slot < 0 || size_t(v.slot) >= k.slots.size())
+        fail(fmt::format("%{} refers to a missing slot", i));
     }
+    if (v.op != Op::Const && v.param != -1) fail(fmt::format("%{} has a parameter", i));
     if (v.op == Op::Gather) {
       for (int a = 0; a < 3; ++a)
         if (k.values[v.src[a]].dtype != kInt64)

@@ -71,7 +71,7 @@ struct Slot {
 };
 
 // One SSA value of the kernel body. Operands refer to earlier values.
-//   Buffer: load slot `slot`          Const: parameter `slot`
+//   Buffer: load slot `slot`          Const: parameter `param`
 //   Iota:   the index of slot `slot`  Philox: word `imm` at counter src[1]+src[0],
 //                                             key src[2] (all int64 values)
 //   Gather: slot `slot` at a data-dependent place: element (i, j) of the slot
@@ -89,8 +89,9 @@ struct Value {
   Op op;
   DType dtype;
   int32_t src[3] = {-1, -1, -1};
-  int32_t slot = -1;
-  int64_t imm = 0;
+  int32_t slot = -1;  // Buffer, Iota, Gather
+  int64_t imm = 0;    // Philox: the word
+  int32_t param = -1; // Const
   bool operator==(const Value&) const = default;
 };
 

@@ -77,7 +77,11 @@ struct KernelBuilder {
     return int(k.values.size()) - 1;
   }
   int load(int s) { return value(Op::Buffer, k.slots[s].dtype, {}, s); }
-  int cnst(int p) { return value(Op::Const, k.params[p], {}, p); }
+  int cnst(int p) {
+    int v = value(Op::Const, k.params[p], {});
+    k.values[v].param = p;
+    return v;
+  }
   int iota(int s) { return value(Op::Iota, kInt64, {}, s); }
   int op(Op o, DType t, std::vector<int> src) { return value(o, t, std::move(src)); }
   void store(int s, int v) { k.stores.push_back({s, v}); }

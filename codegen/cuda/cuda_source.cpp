@@ -506,7 +506,7 @@ private:
         break;
       }
       case Op::Const: {
-        std::string bits = fmt::format("a.param[{}]", x.slot);
+        std::string bits = fmt::format("a.param[{}]", x.param);
         switch (x.dtype) {
         case kFloat32:
           e = fmt::format("__uint_as_float(u32({}))", bits);

@@ -263,7 +263,7 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
   params_.assign(k_.params.size(), nullptr);
   for (size_t p = 0; p < k_.params.size(); ++p) {
     bool used = std::any_of(k_.values.begin(), k_.values.end(), [&](const kir::Value& v) {
-      return v.op == Op::Const && v.slot == int32_t(p);
+      return v.op == Op::Const && v.param == int32_t(p);
     });
     if (!used) continue;
     llvm::Value* addr = b_.CreateConstInBoundsGEP1_64(i64, arg(kParams), p);
@@ -1476,10 +1476,10 @@ llvm::Value* KernelLowering::lower_value(int idx) {
       return ops_.to_reg(annotate(b_.CreateLoad(mt, element_address(v.slot)), v.slot), slot.dtype);
     }
     case Op::Const:
-      if (k_.params[v.slot] != v.dtype)
-        bad(idx, fmt::format("param{} is {}, used as {}", v.slot, dtype_name(k_.params[v.slot]),
+      if (k_.params[v.param] != v.dtype)
+        bad(idx, fmt::format("param{} is {}, used as {}", v.param, dtype_name(k_.params[v.param]),
                              dtype_name(v.dtype)));
-      return params_[v.slot];
+      return params_[v.param];
     case Op::Iota:
       return ops_.cast(element_index(v.slot), kInt64, v.dtype);
     case Op::Philox: {

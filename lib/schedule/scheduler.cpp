@@ -586,7 +586,7 @@ private:
         k_.params.push_back(pt);
         params_.push_back(param_bits(n->value, pt));
       }
-      int32_t p = emit({Op::Const, pt, {-1, -1, -1}, it->second, 0});
+      int32_t p = emit({Op::Const, pt, {-1, -1, -1}, -1, 0, it->second});
       return convert(p, n->dtype);
     }
     case Op::Buffer: {
@@ -629,7 +629,7 @@ private:
       k_.params.push_back(kInt64);
       params_.push_back(static_cast<uint64_t>(v));
     }
-    return emit({Op::Const, kInt64, {-1, -1, -1}, it->second, 0});
+    return emit({Op::Const, kInt64, {-1, -1, -1}, -1, 0, it->second});
   }
 
   // `leaf`: what an input slot reads (the view a Buffer leaf was made for, if it was).
@@ -683,9 +683,9 @@ private:
     return it->second;
   }
 
-  static std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t>
-  key_of(const kir::Value& v) {
-    return {int(v.op), int(v.dtype), v.src[0], v.src[1], v.src[2], v.slot, v.imm};
+  using ValueKey = std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t, int32_t>;
+  static ValueKey key_of(const kir::Value& v) {
+    return {int(v.op), int(v.dtype), v.src[0], v.src[1], v.src[2], v.slot, v.imm, v.param};
   }
 
   DType dtype_of(int32_t v) const { return k_.values[v].dtype; }
@@ -728,7 +728,7 @@ private:
   std::vector<NodePtr> keep_; // keeps memo keys alive while building
   std::map<const Node*, int32_t> param_memo_;
   std::map<int64_t, int32_t> int_params_;
-  std::map<std::tuple<int, int, int32_t, int32_t, int32_t, int32_t, int64_t>, int32_t> cse_;
+  std::map<ValueKey, int32_t> cse_;
 };
 
 // The builder of a kernel computing `roots`, all of shape `shape`: over the outputs of a reduction
