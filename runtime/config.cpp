@@ -19,6 +19,11 @@ Config from_env() {
   c.num_threads = env_int("TJ_NUM_THREADS", 0);
   c.spin_us = env_int("TJ_SPIN_US", 200);
   c.fusion = env_int("TJ_FUSION", 1) != 0;
+#ifdef NDEBUG
+  c.verify = env_int("TJ_VERIFY", 0) != 0;
+#else
+  c.verify = env_int("TJ_VERIFY", 1) != 0;
+#endif
   c.debug = env_int("TJ_DEBUG", 0);
   c.opt_level = env_int("TJ_OPT_LEVEL", 3);
   if (const char* v = std::getenv("TJ_MAX_GRAPH_NODES"); v && *v) c.max_graph_nodes = std::atoll(v);

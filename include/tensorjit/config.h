@@ -36,6 +36,9 @@ struct Config {
   // for the workers' end) before they sleep: waking a sleeping thread costs tens of microseconds
   // a launch. 0: sleep at once.
   int spin_us = 200;
+  // TJ_VERIFY: check every node of each graph materialized, as built and after each pass,
+  // against its op's rules (ir::verify; slow). On in debug builds and in the tests.
+  bool verify = false;
   // TJ_DUMP: stages (as ir::dump names them, comma-separated) written for
   // every materialization to TJ_DUMP_DIR (default "tj-dump") as
   // NNNN-STAGE.txt files.

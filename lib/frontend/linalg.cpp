@@ -45,6 +45,12 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
     bs.insert(bs.end(), {k, m});
     return ir::make_call(ir::Routine::Gemm, {fe::expand(a, as), fe::expand(b, bs)});
   }
+  if (k == 0) { // no products to sum: zeros, which no kernel needs to read an empty operand for
+    ir::Shape out = ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 1),
+                                         ir::Shape(b->shape.begin(), b->shape.end() - 2));
+    out.push_back(m);
+    return fe::constant(0, a->dtype, out, a->device); // the operands' dtypes agree here
+  }
   ir::Shape as = a->shape, bs = b->shape;
   as.push_back(1);            // (..., n, k, 1)
   bs.insert(bs.end() - 2, 1); // (..., 1, k, m)

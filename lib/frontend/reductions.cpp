@@ -284,6 +284,10 @@ NodePtr float_input(const Tensor& t) {
   return is_floating_point(x->dtype) ? x : fe::cast(x, default_dtype());
 }
 
+// The dtype a float reduction of `t` computes in: 16-bit floats in float32, as PyTorch's
+// reductions do (the result is cast back).
+DType float_accumulator(DType t) { return t == kFloat16 || t == kBFloat16 ? kFloat32 : t; }
+
 int64_t count(const ir::Shape& s, const std::vector<int64_t>& axes) {
   int64_t n = 1;
   for (int64_t a : axes)
@@ -435,7 +439,8 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim, Caller ca
   NodePtr x = node_of(t);
   check_float(x, "norm(): input dtype should be either floating point or complex. Got {} instead.");
   auto axes = normalize_dims(dims, x->ndim());
-  DType dt = x->dtype;
+  const DType out = x->dtype, dt = float_accumulator(out);
+  x = fe::cast(x, dt);
   NodePtr a = fe::unary(Op::Abs, x), r;
   if (count(x->shape, axes) == 0) // the norm of no elements is 0, whatever p
     r = fe::constant(0, dt, kept_shape(x->shape, axes), x->device);
@@ -451,7 +456,7 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim, Caller ca
     r = fe::binary(Op::Pow,
                    reduce(Op::ReduceSum, fe::binary(Op::Pow, a, fe::constant(p, dt)), axes),
                    fe::constant(1.0 / p, dt));
-  Tensor y = finish(r, x->shape, axes, keepdim);
+  Tensor y = finish(r, x->shape, axes, keepdim, out);
   ag::record("LinalgVectorNormBackward0", {t}, {y}, {t, y},
              [p, axes, keepdim](const Grads& g, const Saved& s) {
                const Tensor& v = s[0];
@@ -472,12 +477,13 @@ Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim, Caller caller)
   detail::CallSite site(caller, "logsumexp");
   NodePtr x = float_input(t);
   auto axes = normalize_dims(dims, x->ndim());
-  DType dt = x->dtype;
+  const DType out = x->dtype, dt = float_accumulator(out);
+  x = fe::cast(x, dt);
   NodePtr m = reduce(Op::ReduceMax, x, axes);
   NodePtr inf = fe::constant(std::numeric_limits<double>::infinity(), dt);
   m = fe::where(fe::binary(Op::CmpEq, fe::unary(Op::Abs, m), inf), fe::constant(0, dt), m);
   NodePtr s = reduce(Op::ReduceSum, fe::unary(Op::Exp, fe::binary(Op::Sub, x, m)), axes);
-  Tensor y = finish(fe::binary(Op::Add, fe::unary(Op::Log, s), m), x->shape, axes, keepdim);
+  Tensor y = finish(fe::binary(Op::Add, fe::unary(Op::Log, s), m), x->shape, axes, keepdim, out);
   ag::record("LogsumexpBackward0", {t}, {y}, {t, y},
              [axes, keepdim](const Grads& g, const Saved& s) {
                const Tensor& v = s[0];
@@ -584,14 +590,17 @@ Tensor softmax(const Tensor& t, int64_t dim, Caller caller) {
   detail::CallSite site(caller, "softmax");
   NodePtr x = float_input(t);
   std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
+  const DType out = x->dtype;
   Tensor y;
   if (x->ndim() == 0) {
-    y = wrap(fe::constant(1.0, x->dtype, {}, x->device));
+    y = wrap(fe::constant(1.0, out, {}, x->device));
   } else {
     // e * (1 / sum e), as PyTorch's CPU kernel computes it: one division per row, not one per
     // element (a vector division costs as much as the rest of the row's work).
+    x = fe::cast(x, float_accumulator(out));
     NodePtr e = fe::unary(Op::Exp, fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes)));
-    y = wrap(fe::binary(Op::Mul, e, fe::unary(Op::Recip, reduce(Op::ReduceSum, e, axes))));
+    y = wrap(fe::cast(fe::binary(Op::Mul, e, fe::unary(Op::Recip, reduce(Op::ReduceSum, e, axes))),
+                      out));
   }
   // y (g - sum(g y)): the backward reads the forward's output, not its exp.
   ag::record("SoftmaxBackward0", {t}, {y}, {y}, [axes](const Grads& g, const Saved& s) {
@@ -604,15 +613,17 @@ Tensor softmax(const Tensor& t, int64_t dim, Caller caller) {
 Tensor log_softmax(const Tensor& t, int64_t dim, Caller caller) {
   detail::CallSite site(caller, "log_softmax");
   NodePtr x = float_input(t);
+  const DType out = x->dtype;
   Tensor y;
   std::vector<int64_t> axes;
   if (x->ndim() == 0) {
-    y = wrap(fe::constant(0.0, x->dtype, {}, x->device));
+    y = wrap(fe::constant(0.0, out, {}, x->device));
   } else {
     axes = {ir::wrap_dim(dim, x->ndim())};
+    x = fe::cast(x, float_accumulator(out));
     NodePtr shifted = fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes));
     NodePtr lse = fe::unary(Op::Log, reduce(Op::ReduceSum, fe::unary(Op::Exp, shifted), axes));
-    y = wrap(fe::binary(Op::Sub, shifted, lse));
+    y = wrap(fe::cast(fe::binary(Op::Sub, shifted, lse), out));
   }
   ag::record("LogSoftmaxBackward0", {t}, {y}, {y}, [axes](const Grads& g, const Saved& s) {
     if (s[0].dim() == 0) return Grads{zeros_like(g[0])};

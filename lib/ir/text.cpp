@@ -13,6 +13,7 @@
 
 #include "lib/ir/routine.h"
 #include "lib/ir/scalar_semantics.h"
+#include "tensorjit/config.h"
 #include "tensorjit/error.h"
 
 namespace tj::ir {
@@ -140,16 +141,19 @@ std::string print_graph(const std::vector<NodePtr>& roots, const PrintOptions& o
     const int64_t count = static_cast<int64_t>(st.nbytes() / itemsize(n->dtype));
     out += fmt::format("storage {} : {}[{}]", name, short_dtype_name(n->dtype), count);
     if (st.device().is_cuda()) out += " on " + st.device().str();
-    std::shared_ptr<rt::Storage> host = n->storage;
-    if (st.device().is_cuda()) host = rt::copy_to_device(host, kCPU);
+    // The elements, read on the host where they are printed or handed out.
+    auto host = [&] {
+      return st.device().is_cuda() ? rt::copy_to_device(n->storage, kCPU) : n->storage;
+    };
     if (count <= options.inline_limit) {
       std::vector<std::string> vals;
-      const char* p = static_cast<const char*>(host->data());
+      const std::shared_ptr<rt::Storage> data = host();
+      const char* p = static_cast<const char*>(data->data());
       for (int64_t i = 0; i < count; ++i)
         vals.push_back(literal(element(p + i * itemsize(n->dtype), n->dtype), n->dtype));
       out += fmt::format(" = [{}]", fmt::join(vals, ", "));
     } else if (options.external) {
-      NodePtr data = make_buffer(host, n->dtype, {count}, View{{1}, 0});
+      NodePtr data = make_buffer(host(), n->dtype, {count}, View{{1}, 0});
       if (std::string file = options.external(name, data); !file.empty())
         out += fmt::format(" = \"{}\"", file);
     }
@@ -196,8 +200,9 @@ class Parser {
 public:
   Parser(std::string_view text, std::string_view file,
          const std::function<std::shared_ptr<rt::Storage>(const StorageDecl&)>& storage_for,
-         std::optional<Device> device)
-      : text_(text), file_(file), storage_for_(storage_for), device_(device) {
+         std::optional<Device> device, bool label_storages = true)
+      : text_(text), file_(file), storage_for_(storage_for), device_(device),
+        label_storages_(label_storages) {
     advance();
   }
 
@@ -505,7 +510,7 @@ private:
     if (st->nbytes() != static_cast<size_t>(d.numel) * itemsize(d.dtype))
       fail(at, fmt::format("storage '{}' was given {} bytes, its declaration needs {}", d.name,
                            st->nbytes(), static_cast<size_t>(d.numel) * itemsize(d.dtype)));
-    st->set_label(d.name); // fresh memory: storage_for copies what it is given
+    if (label_storages_) st->set_label(d.name); // fresh memory: storage_for copies it
     storages_[d.name] = {st, d.dtype};
     graph_.storages.push_back({d.name, make_buffer(st, d.dtype, {d.numel}, View{{1}, 0})});
   }
@@ -706,10 +711,10 @@ private:
       case Op::Div:
       case Op::Fmod:
       case Op::Pow:
-      case Op::Max:
-      case Op::Min:
         ok = !b;
         break;
+      case Op::Max: // maximum and minimum of bools: or and and
+      case Op::Min:
       case Op::CmpEq:
       case Op::CmpNe:
       case Op::CmpLt:
@@ -787,7 +792,9 @@ private:
         if (s != want) fail(fmt::format("the result's shape is {}", shape_str(want)));
         if (numel(in) == 0) fail("reduces an empty tensor (its value is the identity: a Const)");
         dtype_is(src[0], t, "the operand");
-        if (t == kBool || t == kFloat16 || t == kBFloat16)
+        // A max or min is exact in any dtype; sums and products round (and overflow a bool).
+        if ((op == Op::ReduceSum || op == Op::ReduceProd) &&
+            (t == kBool || t == kFloat16 || t == kBFloat16))
           fail(fmt::format("does not accumulate in {} (cast first)", short_dtype_name(t)));
         break;
       }
@@ -937,6 +944,7 @@ private:
   std::string_view file_;
   const std::function<std::shared_ptr<rt::Storage>(const StorageDecl&)>& storage_for_;
   std::optional<Device> device_;
+  bool label_storages_;
   size_t pos_ = 0;
   int line_ = 1, col_ = 1;
   Token tok_;
@@ -956,6 +964,8 @@ private:
           for (const auto& s : n->src)
             stack.push_back(s.get());
       }
+      // A write into a copy: the writes after it overwrite the copy, not memory anything reads.
+      if (b->args.back() == 0) return;
     }
     if (b->op != Op::Buffer) return; // the first write copies: nothing is overwritten
     std::unordered_set<const Node*> outputs, reads;
@@ -988,6 +998,33 @@ parse_graph(std::string_view text, std::string_view filename,
             const std::function<std::shared_ptr<rt::Storage>(const StorageDecl&)>& storage_for,
             std::optional<Device> device) {
   return Parser(text, filename, storage_for, device).run();
+}
+
+void verify(const std::vector<NodePtr>& roots, std::string_view stage) {
+  if (roots.empty()) return;
+  std::unordered_map<const rt::Storage*, std::shared_ptr<rt::Storage>> owners;
+  for (const auto& n : topological_order(roots))
+    if (n->op == Op::Buffer) owners.emplace(n->storage.get(), n->storage);
+  std::unordered_map<std::string, std::shared_ptr<rt::Storage>> memory;
+  PrintOptions po;
+  po.inline_limit = -1; // no data: the parser is handed the same memory
+  po.storage_name = [&](const rt::Storage& st) {
+    std::string name = fmt::format("m{}", memory.size());
+    memory.emplace(name, owners.at(&st));
+    return name;
+  };
+  std::string text = print_graph(roots, po);
+  try {
+    Parser(
+        text, fmt::format("<graph after {}>", stage),
+        [&](const StorageDecl& d) { return memory.at(d.name); }, std::nullopt,
+        /*label_storages=*/false)
+        .run();
+  } catch (const Error& e) {
+    throw Error(fmt::format("internal error: the graph after {} breaks a rule of its ops:\n{}{}",
+                            stage, e.what(),
+                            config().debug >= 1 ? "\nThe graph:\n" + text : std::string()));
+  }
 }
 
 } // namespace tj::ir

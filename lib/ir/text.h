@@ -60,4 +60,11 @@ parse_graph(std::string_view text, std::string_view filename,
             const std::function<std::shared_ptr<rt::Storage>(const StorageDecl&)>& storage_for,
             std::optional<Device> device = std::nullopt);
 
+// Checks every node below `roots` against its op's rules, the parser's: the graph is printed
+// and parsed back over the same memory. Throws an internal tj::Error naming `stage` (the pass
+// that made the graph), the node's line and the rule it breaks. Materialization runs it on the
+// graph the frontend built and after each pass when config().verify is set (debug builds and
+// the tests).
+void verify(const std::vector<NodePtr>& roots, std::string_view stage);
+
 } // namespace tj::ir

@@ -14,6 +14,7 @@
 #include "lib/frontend/graph_builders.h"
 #include "lib/frontend/tensor_impl.h"
 #include "lib/ir/routine.h"
+#include "lib/ir/text.h"
 #include "lib/passes/simplify.h"
 #include "lib/pipeline/library_calls.h"
 #include "lib/pipeline/materialize.h"
@@ -263,12 +264,15 @@ void Materializer::perform_by_kernels(const ir::NodePtr& c) {
     ir::NodePtr shaped = ir::make_node(ir::Op::Reshape, x->dtype, s, {x}, s);
     return ir::make_node(ir::Op::Expand, x->dtype, full, {shaped}, full);
   };
-  ir::NodePtr prod = ir::make_node(ir::Op::Mul, c->dtype, full, {spread(a, as), spread(b, bs)});
-  ir::Shape reduced = full;
-  reduced[r - 1] = 1;
-  ir::NodePtr sum =
-      ir::make_node(ir::Op::ReduceSum, c->dtype, reduced, {prod}, {static_cast<int64_t>(r - 1)});
-  ir::NodePtr value = ir::make_node(ir::Op::Reshape, c->dtype, c->shape, {sum}, c->shape);
+  ir::NodePtr value = ir::make_const(0, c->dtype, c->shape, c->device); // k = 0: no products
+  if (a->shape[r - 1] > 0) {
+    ir::NodePtr prod = ir::make_node(ir::Op::Mul, c->dtype, full, {spread(a, as), spread(b, bs)});
+    ir::Shape reduced = full;
+    reduced[r - 1] = 1;
+    ir::NodePtr sum =
+        ir::make_node(ir::Op::ReduceSum, c->dtype, reduced, {prod}, {static_cast<int64_t>(r - 1)});
+    value = ir::make_node(ir::Op::Reshape, c->dtype, c->shape, {sum}, c->shape);
+  }
   run({{c, passes::simplify({value})[0]}});
 }
 
@@ -278,6 +282,7 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
     if (!n->realized && n->op != ir::Op::Buffer) todo.push_back(n);
   if (todo.empty()) return;
   if (!plan_) ++rt::counters().materializations;
+  if (config().verify) ir::verify(todo, "the frontend");
   auto performed_below = [](const std::vector<ir::NodePtr>& roots) {
     std::unordered_set<const ir::Node*> seen;
     std::vector<ir::NodePtr> out;
@@ -297,6 +302,7 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   // Then the calls that the simplified values read, so that the kernels reading a call's result
   // compute nodes of the simplified graph (which dumps show).
   std::vector<ir::NodePtr> simple = passes::simplify(todo);
+  if (config().verify) ir::verify(simple, "simplify");
   for (const auto& c : performed_below(simple))
     if (!c->realized) perform(c);
   std::vector<sched::Target> targets;
