@@ -141,3 +141,29 @@ TEST_CASE("Call: the parser checks a routine's operands", "[calls]") {
   CHECK_THROWS_WITH(ir::parse(head + "%2 = Call svd %0 : float32[2, 2]\noutput %2\n"),
                     Catch::Contains("unknown routine 'svd'"));
 }
+
+TEST_CASE("Call: a write into a product's result does not reach an equal product", "[calls]") {
+  Tensor x = ones({3, 3}), w = eye(3);
+  eval({x, w});
+  ModelBlas model;
+  Tensor y = matmul(x, w);
+  y.select(0, 0).fill_(5);
+  Tensor z = matmul(x, w); // the same node as y's before the write
+  CHECK(equal(y.select(0, 0), full({3}, 5.0)));
+  CHECK(equal(z, ones({3, 3})));
+}
+
+TEST_CASE("products with k = 0 and batch dims, and of 16-bit floats", "[calls][matmul]") {
+  CHECK(equal(bmm(zeros({2, 3, 0}), zeros({2, 0, 4})), zeros({2, 3, 4})));
+  CHECK(equal(matmul(zeros({3, 1, 0}), zeros({3, 0, 4})), zeros({3, 1, 4})));
+  CHECK(matmul(zeros({5, 0}), zeros({2, 0, 4})).sizes() == Shape{2, 5, 4});
+  manual_seed(9);
+  Tensor a = rand({4, 64}), b = rand({64, 3});
+  for (DType t : {kFloat16, kBFloat16}) {
+    Tensor got = matmul(a.to(t), b.to(t));
+    CHECK(got.scalar_type() == t);
+    // Summed in float32 and rounded once: as close as the rounded operands allow.
+    Tensor want = matmul(a.to(t).to(kFloat32), b.to(t).to(kFloat32));
+    CHECK(allclose(got.to(kFloat32), want, 1e-2, 1e-2));
+  }
+}

@@ -45,10 +45,9 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
     bs.insert(bs.end(), {k, m});
     return ir::make_call(ir::Routine::Gemm, {fe::expand(a, as), fe::expand(b, bs)});
   }
-  if (k == 0) { // no products to sum: zeros, which no kernel needs to read an empty operand for
-    ir::Shape out = ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 1),
-                                         ir::Shape(b->shape.begin(), b->shape.end() - 2));
-    out.push_back(m);
+  if (k == 0 && b->device == a->device) { // no products to sum: zeros, reading no operand
+    ir::Shape out = batch;
+    out.insert(out.end(), {n, m});
     return fe::constant(0, a->dtype, out, a->device); // the operands' dtypes agree here
   }
   ir::Shape as = a->shape, bs = b->shape;
@@ -56,7 +55,11 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
   bs.insert(bs.end() - 2, 1); // (..., 1, k, m)
   NodePtr prod = fe::binary(Op::Mul, fe::reshape(a, as), fe::reshape(b, bs));
   int64_t axis = prod->ndim() - 2;
-  DType acc = prod->dtype == kBool ? kInt64 : prod->dtype;
+  // Integers and bools add in int64, 16-bit floats in float32 (as PyTorch); the result is cast
+  // back.
+  DType acc = prod->dtype;
+  if (acc == kBool) acc = kInt64;
+  if (acc == kFloat16 || acc == kBFloat16) acc = kFloat32;
   NodePtr x = fe::cast(prod, acc);
   NodePtr s = ir::make_node(Op::ReduceSum, acc,
                             [&] {

@@ -63,7 +63,7 @@ constexpr bool is_write(Op op) {
 }
 constexpr bool is_call(Op op) { return category(op) == OpCategory::Call; }
 // Ops that materialization performs on their own, operands first, before scheduling the
-// kernels that read them: writes and library calls. Kernels never compute them.
+// kernels that read them: writes and library calls. The scheduler never lowers them.
 constexpr bool is_performed(Op op) { return is_write(op) || is_call(op); }
 constexpr bool is_comparison(Op op) {
   return op == Op::CmpEq || op == Op::CmpNe || op == Op::CmpLt || op == Op::CmpLe;

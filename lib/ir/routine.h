@@ -3,6 +3,7 @@
 // kernels of our own) is the pipeline's choice (pipeline/library_calls.h).
 #pragma once
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -547,6 +547,7 @@ private:
     std::optional<Op> op;
     for (int i = 0; i < kNumOps; ++i)
       if (ir::name(static_cast<Op>(i)) == op_name) op = static_cast<Op>(i);
+    if (op_name == "Mod") op = Op::Fmod; // its name in files written before the rename
     if (!op) fail(op_at, fmt::format("unknown op '{}'", op_name));
 
     // Operands: a storage, a literal (read once the dtype is known) or nodes.

@@ -21,7 +21,7 @@ const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m
                                 int64_t batch) {
   if ((dtype != kFloat32 && dtype != kFloat64) || !rt::gemm_sizes_fit(n, m, k, batch))
     return nullptr;
-  if (g_override) return g_override;
+  if (g_override && !device.is_cuda()) return g_override; // the model reads host memory
   if (!device.is_cuda() || !rt::cuda::blas_available()) return nullptr;
   static const GemmLibrary cublas{
       "cuBLAS",

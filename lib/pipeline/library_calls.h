@@ -28,7 +28,7 @@ const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m
                                 int64_t batch);
 
 // Tests without a GPU have a model of the library compute float32/float64 products on the CPU
-// while one of these lives; nothing else sets it.
+// while one of these lives (one at a time); nothing else sets it.
 class ScopedGemmOverride {
 public:
   explicit ScopedGemmOverride(GemmLibrary library);

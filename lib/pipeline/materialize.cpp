@@ -151,7 +151,12 @@ void Materializer::perform_write(const ir::NodePtr& a) {
   std::shared_ptr<rt::Storage> storage = base->storage;
   ir::View base_view = base->view;
   std::optional<ir::View> dest;
-  if (in_place && base->op == ir::Op::Buffer)
+  // In place only into memory the write was built over (a leaf's, or an earlier write's): a
+  // computed base realized since (a library call's result) is the value of every equal node,
+  // which must not see the write.
+  const ir::Op built_over = a->src[0]->op;
+  if (in_place && base->op == ir::Op::Buffer &&
+      (built_over == ir::Op::Buffer || ir::is_write(built_over)))
     dest = ir::compose_strided(base->shape, base->view, value->shape, strides, offset);
   if (!dest) {
     storage = rt::Storage::allocate(static_cast<size_t>(base->numel()) * itemsize(base->dtype),
@@ -202,7 +207,8 @@ ir::NodePtr Materializer::in_memory(const ir::NodePtr& x0) {
 // `buffer` copied into fresh contiguous memory: a Cast to its own dtype, as Tensor::contiguous.
 ir::NodePtr Materializer::contiguous_copy(const ir::NodePtr& buffer) {
   ir::NodePtr copy = ir::make_node(ir::Op::Cast, buffer->dtype, buffer->shape, {buffer});
-  run({{copy, copy, nullptr, {}, std::nullopt, "a library call cannot address the layout"}});
+  if (!copy->realized) // an equal copy made before (Tensor::contiguous) is reused
+    run({{copy, copy, nullptr, {}, std::nullopt, "a library call cannot address the layout"}});
   ir::NodePtr r = ir::resolve(copy);
   if (r->op != ir::Op::Buffer || r->view.strides != ir::contiguous_strides(buffer->shape) ||
       r->view.offset != 0)
@@ -215,6 +221,8 @@ ir::NodePtr Materializer::contiguous_copy(const ir::NodePtr& buffer) {
 // contiguous only where no call of the library addresses them); the result is fresh contiguous
 // memory. Where no library computes it, kernels do.
 void Materializer::perform_call(const ir::NodePtr& c) {
+  if (ir::routine(*c) != ir::Routine::Gemm)
+    throw Error(fmt::format("internal error: no library performs {}", ir::name(ir::routine(*c))));
   const ir::NodePtr &a0 = c->src[0], &b0 = c->src[1];
   const int64_t n = a0->shape[a0->shape.size() - 2], k = a0->shape.back(), m = c->shape.back();
   const int64_t batch = n != 0 && m != 0 ? c->numel() / (n * m) : 0;
@@ -226,6 +234,8 @@ void Materializer::perform_call(const ir::NodePtr& c) {
       rt::Storage::allocate(static_cast<size_t>(c->numel()) * itemsize(c->dtype), c->device);
   ir::NodePtr out =
       ir::make_buffer(storage, c->dtype, c->shape, {ir::contiguous_strides(c->shape), 0});
+  // The memory holds what the program built there.
+  out->site.store(c->site.load(std::memory_order_relaxed), std::memory_order_relaxed);
   auto layout = [](const ir::NodePtr& t) {
     return rt::GemmOperand{t->shape, t->view.strides, t->view.offset};
   };
@@ -309,7 +319,7 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   for (size_t i = 0; i < todo.size(); ++i) {
     if (!simple[i]->realized) {
       targets.push_back({todo[i], simple[i]});
-    } else if (todo[i] != simple[i]) { // a call asked for itself
+    } else if (todo[i] != simple[i]) { // a call asked for (or computed as a call's operand)
       todo[i]->realized = ir::resolve(simple[i]);
       if (plan_) marked_.push_back(todo[i]);
     }

@@ -767,7 +767,6 @@ std::string kernel_name(const std::vector<NodePtr>& roots) {
 
 class Scheduler {
 public:
-  // Without `row_local`, no kernel loops over its rows more than once.
   explicit Scheduler(bool fusion) : fusion_(fusion) {}
 
   std::vector<rt::Launch> run(const std::vector<Target>& targets) {
