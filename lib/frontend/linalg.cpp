@@ -55,8 +55,7 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
   bs.insert(bs.end() - 2, 1); // (..., 1, k, m)
   NodePtr prod = fe::binary(Op::Mul, fe::reshape(a, as), fe::reshape(b, bs));
   int64_t axis = prod->ndim() - 2;
-  // Integers and bools add in int64, 16-bit floats in float32 (as PyTorch); the result is cast
-  // back.
+  // Bools add in int64, 16-bit floats in float32 (as PyTorch); the result is cast back.
   DType acc = prod->dtype;
   if (acc == kBool) acc = kInt64;
   if (acc == kFloat16 || acc == kBFloat16) acc = kFloat32;
