@@ -56,9 +56,7 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
   NodePtr prod = fe::binary(Op::Mul, fe::reshape(a, as), fe::reshape(b, bs));
   int64_t axis = prod->ndim() - 2;
   // Bools add in int64, 16-bit floats in float32 (as PyTorch); the result is cast back.
-  DType acc = prod->dtype;
-  if (acc == kBool) acc = kInt64;
-  if (acc == kFloat16 || acc == kBFloat16) acc = kFloat32;
+  DType acc = prod->dtype == kBool ? kInt64 : fe::float_accumulator(prod->dtype);
   NodePtr x = fe::cast(prod, acc);
   NodePtr s = ir::make_node(Op::ReduceSum, acc,
                             [&] {

@@ -27,4 +27,8 @@ const char* cpp_type_name(DType t);
 // "torch.FloatTensor", ...: the legacy type names some of PyTorch's messages use.
 std::string legacy_type_name(DType t);
 
+// The dtype a float reduction or product of `t` computes in: 16-bit floats in float32, as
+// PyTorch's reductions do (the result is cast back); other dtypes their own.
+inline DType float_accumulator(DType t) { return t == kFloat16 || t == kBFloat16 ? kFloat32 : t; }
+
 } // namespace tj::fe

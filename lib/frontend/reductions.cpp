@@ -160,7 +160,7 @@ Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::opt
                 const char* grad_name) {
   NodePtr x = node_of(t);
   DType out = accumulate_type(x->dtype, dtype);
-  DType acc = (out == kFloat16 || out == kBFloat16) ? kFloat32 : out;
+  DType acc = fe::float_accumulator(out);
   auto axes = normalize_dims(dims, x->ndim());
   Tensor y = finish(reduce(op, fe::cast(x, acc), axes), x->shape, axes, keepdim, out);
   if (op == Op::ReduceSum) {
@@ -284,10 +284,6 @@ NodePtr float_input(const Tensor& t) {
   return is_floating_point(x->dtype) ? x : fe::cast(x, default_dtype());
 }
 
-// The dtype a float reduction of `t` computes in: 16-bit floats in float32, as PyTorch's
-// reductions do (the result is cast back).
-DType float_accumulator(DType t) { return t == kFloat16 || t == kBFloat16 ? kFloat32 : t; }
-
 int64_t count(const ir::Shape& s, const std::vector<int64_t>& axes) {
   int64_t n = 1;
   for (int64_t a : axes)
@@ -296,7 +292,7 @@ int64_t count(const ir::Shape& s, const std::vector<int64_t>& axes) {
 }
 
 NodePtr mean_node(const NodePtr& x, const std::vector<int64_t>& axes) {
-  DType acc = (x->dtype == kFloat16 || x->dtype == kBFloat16) ? kFloat32 : x->dtype;
+  DType acc = fe::float_accumulator(x->dtype);
   NodePtr s = reduce(Op::ReduceSum, fe::cast(x, acc), axes);
   return fe::cast(
       fe::binary(Op::Div, s, fe::constant(static_cast<double>(count(x->shape, axes)), acc)),
@@ -304,7 +300,7 @@ NodePtr mean_node(const NodePtr& x, const std::vector<int64_t>& axes) {
 }
 
 NodePtr var_node(const NodePtr& x, const std::vector<int64_t>& axes, int64_t correction) {
-  DType acc = (x->dtype == kFloat16 || x->dtype == kBFloat16) ? kFloat32 : x->dtype;
+  DType acc = fe::float_accumulator(x->dtype);
   NodePtr xc = fe::cast(x, acc);
   NodePtr d = fe::binary(Op::Sub, xc, mean_node(xc, axes));
   NodePtr ss = reduce(Op::ReduceSum, fe::binary(Op::Mul, d, d), axes);
@@ -439,7 +435,7 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim, Caller ca
   NodePtr x = node_of(t);
   check_float(x, "norm(): input dtype should be either floating point or complex. Got {} instead.");
   auto axes = normalize_dims(dims, x->ndim());
-  const DType out = x->dtype, dt = float_accumulator(out);
+  const DType out = x->dtype, dt = fe::float_accumulator(out);
   x = fe::cast(x, dt);
   NodePtr a = fe::unary(Op::Abs, x), r;
   if (count(x->shape, axes) == 0) // the norm of no elements is 0, whatever p
@@ -477,7 +473,7 @@ Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim, Caller caller)
   detail::CallSite site(caller, "logsumexp");
   NodePtr x = float_input(t);
   auto axes = normalize_dims(dims, x->ndim());
-  const DType out = x->dtype, dt = float_accumulator(out);
+  const DType out = x->dtype, dt = fe::float_accumulator(out);
   x = fe::cast(x, dt);
   NodePtr m = reduce(Op::ReduceMax, x, axes);
   NodePtr inf = fe::constant(std::numeric_limits<double>::infinity(), dt);
@@ -597,7 +593,7 @@ Tensor softmax(const Tensor& t, int64_t dim, Caller caller) {
   } else {
     // e * (1 / sum e), as PyTorch's CPU kernel computes it: one division per row, not one per
     // element (a vector division costs as much as the rest of the row's work).
-    x = fe::cast(x, float_accumulator(out));
+    x = fe::cast(x, fe::float_accumulator(out));
     NodePtr e = fe::unary(Op::Exp, fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes)));
     y = wrap(fe::cast(fe::binary(Op::Mul, e, fe::unary(Op::Recip, reduce(Op::ReduceSum, e, axes))),
                       out));
@@ -620,7 +616,7 @@ Tensor log_softmax(const Tensor& t, int64_t dim, Caller caller) {
     y = wrap(fe::constant(0.0, out, {}, x->device));
   } else {
     axes = {ir::wrap_dim(dim, x->ndim())};
-    x = fe::cast(x, float_accumulator(out));
+    x = fe::cast(x, fe::float_accumulator(out));
     NodePtr shifted = fe::binary(Op::Sub, x, reduce(Op::ReduceMax, x, axes));
     NodePtr lse = fe::unary(Op::Log, reduce(Op::ReduceSum, fe::unary(Op::Exp, shifted), axes));
     y = wrap(fe::cast(fe::binary(Op::Sub, shifted, lse), out));
