@@ -19,6 +19,7 @@ Config from_env() {
   c.num_threads = env_int("TJ_NUM_THREADS", 0);
   c.spin_us = env_int("TJ_SPIN_US", 200);
   c.fusion = env_int("TJ_FUSION", 1) != 0;
+  c.cpu_gemm = env_int("TJ_CPU_GEMM", 1) != 0;
 #ifdef NDEBUG
   c.verify = env_int("TJ_VERIFY", 0) != 0;
 #else

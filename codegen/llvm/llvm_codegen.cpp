@@ -440,6 +440,49 @@ std::shared_ptr<CompiledKernel> compile(const kir::Kernel& k, int opt_level) {
   return ck;
 }
 
+namespace detail {
+
+LoweringTarget host_lowering_target() {
+  const HostTarget& h = host();
+  return {h.cpu, h.features, h.isa};
+}
+
+BuiltFunction compile_built(const std::string& symbol,
+                            const std::function<void(llvm::Module&)>& build, Emit emit) {
+  llvm::LLVMContext ctx;
+  TargetMachineLease tm(3); // the next loan resets both settings
+  tm->setOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  tm->Options.EnableFastISel = false;
+  const HostTarget& h = host();
+  llvm::Module m(symbol, ctx);
+  m.setTargetTriple(h.triple);
+  m.setDataLayout(tm->createDataLayout());
+  build(m);
+  std::string errors;
+  llvm::raw_string_ostream es(errors);
+  if (llvm::verifyModule(m, &es))
+    throw std::logic_error(fmt::format("LLVM backend: invalid IR for {}: {}", symbol, errors));
+  BuiltFunction out;
+  if (emit == Emit::IR) {
+    llvm::raw_string_ostream os(out.text);
+    m.print(os, nullptr);
+    return out;
+  }
+  auto code = machine_code(m, *tm.tm,
+                           emit == Emit::Asm ? llvm::CodeGenFileType::AssemblyFile
+                                             : llvm::CodeGenFileType::ObjectFile);
+  if (emit == Emit::Asm) {
+    out.text.assign(code.begin(), code.end());
+    return out;
+  }
+  auto loaded = load(ObjectCode{symbol, std::string(code.begin(), code.end())});
+  out.address = reinterpret_cast<void*>(loaded->fn);
+  out.code = std::move(loaded);
+  return out;
+}
+
+} // namespace detail
+
 // Salt of cached machine code: changed with any edit to optimize() or machine_code() that the
 // printed pass pipeline does not show (the post-pipeline clean-up, code generation options, the
 // passes KernelPassGate skips).

@@ -2,6 +2,8 @@
 #pragma once
 #include <llvm/IR/Module.h>
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "codegen/kernel_ir.h"
@@ -25,5 +27,19 @@ llvm::Function* lower_kernel(const kir::Kernel& k, llvm::Module& m, const std::s
 // After optimization: the vector stores to a slot written around the cache (kir::Slot::stream)
 // whose alignment LLVM proves to be their size become non-temporal stores.
 void mark_streaming_stores(llvm::Function& f);
+
+// For functions built directly in LLVM IR rather than lowered from a kir::Kernel (the GEMM
+// microkernel, llvm_gemm.cpp): the host, and compiling a module that `build` fills with the
+// external function `symbol`, at the full code generation level (no pass is skipped, and
+// SelectionDAG selects everything), into loaded machine code or the text of its IR or assembly.
+LoweringTarget host_lowering_target();
+enum class Emit { Load, IR, Asm };
+struct BuiltFunction {
+  void* address = nullptr;    // Emit::Load: the function
+  std::shared_ptr<void> code; // Emit::Load: keeps the machine code alive
+  std::string text;           // Emit::IR, Emit::Asm
+};
+BuiltFunction compile_built(const std::string& symbol,
+                            const std::function<void(llvm::Module&)>& build, Emit emit);
 
 } // namespace tj::llvmjit::detail

@@ -13,17 +13,21 @@ struct Stats {
   int64_t disk_cache_hits = 0;
   int64_t materializations = 0;
   int64_t bytes_allocated = 0;
-  int64_t library_calls = 0; // calls into a library (cuBLAS) that computed a graph node
+  int64_t library_calls =
+      0; // calls into a library (cuBLAS, the CPU GEMM) that computed a graph node
 };
 Stats stats();
 void reset_stats();
 
 // Settings read once from the environment (TJ_NUM_THREADS, TJ_FUSION,
-// TJ_DEBUG, TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL,
+// TJ_CPU_GEMM, TJ_DEBUG, TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL,
 // TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES, TJ_SPIN_US) and changeable from C++.
 struct Config {
-  int num_threads = 0;             // 0: all cores
-  bool fusion = true;              // false: one kernel per primitive op
+  int num_threads = 0; // 0: all cores
+  bool fusion = true;  // false: one kernel per primitive op
+  // float32/float64 products on the CPU by the packed GEMM (a Call node, runtime/cpu_gemm.h);
+  // false: as fused reductions, like the other dtypes' products.
+  bool cpu_gemm = true;
   int debug = 0;                   // TJ_DEBUG level, 0..4
   int opt_level = 3;               // LLVM optimization level of kernels
   std::string cache_dir;           // persistent cache; empty disables it

@@ -1,6 +1,8 @@
 #include "lib/pipeline/library_calls.h"
 
+#include "runtime/cpu_gemm.h"
 #include "runtime/cuda_blas.h"
+#include "tensorjit/config.h"
 
 namespace tj::pipeline {
 namespace {
@@ -22,7 +24,16 @@ const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m
   if ((dtype != kFloat32 && dtype != kFloat64) || !rt::gemm_sizes_fit(n, m, k, batch))
     return nullptr;
   if (g_override && !device.is_cuda()) return g_override; // the model reads host memory
-  if (!device.is_cuda() || !rt::cuda::blas_available()) return nullptr;
+  if (!device.is_cuda()) {
+    if (!config().cpu_gemm || !rt::cpu::gemm_worthwhile(n, m, k)) return nullptr;
+    static const GemmLibrary cpu{
+        "the CPU GEMM",
+        [](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b, const ir::Node& c) {
+          rt::cpu::gemm(c.dtype, call, a.storage->data(), b.storage->data(), c.storage->data());
+        }};
+    return &cpu;
+  }
+  if (!rt::cuda::blas_available()) return nullptr;
   static const GemmLibrary cublas{
       "cuBLAS",
       [](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b, const ir::Node& c) {

@@ -22,8 +22,10 @@ struct GemmLibrary {
 
 // The library that computes a (batch, n, k) x (batch, k, m) product of `dtype` on `device`, or
 // null: cuBLAS on a CUDA device for float32 and float64 (once loaded), sizes in its 32-bit
-// range; on any device, the model a test installs. Where none does, a product is a reduction
-// that fuses like any other (and a Call of gemm is performed by such kernels).
+// range; on the CPU the packed GEMM (runtime/cpu_gemm.h) for the float32 and float64 products
+// worth packing (config().cpu_gemm); on the CPU, the model a test installs, before that. Where
+// none does, a product is a reduction that fuses like any other (and a Call of gemm is
+// performed by such kernels).
 const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m, int64_t k,
                                 int64_t batch);
 

@@ -1,0 +1,41 @@
+// The CPU GEMM's register-blocked microkernel, generated in LLVM IR with explicit vector types
+// for the host's vector width and register count, and compiled once per dtype and process.
+//
+// The microkernel computes one MR x NR tile of C from packed panels (runtime/cpu_gemm.cpp packs
+// them): A as kc groups of MR elements (column p of the MR rows), B as kc groups of NR elements
+// (row p of the NR columns). kc is a multiple of `k_unroll` (packing pads with zeros). C's rows
+// are ldc elements apart, each NR elements contiguous:
+//   C[i * ldc + j] (+)= sum_p A[p * MR + i] * B[p * NR + j]
+// storing when accumulate is 0, adding to C otherwise.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tensorjit/dtype.h"
+
+namespace tj::llvmjit {
+
+using GemmMicrokernelFn = void (*)(int64_t kc, const void* a, const void* b, void* c, int64_t ldc,
+                                   int64_t accumulate);
+
+struct GemmMicrokernel {
+  GemmMicrokernelFn fn = nullptr;
+  DType dtype = kFloat32;
+  int64_t mr = 0, nr = 0;   // the tile
+  int64_t k_unroll = 1;     // packed panels are padded to a multiple of it
+  int64_t vector_bytes = 0; // the vector width it was generated for
+  double compile_ms = 0;
+  std::string describe() const; // "14x32 float32 (512-bit vectors)"
+};
+
+// The microkernel for float32 or float64 on the host, compiled on first use (thread-safe).
+// TJ_GEMM_TILE=MRxNR (NR a multiple of the vector's lanes, at most the registers the host has)
+// overrides the tile chosen for the host, for tuning.
+std::shared_ptr<const GemmMicrokernel> gemm_microkernel(DType dtype);
+
+// The microkernel's optimized LLVM IR and host assembly, for dumps.
+std::string gemm_microkernel_ir(DType dtype);
+std::string gemm_microkernel_asm(DType dtype);
+
+} // namespace tj::llvmjit

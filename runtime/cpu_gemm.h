@@ -1,0 +1,40 @@
+// The CPU's matrix product: packed panels, cache blocking and the generated microkernel
+// (codegen/llvm/llvm_gemm.h), on the thread pool.
+//
+// Blocking follows the usual three levels: B is packed KC x NC at a time (kept in the
+// last-level cache), A MC x KC at a time per thread (in L2), and the microkernel walks one
+// NR-wide panel of B (in L1) down the MR-high panels of A. Packing reads any strides, so
+// transposed, sliced and broadcast operands are read where they lie, and pads the edges with
+// zeros: edge tiles run the same microkernel into a scratch tile.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "runtime/gemm_plan.h"
+#include "tensorjit/dtype.h"
+
+namespace tj::rt::cpu {
+
+// A strided matrix per batch index, in elements: (b, i, j) at data + b * batch + i * row + j * col.
+struct GemmMatrix {
+  const void* data = nullptr;
+  int64_t row = 0, col = 0, batch = 0;
+};
+
+// c = a @ b for `batch` matrices: a (m x k), b (k x n), c (m x n) with c.col == 1, float32 or
+// float64. k > 0.
+void gemm(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, const GemmMatrix& a,
+          const GemmMatrix& b, void* c, int64_t c_row, int64_t c_batch);
+
+// One column-major call of a plan (gemm_plan.h), as cuBLAS defines it, computed on the CPU.
+void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void* c);
+
+// Whether the packed product pays for itself: a (rows x k) @ (k x cols) product that is not
+// small in every dim, nor a matrix-vector product in disguise (fewer than 8 rows or columns
+// would leave most of a tile's lanes idle); smaller ones are fused reductions.
+bool gemm_worthwhile(int64_t rows, int64_t cols, int64_t k);
+
+// "microkernel 14x32 float32 (512-bit vectors), blocks MC 672 KC 192 NC 4096", for dumps.
+std::string gemm_describe(DType dtype);
+
+} // namespace tj::rt::cpu
