@@ -24,30 +24,27 @@ int64_t cache_bytes(int name, int64_t fallback) {
   return v > 0 ? v : fallback;
 }
 
-struct Blocking {
-  int64_t mc, kc, nc;
-};
+} // namespace
 
-// KC: an NR-wide panel of B, KC deep, fills half of L1 (the other half streams A's panels and
-// C's tile). MC: the MC x KC block of A fills half of L2. NC: the KC x NC block of B a quarter
-// of the last-level cache, at most 4096 columns. TJ_GEMM_BLOCKS=MC,KC,NC overrides, for tuning.
-Blocking blocking(const llvmjit::GemmMicrokernel& uk) {
+GemmBlocking gemm_blocking(const llvmjit::GemmMicrokernel& uk) {
   const int64_t elem = int64_t(itemsize(uk.dtype));
   const int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
   const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
   const int64_t l3 = std::min<int64_t>(cache_bytes(_SC_LEVEL3_CACHE_SIZE, 8 << 20), 32 << 20);
-  Blocking b{};
+  GemmBlocking b{};
   b.kc = std::max<int64_t>(uk.k_unroll, l1 / 2 / (uk.nr * elem) / uk.k_unroll * uk.k_unroll);
   b.mc = std::max<int64_t>(uk.mr, l2 / 2 / (b.kc * elem) / uk.mr * uk.mr);
   b.nc = std::clamp<int64_t>(l3 / 4 / (b.kc * elem) / uk.nr * uk.nr, uk.nr, 4096 / uk.nr * uk.nr);
   if (const char* s = std::getenv("TJ_GEMM_BLOCKS")) {
-    Blocking o{};
+    GemmBlocking o{};
     if (std::sscanf(s, "%ld,%ld,%ld", &o.mc, &o.kc, &o.nc) != 3 || o.mc < 1 || o.kc < 1 || o.nc < 1)
       throw std::invalid_argument(fmt::format("TJ_GEMM_BLOCKS={}: expected MC,KC,NC", s));
     b = {round_up(o.mc, uk.mr), round_up(o.kc, uk.k_unroll), round_up(o.nc, uk.nr)};
   }
   return b;
 }
+
+namespace {
 
 // Grown on demand, 64-byte aligned, one per thread: packing buffers outlive a call.
 class Scratch {
@@ -117,7 +114,7 @@ void pack_b(T* dst, const T* b, int64_t rs, int64_t cs, int64_t cols, int64_t kc
 
 template <class T> struct Product {
   const llvmjit::GemmMicrokernel& uk;
-  Blocking blk;
+  GemmBlocking blk;
   int64_t m, n, k;
   const T* a;
   int64_t a_rs, a_cs;
@@ -192,12 +189,11 @@ template <class T> struct Product {
 };
 
 template <class T>
-void gemm_typed(int64_t batch, int64_t m, int64_t n, int64_t k, const GemmMatrix& a,
-                const GemmMatrix& b, T* c, int64_t c_row, int64_t c_batch) {
-  const auto uk = llvmjit::gemm_microkernel(std::is_same_v<T, double> ? kFloat64 : kFloat32);
-  const Blocking blk = blocking(*uk);
+void gemm_typed(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blk, int64_t batch,
+                int64_t m, int64_t n, int64_t k, const GemmMatrix& a, const GemmMatrix& b, T* c,
+                int64_t c_row, int64_t c_batch) {
   auto product = [&](int64_t i) {
-    return Product<T>{*uk,   blk,   m,
+    return Product<T>{uk,   blk,   m,
                       n,     k,     static_cast<const T*>(a.data) + i * a.batch,
                       a.row, a.col, static_cast<const T*>(b.data) + i * b.batch,
                       b.row, b.col, c + i * c_batch,
@@ -218,17 +214,23 @@ void gemm_typed(int64_t batch, int64_t m, int64_t n, int64_t k, const GemmMatrix
 
 } // namespace
 
-void gemm(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, const GemmMatrix& a,
-          const GemmMatrix& b, void* c, int64_t c_row, int64_t c_batch) {
+void gemm_with(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blocking, int64_t batch,
+               int64_t m, int64_t n, int64_t k, const GemmMatrix& a, const GemmMatrix& b, void* c,
+               int64_t c_row, int64_t c_batch) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
   if (k <= 0) throw std::invalid_argument("cpu gemm: k must be positive");
-  if (dtype == kFloat32)
-    gemm_typed(batch, m, n, k, a, b, static_cast<float*>(c), c_row, c_batch);
-  else if (dtype == kFloat64)
-    gemm_typed(batch, m, n, k, a, b, static_cast<double*>(c), c_row, c_batch);
+  if (blocking.mc % uk.mr || blocking.kc % uk.k_unroll || blocking.nc % uk.nr)
+    throw std::invalid_argument("cpu gemm: blocks must be multiples of the microkernel's tile");
+  if (uk.dtype == kFloat32)
+    gemm_typed(uk, blocking, batch, m, n, k, a, b, static_cast<float*>(c), c_row, c_batch);
   else
-    throw std::invalid_argument(
-        fmt::format("cpu gemm: no product for {}", short_dtype_name(dtype)));
+    gemm_typed(uk, blocking, batch, m, n, k, a, b, static_cast<double*>(c), c_row, c_batch);
+}
+
+void gemm(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, const GemmMatrix& a,
+          const GemmMatrix& b, void* c, int64_t c_row, int64_t c_batch) {
+  const auto uk = llvmjit::gemm_microkernel(dtype); // throws for other dtypes
+  gemm_with(*uk, gemm_blocking(*uk), batch, m, n, k, a, b, c, c_row, c_batch);
 }
 
 // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T: C^T's (j, i) lies at
@@ -253,7 +255,7 @@ bool gemm_worthwhile(int64_t rows, int64_t cols, int64_t k) {
 
 std::string gemm_describe(DType dtype) {
   const auto uk = llvmjit::gemm_microkernel(dtype);
-  const Blocking b = blocking(*uk);
+  const GemmBlocking b = gemm_blocking(*uk);
   return fmt::format("microkernel {}, blocks MC {} KC {} NC {}", uk->describe(), b.mc, b.kc, b.nc);
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "codegen/llvm/llvm_gemm.h"
 #include "runtime/gemm_plan.h"
 #include "tensorjit/dtype.h"
 
@@ -25,6 +26,23 @@ struct GemmMatrix {
 // float64. k > 0.
 void gemm(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, const GemmMatrix& a,
           const GemmMatrix& b, void* c, int64_t c_row, int64_t c_batch);
+
+// The blocks, in elements: multiples of the microkernel's MR, k_unroll and NR.
+struct GemmBlocking {
+  int64_t mc = 0, kc = 0, nc = 0;
+};
+
+// KC such that an NR-wide panel of B, KC deep, fills half of L1 (the other half streams A's
+// panels and C's tile); MC such that the MC x KC block of A fills half of L2; NC such that the
+// KC x NC block of B fills a quarter of the last-level cache, at most 4096 columns.
+// TJ_GEMM_BLOCKS=MC,KC,NC overrides them, for tuning.
+GemmBlocking gemm_blocking(const llvmjit::GemmMicrokernel& uk);
+
+// gemm() with a given microkernel (its dtype) and blocking: tests run other tiles, and blocks
+// small enough that small products cross every block's edge.
+void gemm_with(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blocking, int64_t batch,
+               int64_t m, int64_t n, int64_t k, const GemmMatrix& a, const GemmMatrix& b, void* c,
+               int64_t c_row, int64_t c_batch);
 
 // One column-major call of a plan (gemm_plan.h), as cuBLAS defines it, computed on the CPU.
 void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void* c);

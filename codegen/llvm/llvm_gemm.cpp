@@ -7,6 +7,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,31 +29,35 @@ bool has_feature(const std::string& features, const char* name) {
          features.ends_with(fmt::format("+{}", name));
 }
 
+int64_t host_vector_bytes() {
+  const std::string& f = detail::host_lowering_target().features;
+  if (has_feature(f, "avx512f")) return 64;
+  if (has_feature(f, "avx2") && has_feature(f, "fma")) return 32;
+  return 16;
+}
+
+Tile checked_tile(DType dtype, int64_t mr, int64_t nr) {
+  const int64_t vector_bytes = host_vector_bytes(), lanes = vector_bytes / int64_t(itemsize(dtype));
+  if (mr < 1 || nr < lanes || nr % lanes != 0 || mr * (nr / lanes) > 32)
+    throw std::invalid_argument(fmt::format("gemm microkernel: tile {}x{}: NR must be a multiple "
+                                            "of {} and MR * NR / {} at most 32",
+                                            mr, nr, lanes, lanes));
+  return {mr, nr, vector_bytes};
+}
+
 // The tile for the host: as many accumulators as the vector registers hold beside B's row and
 // one broadcast. With 32 registers (AVX-512): 14 rows of 2 vectors (28 accumulators); with 16
 // (AVX2, SSE): 6 rows of 2 vectors (12).
 Tile host_tile(DType dtype) {
-  const std::string& f = detail::host_lowering_target().features;
-  const int64_t elem = int64_t(itemsize(dtype));
-  Tile t{};
-  if (has_feature(f, "avx512f")) {
-    t = {14, 2 * 64 / elem, 64};
-  } else if (has_feature(f, "avx2") && has_feature(f, "fma")) {
-    t = {6, 2 * 32 / elem, 32};
-  } else {
-    t = {4, 2 * 16 / elem, 16};
-  }
+  const int64_t lanes = host_vector_bytes() / int64_t(itemsize(dtype));
   if (const char* s = std::getenv("TJ_GEMM_TILE")) {
     int64_t mr = 0, nr = 0;
-    if (std::sscanf(s, "%ldx%ld", &mr, &nr) != 2 || mr < 1 || mr > 32 || nr < 1 ||
-        nr % (t.vector_bytes / elem) != 0 || mr * (nr / (t.vector_bytes / elem)) > 32)
-      throw std::invalid_argument(fmt::format("TJ_GEMM_TILE={}: expected MRxNR, NR a multiple "
-                                              "of {} and at most 32 accumulators",
-                                              s, t.vector_bytes / elem));
-    t.mr = mr;
-    t.nr = nr;
+    if (std::sscanf(s, "%ldx%ld", &mr, &nr) != 2)
+      throw std::invalid_argument(fmt::format("TJ_GEMM_TILE={}: expected MRxNR", s));
+    return checked_tile(dtype, mr, nr);
   }
-  return t;
+  return checked_tile(dtype, host_vector_bytes() == 64 ? 14 : host_vector_bytes() == 32 ? 6 : 4,
+                      2 * lanes);
 }
 
 constexpr int64_t kUnroll = 4;
@@ -167,23 +172,13 @@ detail::BuiltFunction build(DType dtype, detail::Emit emit) {
       name, [&](llvm::Module& m) { build_microkernel(m, name, dtype, t); }, emit);
 }
 
-} // namespace
+std::atomic<int64_t> g_count{0};
 
-std::string GemmMicrokernel::describe() const {
-  return fmt::format("{}x{} {} ({}-bit vectors)", mr, nr, short_dtype_name(dtype),
-                     vector_bytes * 8);
-}
-
-std::shared_ptr<const GemmMicrokernel> gemm_microkernel(DType dtype) {
-  check_dtype(dtype);
-  static std::mutex mu;
-  static std::shared_ptr<const GemmMicrokernel> kernels[2];
-  std::lock_guard lock(mu);
-  auto& slot = kernels[dtype == kFloat64];
-  if (slot) return slot;
+std::shared_ptr<const GemmMicrokernel> compile(DType dtype, const Tile& t) {
   const auto t0 = std::chrono::steady_clock::now();
-  detail::BuiltFunction built = build(dtype, detail::Emit::Load);
-  const Tile t = host_tile(dtype);
+  const std::string name = fmt::format("{}_{}", symbol_for(dtype, t), g_count++);
+  detail::BuiltFunction built = detail::compile_built(
+      name, [&](llvm::Module& m) { build_microkernel(m, name, dtype, t); }, detail::Emit::Load);
   struct Held : GemmMicrokernel {
     std::shared_ptr<void> code;
   };
@@ -197,8 +192,35 @@ std::shared_ptr<const GemmMicrokernel> gemm_microkernel(DType dtype) {
   k->vector_bytes = t.vector_bytes;
   k->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  slot = k;
+  return k;
+}
+
+} // namespace
+
+std::string GemmMicrokernel::describe() const {
+  return fmt::format("{}x{} {} ({}-bit vectors)", mr, nr, short_dtype_name(dtype),
+                     vector_bytes * 8);
+}
+
+std::shared_ptr<const GemmMicrokernel> compile_gemm_microkernel(DType dtype, int64_t mr,
+                                                                int64_t nr) {
+  check_dtype(dtype);
+  return compile(dtype, checked_tile(dtype, mr, nr));
+}
+
+std::shared_ptr<const GemmMicrokernel> gemm_microkernel(DType dtype) {
+  check_dtype(dtype);
+  static std::mutex mu;
+  static std::shared_ptr<const GemmMicrokernel> kernels[2];
+  std::lock_guard lock(mu);
+  auto& slot = kernels[dtype == kFloat64];
+  if (!slot) slot = compile(dtype, host_tile(dtype));
   return slot;
+}
+
+int64_t gemm_vector_lanes(DType dtype) {
+  check_dtype(dtype);
+  return host_vector_bytes() / int64_t(itemsize(dtype));
 }
 
 std::string gemm_microkernel_ir(DType dtype) { return build(dtype, detail::Emit::IR).text; }

@@ -30,9 +30,17 @@ struct GemmMicrokernel {
 };
 
 // The microkernel for float32 or float64 on the host, compiled on first use (thread-safe).
-// TJ_GEMM_TILE=MRxNR (NR a multiple of the vector's lanes, at most the registers the host has)
-// overrides the tile chosen for the host, for tuning.
+// TJ_GEMM_TILE=MRxNR overrides the tile chosen for the host, for tuning.
 std::shared_ptr<const GemmMicrokernel> gemm_microkernel(DType dtype);
+
+// A microkernel of another tile, compiled now (tests run every tile shape the generator can
+// make): NR a multiple of the host vector's lanes, at most 32 accumulator vectors. Throws
+// std::invalid_argument otherwise.
+std::shared_ptr<const GemmMicrokernel> compile_gemm_microkernel(DType dtype, int64_t mr,
+                                                                int64_t nr);
+
+// The lanes of the host's vectors for dtype.
+int64_t gemm_vector_lanes(DType dtype);
 
 // The microkernel's optimized LLVM IR and host assembly, for dumps.
 std::string gemm_microkernel_ir(DType dtype);

@@ -38,12 +38,16 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
   const int64_t n = a->shape[a->ndim() - 2], k = a->shape.back(), m = b->shape.back();
   const ir::Shape batch = ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 2),
                                                ir::Shape(b->shape.begin(), b->shape.end() - 2));
+  // 16-bit floats are multiplied as float32 (their accumulator) and rounded once, at the end.
+  const DType lib_dtype = fe::float_accumulator(a->dtype);
   if (b->device == a->device && b->dtype == a->dtype && k > 0 && n * m * ir::numel(batch) > 0 &&
-      pipeline::gemm_library(a->device, a->dtype, n, m, k, ir::numel(batch))) {
+      pipeline::gemm_library(a->device, lib_dtype, n, m, k, ir::numel(batch))) {
     ir::Shape as = batch, bs = batch;
     as.insert(as.end(), {n, k});
     bs.insert(bs.end(), {k, m});
-    return ir::make_call(ir::Routine::Gemm, {fe::expand(a, as), fe::expand(b, bs)});
+    NodePtr c = ir::make_call(ir::Routine::Gemm, {fe::expand(fe::cast(a, lib_dtype), as),
+                                                  fe::expand(fe::cast(b, lib_dtype), bs)});
+    return fe::cast(c, a->dtype);
   }
   if (k == 0 && b->device == a->device) { // no products to sum: zeros, reading no operand
     ir::Shape out = batch;

@@ -1,0 +1,228 @@
+// The CPU GEMM (runtime/cpu_gemm.h): the driver against a double-precision triple loop over
+// tiles, blocks that small products cross, strides, transposes and broadcast batches; and the
+// products the frontend hands it (Call nodes) against the reference interpreter, the fused
+// reductions it replaced, finite differences, and PyTorch's printed results.
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "codegen/llvm/llvm_gemm.h"
+#include "lib/frontend/tensor_impl.h"
+#include "runtime/cpu_gemm.h"
+#include "test/support/tolerance.h"
+
+using namespace tj;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A strided operand: rows x cols at (row, col) strides inside a larger buffer, `batch` matrices
+// (batch stride 0: one matrix broadcast).
+template <class T> struct Operand {
+  std::vector<T> data;
+  rt::cpu::GemmMatrix m;
+  T at(int64_t b, int64_t i, int64_t j) const { return data[b * m.batch + i * m.row + j * m.col]; }
+};
+
+enum class Layout { RowMajor, Transposed, Padded, Broadcast };
+
+template <class T>
+Operand<T> make_operand(std::mt19937& rng, int64_t batch, int64_t rows, int64_t cols, Layout l) {
+  Operand<T> o;
+  int64_t matrix = rows * cols;
+  switch (l) {
+  case Layout::RowMajor: o.m = {nullptr, cols, 1, matrix}; break;
+  case Layout::Transposed: o.m = {nullptr, 1, rows, matrix}; break;
+  case Layout::Padded: // every row 3 elements longer, every matrix one row more
+    matrix = (rows + 1) * (cols + 3);
+    o.m = {nullptr, cols + 3, 1, matrix};
+    break;
+  case Layout::Broadcast: o.m = {nullptr, cols, 1, 0}; break;
+  }
+  o.data.resize(size_t(matrix * (l == Layout::Broadcast ? 1 : batch)));
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (T& x : o.data)
+    x = T(u(rng));
+  o.m.data = o.data.data();
+  return o;
+}
+
+template <class T>
+void check_product(const llvmjit::GemmMicrokernel& uk, const rt::cpu::GemmBlocking& blocking,
+                   int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
+                   std::mt19937& rng) {
+  const Operand<T> a = make_operand<T>(rng, batch, m, k, la), b = make_operand<T>(rng, batch, k, n, lb);
+  const int64_t c_row = n + 1, c_batch = m * c_row; // C's rows padded: the padding stays
+  std::vector<T> c(size_t(batch * c_batch), std::numeric_limits<T>::quiet_NaN());
+  rt::cpu::gemm_with(uk, blocking, batch, m, n, k, a.m, b.m, c.data(), c_row, c_batch);
+  const double eps = std::numeric_limits<T>::epsilon();
+  int64_t bad = 0;
+  std::string first;
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0, scale = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          want += double(a.at(bi, i, p)) * double(b.at(bi, p, j));
+          scale += std::abs(double(a.at(bi, i, p)) * double(b.at(bi, p, j)));
+        }
+        const double got = c[size_t(bi * c_batch + i * c_row + j)];
+        if (!(std::abs(got - want) <= 2 * double(k) * eps * scale + 1e-30)) {
+          if (bad++ == 0) first = fmt::format("({}, {}, {}): {} vs {}", bi, i, j, got, want);
+        }
+      }
+      if (!std::isnan(c[size_t(bi * c_batch + i * c_row + n)]) && bad++ == 0)
+        first = fmt::format("padding of row {} written", i);
+    }
+  INFO(fmt::format("{} blocks {},{},{}: batch {} m {} n {} k {} layouts {} {}", uk.describe(),
+                   blocking.mc, blocking.kc, blocking.nc, batch, m, n, k, int(la), int(lb)));
+  INFO(first);
+  CHECK(bad == 0);
+}
+
+template <class T> void check_driver(DType dtype) {
+  std::mt19937 rng(11);
+  const int64_t lanes = llvmjit::gemm_vector_lanes(dtype);
+  // The host's tile, and others the generator makes: one row, one vector, odd heights, wide rows.
+  std::vector<std::shared_ptr<const llvmjit::GemmMicrokernel>> kernels{
+      llvmjit::gemm_microkernel(dtype), llvmjit::compile_gemm_microkernel(dtype, 1, lanes),
+      llvmjit::compile_gemm_microkernel(dtype, 3, 2 * lanes),
+      llvmjit::compile_gemm_microkernel(dtype, 5, lanes),
+      llvmjit::compile_gemm_microkernel(dtype, 2, 4 * lanes)};
+  const Layout layouts[] = {Layout::RowMajor, Layout::Transposed, Layout::Padded,
+                            Layout::Broadcast};
+  std::uniform_int_distribution<int> pick(0, 3);
+  const int64_t sizes[] = {1, 2, 7, 13, 33, 70};
+  std::uniform_int_distribution<size_t> size(0, std::size(sizes) - 1);
+  for (const auto& uk : kernels) {
+    const rt::cpu::GemmBlocking host = rt::cpu::gemm_blocking(*uk);
+    // Blocks of two tiles and eight steps of k: small products cross every block edge.
+    const rt::cpu::GemmBlocking tiny{2 * uk->mr, 2 * uk->k_unroll, 2 * uk->nr};
+    for (const auto& blocking : {host, tiny})
+      for (int trial = 0; trial < 12; ++trial) {
+        const int64_t batch = trial % 3 == 0 ? 3 : 1;
+        Layout la = layouts[pick(rng)], lb = layouts[pick(rng)];
+        check_product<T>(*uk, blocking, batch, sizes[size(rng)], sizes[size(rng)],
+                         sizes[size(rng)], la, lb, rng);
+      }
+  }
+  // A product over several KC and MC blocks and both threads at the host's blocking.
+  check_product<T>(*kernels[0], rt::cpu::gemm_blocking(*kernels[0]), 1, 301, 95, 700,
+                   Layout::RowMajor, Layout::Transposed, rng);
+}
+
+} // namespace
+
+TEST_CASE("cpu gemm: tiles, blocks, strides and batches against a double loop", "[gemm]") {
+  SECTION("float32") { check_driver<float>(kFloat32); }
+  SECTION("float64") { check_driver<double>(kFloat64); }
+}
+
+TEST_CASE("cpu gemm: tiles the host cannot hold and other dtypes are refused", "[gemm]") {
+  const int64_t lanes = llvmjit::gemm_vector_lanes(kFloat32);
+  CHECK_THROWS_AS(llvmjit::compile_gemm_microkernel(kFloat32, 4, lanes + 1), std::invalid_argument);
+  CHECK_THROWS_AS(llvmjit::compile_gemm_microkernel(kFloat32, 33, lanes), std::invalid_argument);
+  CHECK_THROWS_AS(llvmjit::gemm_microkernel(kInt32), std::invalid_argument);
+  const std::string asm_text = llvmjit::gemm_microkernel_asm(kFloat32);
+  CHECK(contains(asm_text, "vfmadd")); // FMAs, not multiplies and adds
+}
+
+TEST_CASE("cpu gemm: products are Call nodes, with bias and relu fused after them", "[gemm]") {
+  manual_seed(21);
+  Tensor x = randn({40, 33}), w = randn({50, 33}), b = randn({50});
+  eval({x, w, b});
+  auto layer = [&] { return relu(matmul(x, w.t()) + b); };
+  config().cpu_gemm = false;
+  Tensor want = layer();
+  want.eval();
+  config().cpu_gemm = true;
+  Tensor got = layer();
+  const std::string schedule = ir::dump({got}, "schedule");
+  INFO(schedule);
+  CHECK(contains(schedule, "call gemm by the CPU GEMM"));
+  CHECK(contains(schedule, "kernel 0")); // bias and relu: one kernel after the call
+  CHECK_FALSE(contains(schedule, "kernel 1"));
+  reset_stats();
+  got.eval();
+  CHECK(stats().library_calls == 1);
+  CHECK(allclose(got, want, 1e-5, 1e-5));
+}
+
+TEST_CASE("cpu gemm: matmul's cases against the reference interpreter", "[gemm][matmul]") {
+  manual_seed(22);
+  struct Case {
+    Shape a, b;
+    bool transpose_b;
+  };
+  const Case cases[] = {
+      {{40, 33}, {33, 50}, false},         {{40, 33}, {50, 33}, true},
+      {{3, 17, 40}, {3, 40, 9}, false},    {{2, 1, 17, 40}, {3, 40, 9}, false},
+      {{17, 40}, {4, 40, 64}, false},      {{4, 64, 40}, {12, 40}, true},
+      {{129, 257}, {257, 31}, false},
+  };
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (const Case& c : cases) {
+      Tensor a = randn(c.a, dtype(dt)), b = randn(c.b, dtype(dt));
+      Tensor p = c.transpose_b ? matmul(a, b.transpose(-1, -2)) : matmul(a, b);
+      INFO(test::shape_str(c.a) << " @ " << test::shape_str(c.b) << " " << short_dtype_name(dt));
+      CHECK(contains(ir::dump({p}, "schedule"), "call gemm by the CPU GEMM"));
+      const int64_t k = c.a.back();
+      const interp::HostArray ref = interp::evaluate(detail::node_of(p));
+      const double rel = 2 * double(k) * test::epsilon(dt);
+      const test::Tolerance tol{rel, rel};
+      const std::string diff = test::compare(test::read_back(p), ref, tol, "matmul");
+      INFO(diff);
+      CHECK(diff.empty());
+    }
+  }
+}
+
+TEST_CASE("cpu gemm: 16-bit products are float32 products rounded once", "[gemm][matmul]") {
+  manual_seed(23);
+  for (DType dt : {kFloat16, kBFloat16}) {
+    Tensor a = randn({24, 40}).to(dt), b = randn({40, 36}).to(dt);
+    Tensor p = matmul(a, b);
+    CHECK(p.dtype() == dt);
+    CHECK(contains(ir::dump({p}, "schedule"), "call gemm by the CPU GEMM"));
+    Tensor want = matmul(a.to(kFloat64), b.to(kFloat64)).to(dt);
+    CHECK(allclose(p.to(kFloat64), want.to(kFloat64), 2 * test::epsilon(dt), 1e-3));
+  }
+}
+
+TEST_CASE("cpu gemm: gradients through it against finite differences", "[gemm][autograd]") {
+  manual_seed(24);
+  Tensor a = randn({9, 33}, dtype(kFloat64)).requires_grad_();
+  Tensor b = randn({33, 10}, dtype(kFloat64)).requires_grad_();
+  Tensor bias = randn({10}, dtype(kFloat64));
+  auto f = [&](const Tensor& x, const Tensor& y) { return tanh(matmul(x, y) + bias).sum(); };
+  CHECK(contains(ir::dump({matmul(a, b)}, "schedule"), "call gemm by the CPU GEMM"));
+  f(a, b).backward();
+  // Central differences of f in a few elements of each operand.
+  auto numeric = [&](bool of_a, int64_t i, int64_t j) {
+    const double h = 1e-6;
+    Tensor x = a.detach(), y = b.detach();
+    Tensor& t = of_a ? x : y;
+    Tensor step = zeros_like(t);
+    step.index_put_({i, j}, h);
+    const double fp = of_a ? f(x + step, y).item<double>() : f(x, y + step).item<double>();
+    const double fm = of_a ? f(x - step, y).item<double>() : f(x, y - step).item<double>();
+    return (fp - fm) / (2 * h);
+  };
+  std::mt19937 rng(5);
+  for (bool of_a : {true, false}) {
+    const Tensor& t = of_a ? a : b;
+    for (int trial = 0; trial < 6; ++trial) {
+      const int64_t i = int64_t(rng() % uint64_t(t.size(0))), j = int64_t(rng() % uint64_t(t.size(1)));
+      CHECK(t.grad().index({i, j}).item<double>() == Approx(numeric(of_a, i, j)).epsilon(1e-6));
+    }
+  }
+}
