@@ -35,7 +35,7 @@ GemmBlocking gemm_blocking(const llvmjit::GemmMicrokernel& uk) {
   b.kc = std::max<int64_t>(uk.k_unroll, l1 / 2 / (uk.nr * elem) / uk.k_unroll * uk.k_unroll);
   b.mc = std::max<int64_t>(uk.mr, l2 / 2 / (b.kc * elem) / uk.mr * uk.mr);
   b.nc = std::clamp<int64_t>(l3 / 4 / (b.kc * elem) / uk.nr * uk.nr, uk.nr, 4096 / uk.nr * uk.nr);
-  if (const char* s = std::getenv("TJ_GEMM_BLOCKS")) {
+  if (const char* s = std::getenv("TJ_GEMM_BLOCKS"); s && *s) {
     GemmBlocking o{};
     if (std::sscanf(s, "%ld,%ld,%ld", &o.mc, &o.kc, &o.nc) != 3 || o.mc < 1 || o.kc < 1 || o.nc < 1)
       throw std::invalid_argument(fmt::format("TJ_GEMM_BLOCKS={}: expected MC,KC,NC", s));
@@ -193,7 +193,7 @@ void gemm_typed(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blk, int
                 int64_t m, int64_t n, int64_t k, const GemmMatrix& a, const GemmMatrix& b, T* c,
                 int64_t c_row, int64_t c_batch) {
   auto product = [&](int64_t i) {
-    return Product<T>{uk,   blk,   m,
+    return Product<T>{uk,    blk,   m,
                       n,     k,     static_cast<const T*>(a.data) + i * a.batch,
                       a.row, a.col, static_cast<const T*>(b.data) + i * b.batch,
                       b.row, b.col, c + i * c_batch,

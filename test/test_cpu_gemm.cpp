@@ -40,13 +40,19 @@ Operand<T> make_operand(std::mt19937& rng, int64_t batch, int64_t rows, int64_t 
   Operand<T> o;
   int64_t matrix = rows * cols;
   switch (l) {
-  case Layout::RowMajor: o.m = {nullptr, cols, 1, matrix}; break;
-  case Layout::Transposed: o.m = {nullptr, 1, rows, matrix}; break;
+  case Layout::RowMajor:
+    o.m = {nullptr, cols, 1, matrix};
+    break;
+  case Layout::Transposed:
+    o.m = {nullptr, 1, rows, matrix};
+    break;
   case Layout::Padded: // every row 3 elements longer, every matrix one row more
     matrix = (rows + 1) * (cols + 3);
     o.m = {nullptr, cols + 3, 1, matrix};
     break;
-  case Layout::Broadcast: o.m = {nullptr, cols, 1, 0}; break;
+  case Layout::Broadcast:
+    o.m = {nullptr, cols, 1, 0};
+    break;
   }
   o.data.resize(size_t(matrix * (l == Layout::Broadcast ? 1 : batch)));
   std::uniform_real_distribution<double> u(-1, 1);
@@ -60,7 +66,8 @@ template <class T>
 void check_product(const llvmjit::GemmMicrokernel& uk, const rt::cpu::GemmBlocking& blocking,
                    int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
                    std::mt19937& rng) {
-  const Operand<T> a = make_operand<T>(rng, batch, m, k, la), b = make_operand<T>(rng, batch, k, n, lb);
+  const Operand<T> a = make_operand<T>(rng, batch, m, k, la),
+                   b = make_operand<T>(rng, batch, k, n, lb);
   const int64_t c_row = n + 1, c_batch = m * c_row; // C's rows padded: the padding stays
   std::vector<T> c(size_t(batch * c_batch), std::numeric_limits<T>::quiet_NaN());
   rt::cpu::gemm_with(uk, blocking, batch, m, n, k, a.m, b.m, c.data(), c_row, c_batch);
@@ -111,8 +118,8 @@ template <class T> void check_driver(DType dtype) {
       for (int trial = 0; trial < 12; ++trial) {
         const int64_t batch = trial % 3 == 0 ? 3 : 1;
         Layout la = layouts[pick(rng)], lb = layouts[pick(rng)];
-        check_product<T>(*uk, blocking, batch, sizes[size(rng)], sizes[size(rng)],
-                         sizes[size(rng)], la, lb, rng);
+        check_product<T>(*uk, blocking, batch, sizes[size(rng)], sizes[size(rng)], sizes[size(rng)],
+                         la, lb, rng);
       }
   }
   // A product over several KC and MC blocks and both threads at the host's blocking.
@@ -164,9 +171,9 @@ TEST_CASE("cpu gemm: matmul's cases against the reference interpreter", "[gemm][
     bool transpose_b;
   };
   const Case cases[] = {
-      {{40, 33}, {33, 50}, false},         {{40, 33}, {50, 33}, true},
-      {{3, 17, 40}, {3, 40, 9}, false},    {{2, 1, 17, 40}, {3, 40, 9}, false},
-      {{17, 40}, {4, 40, 64}, false},      {{4, 64, 40}, {12, 40}, true},
+      {{40, 33}, {33, 50}, false},      {{40, 33}, {50, 33}, true},
+      {{3, 17, 40}, {3, 40, 9}, false}, {{2, 1, 17, 40}, {3, 40, 9}, false},
+      {{17, 40}, {4, 40, 64}, false},   {{4, 64, 40}, {12, 40}, true},
       {{129, 257}, {257, 31}, false},
   };
   for (DType dt : {kFloat32, kFloat64}) {
@@ -221,7 +228,8 @@ TEST_CASE("cpu gemm: gradients through it against finite differences", "[gemm][a
   for (bool of_a : {true, false}) {
     const Tensor& t = of_a ? a : b;
     for (int trial = 0; trial < 6; ++trial) {
-      const int64_t i = int64_t(rng() % uint64_t(t.size(0))), j = int64_t(rng() % uint64_t(t.size(1)));
+      const int64_t i = int64_t(rng() % uint64_t(t.size(0))),
+                    j = int64_t(rng() % uint64_t(t.size(1)));
       CHECK(t.grad().index({i, j}).item<double>() == Approx(numeric(of_a, i, j)).epsilon(1e-6));
     }
   }

@@ -327,9 +327,12 @@ TEST_CASE("tools: tj-bench --chart draws a group of bars per workload of the tab
   for (const auto& g : groups)
     if (g.section == "memory") memory.push_back({g.workload, g.bars});
   CHECK(memory == table);
-  REQUIRE(groups.size() == table.size() + 1);
-  CHECK(groups.back().section == "compute");
-  CHECK(groups.back().workload == "matmul");
+  // Then one group per product (shapes, dtypes, the fused linear layer).
+  REQUIRE(groups.size() > table.size() + 1);
+  for (size_t i = table.size(); i < groups.size(); ++i) {
+    CHECK(groups[i].section == "compute");
+    CHECK(groups[i].workload == "matmul");
+  }
   CHECK(text.find("tensorjit tj-bench on ") != std::string::npos);
   CHECK(text.find(">100%</text>") != std::string::npos);
 #ifdef TJ_PYTHON3
@@ -341,11 +344,13 @@ TEST_CASE("tools: tj-bench --chart draws a group of bars per workload of the tab
             .code == 0);
 #endif
 
-  // CSV: a header, then one line per workload run (the two latencies included).
+  // CSV: a header, then one line per workload run (the two latencies included) and per product
+  // (ten of them; their dims scale with --size, here 1/16).
   std::vector<std::string> rows = lines(read_file(csv));
-  REQUIRE(rows.size() == 1 + 7);
+  REQUIRE(rows.size() == 1 + 6 + 10);
   CHECK(rows[0].rfind("workload,shape,unit,fused_ms,", 0) == 0);
   CHECK(rows[4].rfind("slice add_,\"512x256[:, :128]\",GB/s,", 0) == 0);
-  CHECK(rows[5].rfind("matmul,1024x1024x1024,GFLOP/s,", 0) == 0);
+  CHECK(rows[5].rfind("matmul,64x64x64 float32,GFLOP/s,", 0) == 0);
+  CHECK(rows[14].rfind("matmul,256x64x64 float32 relu(x @ w.t() + b),GFLOP/s,", 0) == 0);
 }
 #endif

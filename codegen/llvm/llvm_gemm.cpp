@@ -50,13 +50,16 @@ Tile checked_tile(DType dtype, int64_t mr, int64_t nr) {
 // (AVX2, SSE): 6 rows of 2 vectors (12).
 Tile host_tile(DType dtype) {
   const int64_t lanes = host_vector_bytes() / int64_t(itemsize(dtype));
-  if (const char* s = std::getenv("TJ_GEMM_TILE")) {
+  if (const char* s = std::getenv("TJ_GEMM_TILE"); s && *s) {
     int64_t mr = 0, nr = 0;
     if (std::sscanf(s, "%ldx%ld", &mr, &nr) != 2)
       throw std::invalid_argument(fmt::format("TJ_GEMM_TILE={}: expected MRxNR", s));
     return checked_tile(dtype, mr, nr);
   }
-  return checked_tile(dtype, host_vector_bytes() == 64 ? 14 : host_vector_bytes() == 32 ? 6 : 4,
+  return checked_tile(dtype,
+                      host_vector_bytes() == 64   ? 14
+                      : host_vector_bytes() == 32 ? 6
+                                                  : 4,
                       2 * lanes);
 }
 
@@ -89,6 +92,14 @@ void build_microkernel(llvm::Module& m, const std::string& name, DType dtype, co
   auto* done = llvm::BasicBlock::Create(ctx, "done", f);
   b.SetInsertPoint(entry);
   llvm::Value* zero = llvm::ConstantFP::get(vt, 0.0);
+  // C's rows are read or written only after the k loop: their lines are fetched during it.
+  llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::prefetch, {ptr});
+  for (int64_t i = 0; i < t.mr; ++i)
+    for (int64_t off = 0; off < t.nr * int64_t(itemsize(dtype)); off += 64)
+      b.CreateCall(prefetch,
+                   {b.CreateGEP(b.getInt8Ty(), b.CreateGEP(et, pc, b.CreateMul(b.getInt64(i), ldc)),
+                                b.getInt64(off)),
+                    b.getInt32(1), b.getInt32(3), b.getInt32(1)});
   b.CreateCondBr(b.CreateICmpSGT(kc, b.getInt64(0)), loop, done);
 
   // The k loop, kUnroll steps per iteration; the accumulators are its phis.

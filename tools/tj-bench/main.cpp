@@ -20,6 +20,7 @@
 #endif
 
 #include "runtime/cuda_driver.h"
+#include "tools/tj-bench/peers.h"
 #include "tools/tj-bench/report.h"
 
 namespace {
@@ -442,21 +443,102 @@ int bench(const Options& o) {
                    rows.push_back({"slice add_", slice_shape, Kind::Memory, mat_bytes, {}});
                    rows.back().variants.push_back({"in place", Role::Fused, 1e3 * t, reps});
                  }});
-  all.push_back({"matmul", gpu ? "1024x1024x1024, 8192x8192x8192" : "1024x1024x1024", [&] {
-                   auto product = [&](int64_t k, const std::string& name, int runs) {
-                     tj::Tensor a = tj::rand({k, k}, on), c = tj::rand({k, k}, on);
-                     tj::eval({a, c});
-                     double t = time_median(runs, [&] { run(tj::matmul(a, c)); });
-                     rows.push_back({"matmul",
-                                     fmt::format("{0}x{0}x{0}", k),
-                                     Kind::Compute,
-                                     2.0 * double(k) * double(k) * double(k),
-                                     {}});
-                     rows.back().variants.push_back({name, Role::Fused, 1e3 * t, runs});
-                   };
-                   product(1024, "tensorjit", 3);
-                   if (gpu) product(8192, "cuBLAS, no TF32", reps);
-                 }});
+  // Products as a linear layer computes them, y = x @ w.t(), against the FMA peak (CPU) and
+  // OpenBLAS's GEMM on the same data and threads where the library loads; the 1024^3 float32 row
+  // first, which the MLP step is compared with.
+  all.push_back(
+      {"matmul",
+       gpu ? "1024x1024x1024, 8192x8192x8192"
+           : "square 256-2048, the MLP's, tall-thin, float64, bfloat16, a fused linear layer",
+       [&] {
+         if (gpu) {
+           auto product = [&](int64_t k, const std::string& name, int runs) {
+             tj::Tensor a = tj::rand({k, k}, on), c = tj::rand({k, k}, on);
+             tj::eval({a, c});
+             double t = time_median(runs, [&] { run(tj::matmul(a, c)); });
+             rows.push_back({"matmul",
+                             fmt::format("{0}x{0}x{0} float32", k),
+                             Kind::Compute,
+                             2.0 * k * k * k,
+                             {}});
+             rows.back().variants.push_back({name, Role::Fused, 1e3 * t, runs});
+           };
+           product(1024, "tensorjit", 3);
+           product(8192, "cuBLAS, no TF32", reps);
+           return;
+         }
+         report.fma_isa = fma_peak_isa();
+         report.fma_peak_f32 = fma_peak_gflops(false, report.threads, 3);
+         report.fma_peak_f64 = fma_peak_gflops(true, report.threads, 3);
+         const Blas* blas = openblas(report.threads);
+         const int runs = std::max(3, reps / 3);
+         // m x k times (n x k)^T; `fused`: relu(x @ w.t() + b).
+         // Dims scale with the matrices of the strided workloads (a small --size, small products).
+         auto scaled = [&](int64_t d) { return std::max<int64_t>(16, d * s / 4096); };
+         auto linear = [&](int64_t m, int64_t k, int64_t n, tj::DType dt, const std::string& what,
+                           bool fused = false) {
+           m = scaled(m), k = scaled(k), n = scaled(n);
+           const auto opts = on.dtype(dt);
+           tj::Tensor x = tj::randn({m, k}, opts), w = tj::randn({n, k}, opts),
+                      bias = tj::randn({n}, opts);
+           tj::eval({x, w, bias});
+           Row row{"matmul",
+                   fmt::format("{}x{}x{} {}{}", m, k, n, tj::short_dtype_name(dt), what),
+                   Kind::Compute,
+                   2.0 * m * n * k,
+                   {},
+                   dt == tj::kFloat64 ? report.fma_peak_f64 : report.fma_peak_f32};
+           auto product = [&] {
+             return fused ? tj::relu(tj::matmul(x, w.t()) + bias) : tj::matmul(x, w.t());
+           };
+           row.variants.push_back(
+               {"tensorjit", Role::Fused, 1e3 * time_median(runs, [&] { run(product()); }), runs});
+           if (blas && (dt == tj::kFloat32 || dt == tj::kFloat64)) {
+             std::vector<char> c(size_t(m * n) * tj::itemsize(dt));
+             // The library's product, then (fused rows) the bias and ReLU in one pass on as many
+             // threads.
+             auto epilogue = [&](auto* y, const auto* b) {
+               std::vector<std::thread> pool;
+               const int64_t per = (m + report.threads - 1) / report.threads;
+               for (int t = 0; t < report.threads; ++t)
+                 pool.emplace_back([&, t] {
+                   for (int64_t i = t * per; i < std::min(m, (t + 1) * per); ++i)
+                     for (int64_t j = 0; j < n; ++j)
+                       y[i * n + j] = std::max(y[i * n + j] + b[j], decltype(b[j])(0));
+                 });
+               for (auto& th : pool)
+                 th.join();
+             };
+             const double t = time_median(runs, [&] {
+               if (dt == tj::kFloat32) {
+                 auto* y = reinterpret_cast<float*>(c.data());
+                 blas->sgemm_nt(int(m), int(n), int(k), x.data_ptr<float>(), w.data_ptr<float>(),
+                                y);
+                 if (fused) epilogue(y, bias.data_ptr<float>());
+               } else {
+                 auto* y = reinterpret_cast<double*>(c.data());
+                 blas->dgemm_nt(int(m), int(n), int(k), x.data_ptr<double>(), w.data_ptr<double>(),
+                                y);
+                 if (fused) epilogue(y, bias.data_ptr<double>());
+               }
+             });
+             row.variants.push_back({blas->name + (fused ? ", then bias and relu" : ""),
+                                     Role::Baseline, 1e3 * t, runs});
+             // OpenBLAS's idle threads poll for about 2^28 cycles before they sleep: the next
+             // row waits until they do, not to share the cores with them.
+             std::this_thread::sleep_for(std::chrono::milliseconds(300));
+           }
+           rows.push_back(std::move(row));
+         };
+         for (int64_t k : {1024, 256, 512, 2048})
+           linear(k, k, k, tj::kFloat32, "");
+         linear(2048, 512, 2048, tj::kFloat32, "");
+         linear(128, 784, 512, tj::kFloat32, " (the MLP's first layer)");
+         linear(8192, 256, 64, tj::kFloat32, " (tall-thin)");
+         linear(1024, 1024, 1024, tj::kFloat64, "");
+         linear(1024, 1024, 1024, tj::kBFloat16, "");
+         linear(4096, 1024, 1024, tj::kFloat32, " relu(x @ w.t() + b)", true);
+       }});
   // One training step of a 784-512-10 MLP (ReLU, MSE, SGD): forward, backward and update, with
   // fusion and without.
   const std::string mlp_shape = fmt::format("784-512-10, batch {}", batch);

@@ -103,10 +103,17 @@ void print_table(const Report& r, std::ostream& out) {
   const Row* matmul = r.find("matmul");
   for (const auto& row : r.rows) {
     if (row.workload == "matmul") {
-      const Variant& v = row.variants.front();
-      fmt::print(out, "matmul {} float32{}: {:.3f} ms, {}\n", row.shape,
-                 v.role == Role::Fused && v.name == "tensorjit" ? "" : " (" + v.name + ")", v.ms,
-                 flops_text(row.rate(v)));
+      std::string line = fmt::format("matmul {}:", row.shape);
+      for (const Variant& v : row.variants) {
+        line += fmt::format(" {} {:.3f} ms, {}", v.name, v.ms, flops_text(row.rate(v)));
+        if (row.peak > 0) line += fmt::format(" ({:.0f}% of peak)", 100 * row.rate(v) / row.peak);
+        line += ";";
+      }
+      line.pop_back();
+      const Variant* f = row.find(Role::Fused);
+      const Variant* b = row.find(Role::Baseline);
+      if (f && b) line += fmt::format(" -> {:.2f}x the {}", b->ms / f->ms, short_name(b->name));
+      fmt::print(out, "{}\n", line);
     } else if (row.kind == Kind::Compute) {
       const Variant* f = row.find(Role::Fused);
       const Variant* u = row.find(Role::Unfused);
@@ -120,6 +127,9 @@ void print_table(const Report& r, std::ostream& out) {
                  u->ms / f->ms);
     }
   }
+  if (r.fma_peak_f32 > 0)
+    fmt::print(out, "FMA peak ({}, {} threads): {:.1f} GFLOP/s float32, {:.1f} float64\n",
+               r.fma_isa, r.threads, r.fma_peak_f32, r.fma_peak_f64);
   if (!r.gpu())
     fmt::print(out,
                "machine: {} threads, copy bandwidth {:.1f} GB/s (the faster of {:.1f} before and "
@@ -148,7 +158,7 @@ void print_table(const Report& r, std::ostream& out) {
   for (const auto& row : r.rows) {
     const Variant* f = row.find(Role::Fused);
     const Variant* b = row.find(Role::Baseline);
-    if (f && b)
+    if (f && b && row.workload != "matmul") // products say so on their own line
       fmt::print(out, "{}: fused is {:.2f}x faster than the {}\n", row.workload, b->ms / f->ms,
                  short_name(b->name));
   }
@@ -168,6 +178,9 @@ void write_json(const Report& r, std::ostream& out) {
              "  \"size\": {},\n  \"reps\": {},\n  \"copy_gbps\": {:.3f},\n",
              json_string(r.device), json_string(r.machine), json_string(r.date), r.threads, r.size,
              r.reps, r.copy_gbps);
+  if (r.fma_peak_f32 > 0)
+    fmt::print(out, "  \"fma_peak_gflops\": {{\"float32\": {:.3f}, \"float64\": {:.3f}}},\n",
+               r.fma_peak_f32, r.fma_peak_f64);
   // One entry per timing: memory rows in "rows" (as the table), products in "products".
   auto entries = [&](Kind kind, auto&& print) {
     bool first = true;
@@ -191,6 +204,8 @@ void write_json(const Report& r, std::ostream& out) {
   fmt::print(out, ",\n  \"products\": [\n");
   entries(Kind::Compute, [&](const Row& row, const Variant& v) {
     fmt::print(out, "\"ms\": {:.4f}, \"gflops\": {:.3f}", v.ms, finite(row.rate(v)));
+    if (row.peak > 0)
+      fmt::print(out, ", \"fraction_of_peak\": {:.4f}", finite(row.rate(v) / row.peak));
   });
   if (const Row* c = r.find("compile"))
     fmt::print(out, ",\n  \"compile_ms_median\": {:.4f},\n  \"compile_samples\": {}",

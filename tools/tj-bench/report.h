@@ -29,6 +29,8 @@ struct Row {
   Kind kind;
   double work;
   std::vector<Variant> variants;
+  // Products on the CPU: the FMA peak (GFLOP/s) of their dtype measured in the same run.
+  double peak = 0;
 
   // GB/s for memory rows, GFLOP/s for products.
   double rate(const Variant& v) const { return work / (v.ms * 1e-3) / 1e9; }
@@ -46,6 +48,9 @@ struct Report {
   // CPU it is measured before and after the workloads, and the faster counts.
   double copy_gbps = 0;
   double copy_gbps_before = 0, copy_gbps_after = 0;
+  // The CPU's FMA peak (fma_peak_gflops in peers.h) in float32 and float64, and its vectors.
+  double fma_peak_f32 = 0, fma_peak_f64 = 0;
+  std::string fma_isa;
   std::vector<Row> rows;
 
   bool gpu() const { return device != "cpu"; }
