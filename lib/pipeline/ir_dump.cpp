@@ -51,6 +51,7 @@ std::string kernel_header(size_t i, const rt::Launch& l) {
 std::string call_text(const detail::PlannedCall& c,
                       const std::unordered_map<const Node*, size_t>& id) {
   std::string out = fmt::format("call {} by {}", name(routine(*c.node)), c.library);
+  if (!c.details.empty()) out += fmt::format("\n  {}", c.details);
   if (auto it = id.find(c.node.get()); it != id.end())
     out += fmt::format("\n  stores %{}", it->second);
   for (const rt::GemmCall& g : c.calls)
@@ -146,7 +147,8 @@ int ptx_arch() {
 // The stages that lower each planned kernel.
 std::string per_kernel(const detail::Plan& p, std::string_view stage) {
   std::string out;
-  if (p.kernels.empty()) return "# no kernels: every value is memory or a constant\n";
+  if (p.kernels.empty())
+    out = "# no kernels: every value is memory, a constant or a library call's\n";
   if ((stage == "cuda" || stage == "ptx") && !cudagen::nvrtc_available())
     throw Error(
         fmt::format("dump: stage '{}' needs the CUDA backend, which this build lacks", stage));
@@ -180,6 +182,16 @@ std::string per_kernel(const detail::Plan& p, std::string_view stage) {
     }
     if (!out.empty() && out.back() != '\n') out += "\n";
     if (k + 1 < p.kernels.size()) out += "\n";
+  }
+  // The code our own library calls run (the CPU GEMM's microkernel), once per kind of call.
+  std::unordered_set<std::string> shown;
+  for (const detail::PlannedCall& c : p.calls) {
+    if (!c.code) continue;
+    const std::string text = c.code(stage);
+    if (text.empty() || !shown.insert(c.details).second) continue;
+    const std::string comment = stage == "llvm" || stage == "asm" ? "; " : "// ";
+    out += fmt::format("\n{}call {} by {}: {}\n{}", comment, name(routine(*c.node)), c.library,
+                       c.details, text);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "lib/pipeline/library_calls.h"
 
+#include "codegen/llvm/llvm_gemm.h"
 #include "runtime/cpu_gemm.h"
 #include "runtime/cuda_blas.h"
 #include "tensorjit/config.h"
@@ -30,6 +31,12 @@ const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m
         "the CPU GEMM",
         [](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b, const ir::Node& c) {
           rt::cpu::gemm(c.dtype, call, a.storage->data(), b.storage->data(), c.storage->data());
+        },
+        [](DType dtype) { return rt::cpu::gemm_describe(dtype); },
+        [](DType dtype, std::string_view stage) {
+          return stage == "llvm"  ? llvmjit::gemm_microkernel_ir(dtype)
+                 : stage == "asm" ? llvmjit::gemm_microkernel_asm(dtype)
+                                  : std::string();
         }};
     return &cpu;
   }
@@ -41,7 +48,9 @@ const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m
           return reinterpret_cast<rt::cuda::CUdeviceptr>(t.storage->data());
         };
         rt::cuda::gemm(c.device.index(), c.dtype, call, base(a), base(b), base(c));
-      }};
+      },
+      {},
+      {}};
   return &cublas;
 }
 

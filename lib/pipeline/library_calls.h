@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "lib/ir/node.h"
 #include "runtime/gemm_plan.h"
@@ -18,6 +19,10 @@ struct GemmLibrary {
   std::function<void(const rt::GemmCall& call, const ir::Node& lib_a, const ir::Node& lib_b,
                      const ir::Node& lib_c)>
       run;
+  // For dumps, where the library is ours: how it computes products of a dtype (its schedule
+  // line), and the text of its generated code at a stage ("llvm", "asm"); empty otherwise.
+  std::function<std::string(DType)> describe;
+  std::function<std::string(DType, std::string_view stage)> code;
 };
 
 // The library that computes a (batch, n, k) x (batch, k, m) product of `dtype` on `device`, or

@@ -248,7 +248,13 @@ void Materializer::perform_call(const ir::NodePtr& c) {
       throw Error("internal error: contiguous operands of a matrix product found no plan");
   }
   if (plan_) {
-    plan_->calls.push_back({plan_->kernels.size(), c, library->name, plan.calls});
+    detail::PlannedCall planned{plan_->kernels.size(), c, library->name, plan.calls, {}, {}};
+    if (library->describe) planned.details = library->describe(c->dtype);
+    if (library->code)
+      planned.code = [code = library->code, dtype = c->dtype](std::string_view stage) {
+        return code(dtype, stage);
+      };
+    plan_->calls.push_back(std::move(planned));
     marked_.push_back(c);
   } else {
     // The kernels that computed the operands run before: launches are ordered on each device.

@@ -22,6 +22,8 @@ struct PlannedCall {
   ir::NodePtr node;
   std::string library;
   std::vector<rt::GemmCall> calls;
+  std::string details; // how the library computes it, where the library is ours
+  std::function<std::string(std::string_view stage)> code; // its generated code, if any
 };
 
 // The kernels that computing `nodes` would launch, in order (pending in-place writes first,

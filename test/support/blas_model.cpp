@@ -55,8 +55,9 @@ template void gemm_model<double>(const rt::GemmCall&, const double*, size_t, con
                                  double*, size_t);
 
 ModelBlas::ModelBlas()
-    : scope({"model", [this](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b,
-                             const ir::Node& c) {
+    : scope({"model",
+             [this](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b,
+                    const ir::Node& c) {
                ++calls;
                seen.push_back(call);
                auto run = [&](auto zero) {
@@ -70,6 +71,8 @@ ModelBlas::ModelBlas()
                  run(float{});
                else
                  run(double{});
-             }}) {}
+             },
+             {},
+             {}}) {}
 
 } // namespace tj::test
