@@ -131,7 +131,7 @@ template <class T> struct Product {
       uk.fn(kcp, ap, bp, ct, c_rs, accumulate);
       return;
     }
-    alignas(64) T edge[32 * 64]; // the microkernel's tile is at most 32 accumulators of 64 bytes
+    alignas(64) T edge[32 * 64 / sizeof(T)]; // a tile is at most 32 vectors of 64 bytes
     uk.fn(kcp, ap, bp, edge, uk.nr, 0);
     for (int64_t i = 0; i < h; ++i)
       for (int64_t j = 0; j < w; ++j)
@@ -250,7 +250,7 @@ void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void*
 }
 
 bool gemm_worthwhile(int64_t rows, int64_t cols, int64_t k) {
-  return std::min(rows, cols) >= 8 && std::max({rows, cols, k}) >= 32;
+  return std::min(rows, cols) >= 8 && k >= 16 && std::max({rows, cols, k}) >= 32;
 }
 
 std::string gemm_describe(DType dtype) {

@@ -211,13 +211,18 @@ TEST_CASE("cpu gemm: 16-bit products are float32 products rounded once", "[gemm]
 
 TEST_CASE("cpu gemm: gradients through it against finite differences", "[gemm][autograd]") {
   manual_seed(24);
-  Tensor a = randn({9, 33}, dtype(kFloat64)).requires_grad_();
-  Tensor b = randn({33, 10}, dtype(kFloat64)).requires_grad_();
-  Tensor bias = randn({10}, dtype(kFloat64));
+  // Sizes at which the backward's products (g @ b.t(), a.t() @ g) are GEMM calls too.
+  Tensor a = randn({20, 33}, dtype(kFloat64)).requires_grad_();
+  Tensor b = randn({33, 18}, dtype(kFloat64)).requires_grad_();
+  Tensor bias = randn({18}, dtype(kFloat64));
   auto f = [&](const Tensor& x, const Tensor& y) { return tanh(matmul(x, y) + bias).sum(); };
   CHECK(contains(ir::dump({matmul(a, b)}, "schedule"), "call gemm by the CPU GEMM"));
+  reset_stats();
   f(a, b).backward();
-  // Central differences of f in a few elements of each operand.
+  eval({a.grad(), b.grad()});
+  CHECK(stats().library_calls >= 3); // the forward product and both gradients' products
+  // Central differences of f in a few elements of each operand (rounding in f leaves them
+  // about 1e-9 off: the margin).
   auto numeric = [&](bool of_a, int64_t i, int64_t j) {
     const double h = 1e-6;
     Tensor x = a.detach(), y = b.detach();
@@ -234,7 +239,28 @@ TEST_CASE("cpu gemm: gradients through it against finite differences", "[gemm][a
     for (int trial = 0; trial < 6; ++trial) {
       const int64_t i = int64_t(rng() % uint64_t(t.size(0))),
                     j = int64_t(rng() % uint64_t(t.size(1)));
-      CHECK(t.grad().index({i, j}).item<double>() == Approx(numeric(of_a, i, j)).epsilon(1e-6));
+      CHECK(t.grad().index({i, j}).item<double>() ==
+            Approx(numeric(of_a, i, j)).epsilon(1e-6).margin(1e-8));
     }
   }
+}
+
+TEST_CASE("cpu gemm: the same bits on any number of threads", "[gemm]") {
+  // Each element's sum runs over the same KC steps in the same order whatever the split of rows
+  // and columns between threads, so the thread count changes no bit.
+  manual_seed(25);
+  Tensor a = randn({301, 700}), b = randn({700, 95}), batch = randn({6, 40, 33});
+  eval({a, b, batch});
+  const int saved = config().num_threads;
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 5, 16}) {
+    config().num_threads = threads;
+    std::vector<float> one = matmul(a, b).to_vector<float>();
+    std::vector<float> many = matmul(batch, batch.transpose(1, 2)).to_vector<float>();
+    one.insert(one.end(), many.begin(), many.end());
+    results.push_back(std::move(one));
+  }
+  config().num_threads = saved;
+  for (size_t i = 1; i < results.size(); ++i)
+    CHECK(results[i] == results[0]);
 }
