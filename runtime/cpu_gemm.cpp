@@ -9,6 +9,11 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
 
 #include "codegen/llvm/llvm_gemm.h"
 #include "runtime/thread_pool.h"
@@ -68,6 +73,49 @@ private:
 
 thread_local Scratch t_a_panels, t_b_panels;
 
+// d[p * ld_d + j] = s[j * ld_s + p] for j < w, p < kc: a transposing copy, in 4x4 (float) or 2x2
+// (double) blocks transposed in SSE registers. Packing a row-major A or a transposed B is such a
+// copy; element by element it was 15% of a 128x784x512 product (x @ w.t()).
+template <class T>
+void transpose_copy(T* d, int64_t ld_d, const T* s, int64_t ld_s, int64_t w, int64_t kc) {
+  int64_t j = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (; j + 4 <= w; j += 4) {
+      int64_t p = 0;
+      for (; p + 4 <= kc; p += 4) {
+        __m128 r0 = _mm_loadu_ps(s + (j + 0) * ld_s + p), r1 = _mm_loadu_ps(s + (j + 1) * ld_s + p),
+               r2 = _mm_loadu_ps(s + (j + 2) * ld_s + p), r3 = _mm_loadu_ps(s + (j + 3) * ld_s + p);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(d + (p + 0) * ld_d + j, r0);
+        _mm_storeu_ps(d + (p + 1) * ld_d + j, r1);
+        _mm_storeu_ps(d + (p + 2) * ld_d + j, r2);
+        _mm_storeu_ps(d + (p + 3) * ld_d + j, r3);
+      }
+      for (; p < kc; ++p)
+        for (int64_t jj = j; jj < j + 4; ++jj)
+          d[p * ld_d + jj] = s[jj * ld_s + p];
+    }
+  } else {
+    for (; j + 2 <= w; j += 2) {
+      int64_t p = 0;
+      for (; p + 2 <= kc; p += 2) {
+        const __m128d r0 = _mm_loadu_pd(s + j * ld_s + p),
+                      r1 = _mm_loadu_pd(s + (j + 1) * ld_s + p);
+        _mm_storeu_pd(d + p * ld_d + j, _mm_unpacklo_pd(r0, r1));
+        _mm_storeu_pd(d + (p + 1) * ld_d + j, _mm_unpackhi_pd(r0, r1));
+      }
+      for (; p < kc; ++p)
+        for (int64_t jj = j; jj < j + 2; ++jj)
+          d[p * ld_d + jj] = s[jj * ld_s + p];
+    }
+  }
+#endif
+  for (; j < w; ++j)
+    for (int64_t p = 0; p < kc; ++p)
+      d[p * ld_d + j] = s[j * ld_s + p];
+}
+
 // Panels of `mr` rows of the rows x kc block at a: dst[panel][p][i], rows and p padded with
 // zeros to mr and kcp.
 template <class T>
@@ -78,11 +126,7 @@ void pack_a(T* dst, const T* a, int64_t rs, int64_t cs, int64_t rows, int64_t kc
     T* d = dst + r0 * kcp;
     if (h < mr || kcp > kc) std::memset(d, 0, sizeof(T) * size_t(mr * kcp));
     if (cs == 1) {
-      for (int64_t i = 0; i < h; ++i) {
-        const T* src = a + (r0 + i) * rs;
-        for (int64_t p = 0; p < kc; ++p)
-          d[p * mr + i] = src[p];
-      }
+      transpose_copy(d, mr, a + r0 * rs, rs, h, kc);
     } else {
       for (int64_t p = 0; p < kc; ++p)
         for (int64_t i = 0; i < h; ++i)
@@ -102,12 +146,12 @@ void pack_b(T* dst, const T* b, int64_t rs, int64_t cs, int64_t cols, int64_t kc
     if (cs == 1) {
       for (int64_t p = 0; p < kc; ++p)
         std::memcpy(d + p * nr, b + p * rs + c0, sizeof(T) * size_t(w));
+    } else if (rs == 1) {
+      transpose_copy(d, nr, b + c0 * cs, cs, w, kc);
     } else {
-      for (int64_t j = 0; j < w; ++j) {
-        const T* src = b + (c0 + j) * cs;
-        for (int64_t p = 0; p < kc; ++p)
-          d[p * nr + j] = src[p * rs];
-      }
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t j = 0; j < w; ++j)
+          d[p * nr + j] = b[p * rs + (c0 + j) * cs];
     }
   }
 }
