@@ -1,6 +1,7 @@
 // The tensor graph's text form (.tjir, docs/ir.md): a printer, and a parser
 // that checks every node as strictly as the frontend builds them, so that a
-// parsed graph can be scheduled and run like one built through the API.
+// parsed graph can be scheduled and run like one built through the API. The printer is
+// text_print.cpp; the parser and the verifier built on it, text_parse.cpp.
 #pragma once
 #include <functional>
 #include <memory>
