@@ -1,10 +1,8 @@
-// Indexing, joining and selection. Basic indexing and splitting are views;
-// joining writes the pieces into a fresh storage; reads at data-dependent
-// places (gather, index_select, advanced indexing, masked_select) are Gather
-// nodes and writes there (scatter, index_put_ with tensors, their gradients)
-// Scatter nodes, computed by kernels. Index values are read when the op is
-// called, to check them and to shape the result; nonzero and unique run on
-// the host over materialized values.
+// Indexing and selection. Basic indexing is a view; reads at data-dependent places (gather,
+// index_select, advanced indexing, masked_select) are Gather nodes and writes there (scatter,
+// index_put_ with tensors, their gradients) Scatter nodes, computed by kernels. Index values are
+// read when the op is called, to check them and to shape the result; nonzero and unique run on
+// the host over materialized values. Joining and rearranging are in joining.cpp.
 #include "tensorjit/indexing.h"
 
 #include <fmt/format.h>
@@ -535,138 +533,6 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   return *this;
 }
 
-// --- joining ---
-
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
-  detail::CallSite site(caller, "cat");
-  if (tensors.empty()) throw Error("torch.cat(): expected a non-empty list of Tensors");
-  // PyTorch skips 1-D empty tensors, a legacy placeholder for "nothing"; its errors still count
-  // positions in the whole list.
-  std::vector<Tensor> parts;
-  std::vector<size_t> positions;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    detail::check_defined(t, "cat");
-    if (t.dim() == 0)
-      throw Error(
-          fmt::format("zero-dimensional tensor (at position {}) cannot be concatenated", i));
-    if (!(t.dim() == 1 && t.numel() == 0)) {
-      parts.push_back(t);
-      positions.push_back(i);
-    }
-  }
-  DType dtype = tensors[0].dtype();
-  for (const auto& t : tensors)
-    dtype = promote_types(dtype, t.dtype());
-  Device device = tensors[0].device();
-  for (const auto& t : tensors)
-    if (t.device() != device) fe::throw_device_mismatch(device, t.device());
-  if (parts.empty()) return empty({0}, TensorOptions().dtype(dtype).device(device));
-  const Tensor& ref = parts[0];
-  int64_t d = ir::wrap_dim(dim, ref.dim());
-  Shape shape = ref.sizes();
-  shape[d] = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Tensor& t = parts[i];
-    if (t.dim() != ref.dim())
-      throw Error(fmt::format("Tensors must have same number of dimensions: got {} and {}",
-                              ref.dim(), t.dim()));
-    for (int64_t k = 0; k < ref.dim(); ++k)
-      if (k != d && t.size(k) != ref.size(k))
-        throw Error(fmt::format("Sizes of tensors must match except in dimension {}. Expected "
-                                "size {} but got size {} for tensor number {} in the list.",
-                                d, ref.size(k), t.size(k), positions[i]));
-    shape[d] += t.size(d);
-  }
-  Tensor out = empty(shape, TensorOptions().dtype(dtype).device(device));
-  std::vector<int64_t> lengths;
-  {
-    NoGradGuard no_grad; // one node for the whole join
-    int64_t at = 0;
-    for (const auto& t : parts) {
-      if (t.size(d) > 0) out.narrow(d, at, t.size(d)).copy_(t);
-      lengths.push_back(t.size(d));
-      at += t.size(d);
-    }
-  }
-  // Each part's gradient is its slice of the result's.
-  autograd::record("CatBackward0", parts, {out}, {},
-                   [d, lengths](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-                     std::vector<Tensor> out;
-                     int64_t at = 0;
-                     for (int64_t n : lengths) {
-                       out.push_back(g[0].narrow(d, at, n));
-                       at += n;
-                     }
-                     return out;
-                   });
-  return out;
-}
-
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
-  detail::CallSite site(caller, "stack");
-  if (tensors.empty()) throw Error("stack expects a non-empty TensorList");
-  for (size_t i = 1; i < tensors.size(); ++i)
-    if (tensors[i].sizes() != tensors[0].sizes())
-      throw Error(fmt::format(
-          "stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {}",
-          ir::shape_str(tensors[0].sizes()), ir::shape_str(tensors[i].sizes()), i));
-  int64_t d = ir::wrap_dim(dim, tensors[0].dim() + 1);
-  std::vector<Tensor> parts;
-  for (const auto& t : tensors)
-    parts.push_back(t.unsqueeze(d));
-  Tensor out = cat(parts, d);
-  autograd::rename(out, "StackBackward0");
-  return out;
-}
-
-std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim, Caller caller) {
-  detail::CallSite site(caller, "split");
-  if (split_size < 0)
-    throw Error(
-        fmt::format("split expects split_size be non-negative, but got split_size={}", split_size));
-  int64_t d = ir::wrap_dim(dim, t.dim());
-  int64_t n = t.size(d);
-  if (split_size == 0 && n != 0)
-    throw Error(fmt::format("split_size can only be 0 if dimension size is 0, but got dimension "
-                            "size of {}",
-                            n));
-  std::vector<Tensor> out;
-  if (n == 0) return {t.narrow(d, 0, 0)};
-  for (int64_t at = 0; at < n; at += split_size)
-    out.push_back(t.narrow(d, at, std::min(split_size, n - at)));
-  return out;
-}
-
-std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim,
-                          Caller caller) {
-  detail::CallSite site(caller, "split");
-  int64_t d = ir::wrap_dim(dim, t.dim());
-  int64_t total = 0;
-  for (int64_t s : sizes)
-    total += s;
-  if (total != t.size(d))
-    throw Error(fmt::format("split_with_sizes expects split_sizes to sum exactly to {} (input "
-                            "tensor's size at dimension {}), but got split_sizes=[{}]",
-                            t.size(d), d, fmt::join(sizes, ", ")));
-  std::vector<Tensor> out;
-  int64_t at = 0;
-  for (int64_t s : sizes) {
-    out.push_back(t.narrow(d, at, s));
-    at += s;
-  }
-  return out;
-}
-
-std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim, Caller caller) {
-  detail::CallSite site(caller, "chunk");
-  if (chunks <= 0)
-    throw Error(fmt::format("chunk expects `chunks` to be greater than 0, got: {}", chunks));
-  int64_t d = ir::wrap_dim(dim, t.dim());
-  int64_t size = (t.size(d) + chunks - 1) / chunks;
-  return split(t, size, d);
-}
-
 // --- selection ---
 
 Tensor nonzero(const Tensor& t, Caller caller) {
@@ -830,127 +696,6 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& 
   return scatter(t, dim, index, full(index.sizes(), value, t.options()));
 }
 
-Tensor flip(const Tensor& t, IntArrayRef dims, Caller caller) {
-  detail::CallSite site(caller, "flip");
-  std::vector<bool> seen(static_cast<size_t>(t.dim()), false);
-  ir::NodePtr n = detail::node_of(t);
-  for (int64_t dim : dims) {
-    int64_t d = ir::wrap_dim(dim, t.dim());
-    if (seen[d]) throw Error(fmt::format("dim {} appears multiple times in the list of dims", d));
-    seen[d] = true;
-    n = fe::slice(n, d, t.size(d) - 1, -1, -1);
-  }
-  Tensor out = detail::wrap(ir::make_node(ir::Op::Cast, n->dtype, n->shape, {n}));
-  autograd::record("FlipBackward0", {t}, {out}, {},
-                   [dims](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-                     return std::vector<Tensor>{flip(g[0], dims)};
-                   });
-  return out;
-}
-
-Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims, Caller caller) {
-  detail::CallSite site(caller, "roll");
-  if (dims.empty()) {
-    if (shifts.size() != 1)
-      throw Error(
-          fmt::format("shifts and dimensions must align. shifts: {}, dims:0", shifts.size()));
-    return roll(t.flatten(), shifts, {0}).view(t.sizes());
-  }
-  if (shifts.size() != dims.size())
-    throw Error(fmt::format("shifts and dimensions must align. shifts: {}, dims:{}", shifts.size(),
-                            dims.size()));
-  Tensor out = t.clone();
-  for (size_t i = 0; i < dims.size(); ++i) {
-    int64_t d = ir::wrap_dim(dims[i], t.dim());
-    int64_t n = t.size(d);
-    int64_t s = n ? ((shifts[i] % n) + n) % n : 0;
-    if (s) out = cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
-  }
-  autograd::rename(out, "RollBackward0");
-  return out;
-}
-
-Tensor repeat(const Tensor& t, IntArrayRef repeats, Caller caller) {
-  detail::CallSite site(caller, "repeat");
-  if (static_cast<int64_t>(repeats.size()) < t.dim())
-    throw Error("Number of dimensions of repeat dims can not be smaller than number of dimensions "
-                "of tensor");
-  size_t lead = repeats.size() - static_cast<size_t>(t.dim());
-  Shape padded(lead, 1), inter, expanded, result;
-  padded.insert(padded.end(), t.sizes().begin(), t.sizes().end());
-  for (size_t i = 0; i < repeats.size(); ++i) {
-    inter.insert(inter.end(), {1, padded[i]});
-    expanded.insert(expanded.end(), {repeats[i], padded[i]});
-    result.push_back(repeats[i] * padded[i]);
-  }
-  for (int64_t size : result) // PyTorch names the first negative size of the result
-    if (size < 0)
-      throw Error(fmt::format("Trying to create tensor with negative dimension {}: [{}]", size,
-                              fmt::join(result, ", ")));
-  Tensor out = t.reshape(inter).expand(expanded).contiguous().view(result);
-  autograd::rename(out, "RepeatBackward0");
-  return out;
-}
-
-Tensor diag(const Tensor& t, int64_t k, Caller caller) {
-  detail::CallSite site(caller, "diag");
-  if (t.dim() == 1) {
-    int64_t n = t.size(0) + (k < 0 ? -k : k);
-    Tensor out = zeros({n, n}, t.options());
-    {
-      NoGradGuard no_grad;
-      out.diagonal(k).copy_(t);
-    }
-    autograd::record("DiagEmbedBackward0", {t}, {out}, {},
-                     [k](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-                       return std::vector<Tensor>{g[0].diagonal(k)};
-                     });
-    return out;
-  }
-  if (t.dim() == 2) return t.diagonal(k).clone();
-  throw Error("matrix or a vector expected");
-}
-
-Tensor diagonal(const Tensor& t, int64_t offset, int64_t dim1, int64_t dim2, Caller caller) {
-  detail::CallSite site(caller, "diagonal");
-  return t.diagonal(offset, dim1, dim2);
-}
-
-Tensor trace(const Tensor& t, Caller caller) {
-  detail::CallSite site(caller, "trace");
-  if (t.dim() != 2)
-    throw Error(fmt::format("trace: expected a matrix, but got tensor with dim {}", t.dim()));
-  Tensor out = t.diagonal().sum();
-  autograd::rename(out, "TraceBackward0");
-  return out;
-}
-
-namespace {
-// Keeps the elements with col - row >= k (upper) or <= k (lower) of the last two dims.
-Tensor triangle(const Tensor& t, int64_t k, bool upper) {
-  if (t.dim() == 0) throw Error("Dimension specified as -2 but tensor has no dimensions");
-  if (t.dim() < 2) ir::wrap_dim(-2, t.dim()); // a vector: throws, dim -2 is out of range
-  TensorOptions o = TensorOptions().dtype(kInt64).device(t.device());
-  Tensor row = arange(t.size(-2), o).unsqueeze(1), col = arange(t.size(-1), o);
-  Tensor diff = col - row;
-  Tensor keep = upper ? diff >= k : diff <= k;
-  return where(keep, t, zeros_like(t));
-}
-} // namespace
-
-Tensor triu(const Tensor& t, int64_t k, Caller caller) {
-  detail::CallSite site(caller, "triu");
-  Tensor out = triangle(t, k, true);
-  autograd::rename(out, "TriuBackward0");
-  return out;
-}
-Tensor tril(const Tensor& t, int64_t k, Caller caller) {
-  detail::CallSite site(caller, "tril");
-  Tensor out = triangle(t, k, false);
-  autograd::rename(out, "TrilBackward0");
-  return out;
-}
-
 Tensor unique(const Tensor& t, Caller caller) {
   detail::CallSite site(caller, "unique");
   TensorOptions o = TensorOptions().dtype(t.dtype()).device(t.device());
@@ -1006,32 +751,10 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value, Caller calle
 Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value, Caller caller) const {
   return tj::masked_fill(*this, mask, value, caller);
 }
-std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim, Caller caller) const {
-  return tj::split(*this, split_size, dim, caller);
-}
 std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t dim,
                                   Caller caller) const {
   return tj::split(*this, sizes, dim, caller);
 }
-std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim, Caller caller) const {
-  return tj::chunk(*this, chunks, dim, caller);
-}
 Tensor Tensor::flip(IntArrayRef dims, Caller caller) const { return tj::flip(*this, dims, caller); }
-Tensor Tensor::roll(IntArrayRef shifts, IntArrayRef dims, Caller caller) const {
-  return tj::roll(*this, shifts, dims, caller);
-}
-Tensor Tensor::repeat(IntArrayRef repeats, Caller caller) const {
-  return tj::repeat(*this, repeats, caller);
-}
-Tensor Tensor::diag(int64_t diagonal, Caller caller) const {
-  return tj::diag(*this, diagonal, caller);
-}
 Tensor Tensor::trace(Caller caller) const { return tj::trace(*this, caller); }
-Tensor Tensor::triu(int64_t diagonal, Caller caller) const {
-  return tj::triu(*this, diagonal, caller);
-}
-Tensor Tensor::tril(int64_t diagonal, Caller caller) const {
-  return tj::tril(*this, diagonal, caller);
-}
-
 } // namespace tj
