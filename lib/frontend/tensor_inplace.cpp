@@ -1,0 +1,409 @@
+// In-place writes and out= arguments: a write into the storage, seen through every alias, with
+// its autograd history (the value written becomes the tensor's, and its base's for a view).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <ostream>
+
+#include "lib/autograd/formulas.h"
+#include "lib/autograd/node.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/overlap.h"
+#include "lib/frontend/promotion.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/scalar_semantics.h"
+#include "lib/print/tensor_print.h"
+#include "tensorjit/config.h"
+#include "tensorjit/functions.h"
+#include "tensorjit/indexing.h"
+
+namespace tj {
+
+using detail::node_of;
+using detail::wrap;
+using fe::NodePtr;
+using ir::Op;
+
+namespace detail {
+
+void check_inplace_grad(const Tensor& self) {
+  if (!GradMode::is_enabled()) return;
+  const detail::TensorImpl& impl = *self.impl();
+  if (self.is_leaf() && impl.requires_grad)
+    throw Error("a leaf Variable that requires grad is being used in an in-place operation.");
+  if (impl.is_view && impl.base && impl.base->requires_grad && !impl.base->grad_fn)
+    throw Error("a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.");
+}
+
+} // namespace detail
+
+// --- in-place: a write into the storage, seen through every alias ---
+namespace {
+
+// PyTorch's rule for results written into an existing tensor: no float into
+// integers, nothing but bool into bool.
+bool can_cast(DType from, DType to) {
+  if (tj::is_floating_point(from) && !tj::is_floating_point(to)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
+// Autograd of an in-place write of `value` into `self`: `self` (and, for a
+// view, its base) takes the history of the value written. Called with the
+// value already broadcast and cast; returns the tensor whose node is written.
+Tensor record_inplace(const Tensor& self, Tensor value) {
+  using Grads = std::vector<Tensor>;
+  using Saved = std::vector<Tensor>;
+  if (!GradMode::is_enabled() ||
+      (!self.requires_grad() && !value.requires_grad() &&
+       !(self.impl()->is_view && Tensor(self.impl()->base).requires_grad())))
+    return value;
+  // The written value needs a backward node of its own (not a leaf's, nor
+  // another tensor's handle to change): a constant gets one that passes no
+  // gradient to the old value, a leaf one that passes it the gradient.
+  if (!value.requires_grad()) {
+    value = detail::alias(value);
+    autograd::record("FillBackward0", {self}, {value}, {},
+                     [](const Grads& g, const Saved&) { return Grads{zeros_like(g[0])}; });
+  } else if (value.is_leaf()) {
+    Tensor leaf = value;
+    value = detail::alias(value);
+    autograd::record("CopyBackwards", {leaf}, {value}, {},
+                     [](const Grads& g, const Saved&) { return g; });
+  }
+  const detail::TensorImpl& impl = *self.impl();
+  if (impl.is_view) {
+    Tensor base(impl.base);
+    if (!base.impl()->covers_cell())
+      throw Error("an in-place operation through this view is not supported with autograd: its "
+                  "base tensor does not cover its storage in row-major order");
+    // CopySlices: the base's new value is its old one with the view's
+    // region replaced; the gradient splits along that region.
+    autograd::record(
+        "CopySlices", {base, value}, {base}, {},
+        [sizes = impl.sizes, strides = impl.strides, offset = impl.offset,
+         in = base.sizes()](const Grads& g, const Saved&) {
+          Tensor region = autograd::embed(ones(sizes, g[0].options()), in, strides, offset);
+          return Grads{g[0] * (1 - region), autograd::strided_read(g[0], sizes, strides, offset)};
+        });
+    ++base.impl()->version; // the other views of the base are stale now
+    autograd::refresh_view(self);
+    return value;
+  }
+  autograd::set_history(self, value.impl()->grad_fn, value.impl()->output_nr);
+  ++self.impl()->version; // views of self are stale now
+  return value;
+}
+
+// The tensors among an op's operands.
+std::vector<Tensor> tensors_in(const Tensor& t) { return {t}; }
+std::vector<Tensor> tensors_in(const Scalar&) { return {}; }
+
+// Writes the tensor `make_value()` returns into `self`, broadcast to its shape. `inputs` are
+// the tensors the value reads, held to PyTorch's overlap rules (frontend/overlap.h).
+template <typename F>
+Tensor& mutate(Tensor& self, const std::vector<Tensor>& inputs, F&& make_value,
+               bool any_cast = false) {
+  detail::check_defined(self, "in-place operation");
+  detail::assert_no_internal_overlap(self);
+  for (const Tensor& in : inputs)
+    if (in.defined()) detail::assert_no_partial_overlap(self, in);
+  detail::check_inplace_grad(self);
+  bool exclusive = detail::storage_exclusive(self);
+  Tensor value = make_value();
+  // A recorded op may have saved the current value for its backward: it must
+  // survive the write.
+  if (value.requires_grad() && GradMode::is_enabled()) exclusive = false;
+  if (value.requires_grad() && GradMode::is_enabled()) {
+    // Broadcast and cast as recorded ops, so the history covers them.
+    if (value.sizes() != self.sizes()) {
+      ir::Shape b = ir::broadcast_shapes(self.sizes(), value.sizes());
+      if (b == self.sizes()) value = value.expand(self.sizes());
+    }
+    if (value.device() == self.device() && (any_cast || can_cast(value.dtype(), self.dtype())))
+      value = value.to(self.dtype());
+  }
+  NodePtr v = node_of(value);
+  // An in-place result cannot leave its tensor's device.
+  if (v->device != self.device()) fe::throw_device_mismatch(v->device, self.device());
+  if (v->shape != self.sizes()) {
+    ir::Shape b = ir::broadcast_shapes(self.sizes(), v->shape);
+    if (b != self.sizes())
+      throw Error(fmt::format("output with shape {} doesn't match the broadcast shape {}",
+                              ir::shape_str(self.sizes()), ir::shape_str(b)));
+  }
+  if (!any_cast && !can_cast(v->dtype, self.dtype()))
+    throw Error(fmt::format("result type {} can't be cast to the desired output type {}",
+                            fe::cpp_type_name(v->dtype), fe::cpp_type_name(self.dtype())));
+  // A value that may fail to compute (an integer division by a tensor) is computed now, before
+  // it is broadcast, as PyTorch would: if it fails, nothing was written and no alias sees a write
+  // that cannot happen.
+  if (v->may_fail && !v->realized) detail::realize({v});
+  if (v->shape != self.sizes()) v = fe::expand(v, self.sizes());
+  Tensor written = record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v));
+  if (written.impl() != value.impl()) v = node_of(written);
+  detail::write(self, fe::cast(v, self.dtype()), exclusive);
+  // A parameter updated in place (an optimizer step) is computed now: the
+  // next step's graph then reads it, rather than every earlier step's graph.
+  if (self.impl()->requires_grad && self.is_leaf()) detail::realize({self.impl()->cell->node});
+  return self;
+}
+
+} // namespace
+
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "add_");
+  return mutate(*this, {o}, [&] { return add(o, alpha); });
+}
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "add_");
+  return mutate(*this, {}, [&] { return add(o, alpha); });
+}
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "sub_");
+  return mutate(*this, {o}, [&] { return sub(o, alpha); });
+}
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "sub_");
+  return mutate(*this, {}, [&] { return sub(o, alpha); });
+}
+Tensor& Tensor::mul_(const Tensor& o, Caller caller) {
+  detail::CallSite site(caller, "mul_");
+  return mutate(*this, {o}, [&] { return mul(o); });
+}
+Tensor& Tensor::mul_(const Scalar& o, Caller caller) {
+  detail::CallSite site(caller, "mul_");
+  return mutate(*this, {}, [&] { return mul(o); });
+}
+Tensor& Tensor::div_(const Tensor& o, Caller caller) {
+  detail::CallSite site(caller, "div_");
+  return mutate(*this, {o}, [&] { return div(o); });
+}
+Tensor& Tensor::div_(const Scalar& o, Caller caller) {
+  detail::CallSite site(caller, "div_");
+  return mutate(*this, {}, [&] { return div(o); });
+}
+Tensor& Tensor::zero_(Caller caller) {
+  detail::CallSite site(caller, "zero_");
+  return fill_(0);
+}
+// One value for every element is defined however many elements share a location: an
+// expanded tensor is filled through the locations it views, each once.
+Tensor& Tensor::fill_(const Scalar& v, Caller caller) {
+  detail::CallSite site(caller, "fill_");
+  if (detail::has_internal_overlap(*this)) {
+    detail::distinct_locations(*this).fill_(v);
+    return *this;
+  }
+  return mutate(
+      *this, {}, [&] { return wrap(fe::constant(v, dtype(), sizes(), device())); }, true);
+}
+Tensor& Tensor::fill_(const Tensor& v, Caller caller) {
+  detail::CallSite site(caller, "fill_");
+  if (v.dim() != 0)
+    throw Error(fmt::format("fill_ only supports 0-dimension value tensor but got tensor with {} "
+                            "dimensions.",
+                            v.dim()));
+  if (detail::has_internal_overlap(*this)) {
+    detail::distinct_locations(*this).fill_(v);
+    return *this;
+  }
+  // PyTorch reads the value first (item()): it may share memory with the tensor.
+  return mutate(
+      *this, {}, [&] { return v.to(device()); }, true);
+}
+Tensor& Tensor::copy_(const Tensor& src, Caller caller) {
+  detail::CallSite site(caller, "copy_");
+  // Copies may cross devices: the values come to this tensor's device.
+  return mutate(
+      *this, {src}, [&] { return src.device() == device() ? src : src.to(device()); }, true);
+}
+Tensor& Tensor::operator=(const Scalar& v) && { return fill_(v); }
+Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
+
+// In-place forms: each is its op's result written back through mutate().
+#define TJ_INPLACE_UNARY(name)                                                                     \
+  Tensor& Tensor::name##_(Caller caller) {                                                         \
+    detail::CallSite site(caller, #name "_");                                                      \
+    return mutate(*this, {}, [&] { return name(); });                                              \
+  }
+TJ_INPLACE_UNARY(neg)
+TJ_INPLACE_UNARY(abs)
+TJ_INPLACE_UNARY(sign)
+TJ_INPLACE_UNARY(ceil)
+TJ_INPLACE_UNARY(floor)
+TJ_INPLACE_UNARY(round)
+TJ_INPLACE_UNARY(trunc)
+TJ_INPLACE_UNARY(sqrt)
+TJ_INPLACE_UNARY(rsqrt)
+TJ_INPLACE_UNARY(exp)
+TJ_INPLACE_UNARY(exp2)
+TJ_INPLACE_UNARY(expm1)
+TJ_INPLACE_UNARY(log)
+TJ_INPLACE_UNARY(log2)
+TJ_INPLACE_UNARY(log10)
+TJ_INPLACE_UNARY(log1p)
+TJ_INPLACE_UNARY(sin)
+TJ_INPLACE_UNARY(cos)
+TJ_INPLACE_UNARY(tan)
+TJ_INPLACE_UNARY(asin)
+TJ_INPLACE_UNARY(acos)
+TJ_INPLACE_UNARY(atan)
+TJ_INPLACE_UNARY(sinh)
+TJ_INPLACE_UNARY(cosh)
+TJ_INPLACE_UNARY(tanh)
+TJ_INPLACE_UNARY(sigmoid)
+TJ_INPLACE_UNARY(relu)
+TJ_INPLACE_UNARY(erf)
+TJ_INPLACE_UNARY(reciprocal)
+TJ_INPLACE_UNARY(square)
+TJ_INPLACE_UNARY(logical_not)
+TJ_INPLACE_UNARY(bitwise_not)
+#undef TJ_INPLACE_UNARY
+
+#define TJ_INPLACE_BINARY(name, Other)                                                             \
+  Tensor& Tensor::name##_(const Other& o, Caller caller) {                                         \
+    detail::CallSite site(caller, #name "_");                                                      \
+    return mutate(*this, tensors_in(o), [&] { return name(o); });                                  \
+  }
+#define TJ_INPLACE_BINARY_BOTH(name)                                                               \
+  TJ_INPLACE_BINARY(name, Tensor)                                                                  \
+  TJ_INPLACE_BINARY(name, Scalar)
+TJ_INPLACE_BINARY_BOTH(pow)
+TJ_INPLACE_BINARY_BOTH(floor_divide)
+TJ_INPLACE_BINARY_BOTH(remainder)
+TJ_INPLACE_BINARY_BOTH(fmod)
+TJ_INPLACE_BINARY_BOTH(eq)
+TJ_INPLACE_BINARY_BOTH(ne)
+TJ_INPLACE_BINARY_BOTH(lt)
+TJ_INPLACE_BINARY_BOTH(le)
+TJ_INPLACE_BINARY_BOTH(gt)
+TJ_INPLACE_BINARY_BOTH(ge)
+TJ_INPLACE_BINARY(atan2, Tensor)
+TJ_INPLACE_BINARY(logical_and, Tensor)
+TJ_INPLACE_BINARY(logical_or, Tensor)
+TJ_INPLACE_BINARY(logical_xor, Tensor)
+TJ_INPLACE_BINARY(bitwise_and, Tensor)
+TJ_INPLACE_BINARY(bitwise_or, Tensor)
+TJ_INPLACE_BINARY(bitwise_xor, Tensor)
+#undef TJ_INPLACE_BINARY_BOTH
+#undef TJ_INPLACE_BINARY
+
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Caller caller) {
+  detail::CallSite site(caller, "clamp_");
+  return mutate(*this, {}, [&] { return clamp(min, max); });
+}
+
+namespace {
+// masked_fill_ into a tensor whose elements share locations: a location is written when any
+// element that names it is selected, as PyTorch's loop over the elements would leave it.
+template <typename V> Tensor& masked_fill_shared(Tensor& self, const Tensor& mask, const V& value) {
+  Tensor m = mask.expand(self.sizes());
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (self.stride(d) == 0 && self.size(d) > 1) m = m.any(d, /*keepdim=*/true);
+  detail::distinct_locations(self).masked_fill_(m, value);
+  return self;
+}
+} // namespace
+
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value, Caller caller) {
+  detail::CallSite site(caller, "masked_fill_");
+  detail::assert_no_partial_overlap(*this, mask);
+  if (detail::has_internal_overlap(*this)) return masked_fill_shared(*this, mask, value);
+  return mutate(*this, {}, [&] { return tj::masked_fill(*this, mask, value); });
+}
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value, Caller caller) {
+  detail::CallSite site(caller, "masked_fill_");
+  detail::assert_no_partial_overlap(*this, mask);
+  if (detail::has_internal_overlap(*this) && value.dim() == 0)
+    return masked_fill_shared(*this, mask, value);
+  return mutate(*this, {}, [&] { return tj::masked_fill(*this, mask, value); });
+}
+
+Tensor& sin_(Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "sin_");
+  return a.sin_();
+}
+
+namespace {
+// Writes `result`, computed from `inputs`, into `out` by PyTorch's rules for out= arguments.
+Tensor& write_out(Tensor& out, const Tensor& result, const char* op,
+                  const std::vector<Tensor>& inputs = {}) {
+  detail::check_defined(out, "out");
+  if (GradMode::is_enabled() && (result.requires_grad() || out.requires_grad()))
+    throw Error(fmt::format("{}(): functions with out=... arguments don't support automatic "
+                            "differentiation, but one of the arguments requires grad.",
+                            op));
+  if (out.sizes() == result.sizes()) return mutate(out, inputs, [&] { return result; });
+  if (!can_cast(result.dtype(), out.dtype()))
+    throw Error(fmt::format("result type {} can't be cast to the desired output type {}",
+                            fe::cpp_type_name(result.dtype()), fe::cpp_type_name(out.dtype())));
+  if (result.device() != out.device()) fe::throw_device_mismatch(result.device(), out.device());
+  // resize_: the tensor (every handle on it) moves to fresh storage of the
+  // result's shape; other views of its old storage keep it.
+  Tensor fresh = result.to(out.dtype()).contiguous();
+  detail::TensorImpl& impl = *out.impl();
+  impl.cell = fresh.impl()->cell;
+  impl.sizes = fresh.sizes();
+  impl.strides = fresh.stride();
+  impl.offset = fresh.storage_offset();
+  impl.is_view = false;
+  return out;
+}
+} // namespace
+
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "add_out");
+  return write_out(out, add(a, b, alpha), "add", {a, b});
+}
+Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "sub_out");
+  return write_out(out, sub(a, b, alpha), "sub", {a, b});
+}
+Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "mul_out");
+  return write_out(out, mul(a, b), "mul", {a, b});
+}
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "div_out");
+  return write_out(out, div(a, b), "div", {a, b});
+}
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "matmul_out");
+  return write_out(out, matmul(a, b), "matmul");
+}
+Tensor& zeros_out(Tensor& out, IntArrayRef size, Caller caller) {
+  detail::CallSite site(caller, "zeros_out");
+  return write_out(out, zeros(size, out.options()), "zeros");
+}
+Tensor& ones_out(Tensor& out, IntArrayRef size, Caller caller) {
+  detail::CallSite site(caller, "ones_out");
+  return write_out(out, ones(size, out.options()), "ones");
+}
+Tensor& full_out(Tensor& out, IntArrayRef size, const Scalar& value, Caller caller) {
+  detail::CallSite site(caller, "full_out");
+  return write_out(out, full(size, value, out.options()), "full");
+}
+Tensor& arange_out(Tensor& out, const Scalar& end, Caller caller) {
+  detail::CallSite site(caller, "arange_out");
+  return arange_out(out, 0, end, 1);
+}
+Tensor& arange_out(Tensor& out, const Scalar& start, const Scalar& end, const Scalar& step,
+                   Caller caller) {
+  detail::CallSite site(caller, "arange_out");
+  return write_out(out, arange(start, end, step, out.options()), "arange");
+}
+Tensor& rand_out(Tensor& out, IntArrayRef size, Caller caller) {
+  detail::CallSite site(caller, "rand_out");
+  return write_out(out, rand(size, out.options()), "rand");
+}
+Tensor& randn_out(Tensor& out, IntArrayRef size, Caller caller) {
+  detail::CallSite site(caller, "randn_out");
+  return write_out(out, randn(size, out.options()), "randn");
+}
+
+} // namespace tj
