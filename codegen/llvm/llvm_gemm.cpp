@@ -47,7 +47,7 @@ Tile checked_tile(DType dtype, int64_t mr, int64_t nr) {
 
 // The tile for the host: as many accumulators as the vector registers hold beside B's row and
 // one broadcast. With 32 registers (AVX-512): 14 rows of 2 vectors (28 accumulators); with 16
-// (AVX2, SSE): 6 rows of 2 vectors (12).
+// (AVX2): 6 rows of 2 vectors (12); with SSE's 128-bit vectors and no FMA, 4 rows of 2.
 Tile host_tile(DType dtype) {
   const int64_t lanes = host_vector_bytes() / int64_t(itemsize(dtype));
   if (const char* s = std::getenv("TJ_GEMM_TILE"); s && *s) {
