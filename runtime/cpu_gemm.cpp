@@ -2,12 +2,12 @@
 #include "runtime/cpu_gemm.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #if defined(__SSE2__)
@@ -16,6 +16,7 @@
 #endif
 
 #include "codegen/llvm/llvm_gemm.h"
+#include "runtime/machine.h"
 #include "runtime/thread_pool.h"
 
 namespace tj::rt::cpu {
@@ -24,28 +25,34 @@ namespace {
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
-int64_t cache_bytes(int name, int64_t fallback) {
-  const long v = sysconf(name);
-  return v > 0 ? v : fallback;
+int64_t or_else(int64_t bytes, int64_t fallback) { return bytes > 0 ? bytes : fallback; }
+
+// TJ_GEMM_BLOCKS, read once; null when unset.
+const GemmBlocking* blocks_from_env() {
+  static const std::optional<GemmBlocking> set = []() -> std::optional<GemmBlocking> {
+    const char* s = std::getenv("TJ_GEMM_BLOCKS");
+    if (!s || !*s) return std::nullopt;
+    GemmBlocking o{};
+    if (std::sscanf(s, "%ld,%ld,%ld", &o.mc, &o.kc, &o.nc) != 3 || o.mc < 1 || o.kc < 1 || o.nc < 1)
+      throw std::invalid_argument(fmt::format("TJ_GEMM_BLOCKS={}: expected MC,KC,NC", s));
+    return o;
+  }();
+  return set ? &*set : nullptr;
 }
 
 } // namespace
 
 GemmBlocking gemm_blocking(const llvmjit::GemmMicrokernel& uk) {
+  if (const GemmBlocking* o = blocks_from_env())
+    return {round_up(o->mc, uk.mr), round_up(o->kc, uk.k_unroll), round_up(o->nc, uk.nr)};
   const int64_t elem = int64_t(itemsize(uk.dtype));
-  const int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
-  const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
-  const int64_t l3 = std::min<int64_t>(cache_bytes(_SC_LEVEL3_CACHE_SIZE, 8 << 20), 32 << 20);
+  const CpuCaches& caches = cpu_caches();
+  const int64_t l1 = or_else(caches.l1d, 32 << 10), l2 = or_else(caches.l2, 1 << 20),
+                l3 = or_else(caches.l3, 8 << 20);
   GemmBlocking b{};
   b.kc = std::max<int64_t>(uk.k_unroll, l1 / 2 / (uk.nr * elem) / uk.k_unroll * uk.k_unroll);
   b.mc = std::max<int64_t>(uk.mr, l2 / 2 / (b.kc * elem) / uk.mr * uk.mr);
   b.nc = std::clamp<int64_t>(l3 / 4 / (b.kc * elem) / uk.nr * uk.nr, uk.nr, 4096 / uk.nr * uk.nr);
-  if (const char* s = std::getenv("TJ_GEMM_BLOCKS"); s && *s) {
-    GemmBlocking o{};
-    if (std::sscanf(s, "%ld,%ld,%ld", &o.mc, &o.kc, &o.nc) != 3 || o.mc < 1 || o.kc < 1 || o.nc < 1)
-      throw std::invalid_argument(fmt::format("TJ_GEMM_BLOCKS={}: expected MC,KC,NC", s));
-    b = {round_up(o.mc, uk.mr), round_up(o.kc, uk.k_unroll), round_up(o.nc, uk.nr)};
-  }
   return b;
 }
 

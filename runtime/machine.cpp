@@ -16,17 +16,28 @@ ReductionSplit reduction_split(Device device) {
   return {num_threads(), 256, false};
 }
 
-int64_t stream_store_bytes() {
-  static const int64_t cache = [] {
-    constexpr int64_t kMax = int64_t(32) << 20;
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (l3 > 0) return std::min<int64_t>(l3, kMax);
+const CpuCaches& cpu_caches() {
+  static const CpuCaches caches = [] {
+    auto bytes = [](int name) -> int64_t {
+      const long v = sysconf(name);
+      return v > 0 ? v : 0;
+    };
+    CpuCaches c{0, 0, 0};
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) &&                           \
+    defined(_SC_LEVEL3_CACHE_SIZE)
+    c = {bytes(_SC_LEVEL1_DCACHE_SIZE), bytes(_SC_LEVEL2_CACHE_SIZE),
+         std::min<int64_t>(bytes(_SC_LEVEL3_CACHE_SIZE), int64_t(32) << 20)};
 #endif
-    return kMax;
+    return c;
   }();
+  return caches;
+}
+
+int64_t stream_store_bytes() {
   const int64_t set = config().stream_store_bytes;
-  return set == 0 ? cache : set;
+  if (set != 0) return set;
+  const int64_t l3 = cpu_caches().l3;
+  return l3 > 0 ? l3 : int64_t(32) << 20;
 }
 
 } // namespace tj::rt

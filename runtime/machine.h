@@ -20,10 +20,17 @@ struct ReductionSplit {
 };
 ReductionSplit reduction_split(Device device);
 
+// The CPU's data caches in bytes, read once; 0 where the system does not say. The last level
+// counts at most 32 MiB: a server's L3 is shared by a core complex of about that size, and a
+// virtual machine often reports the whole socket's.
+struct CpuCaches {
+  int64_t l1d, l2, l3;
+};
+const CpuCaches& cpu_caches();
+
 // The output size from which CPU kernels write around the cache (kir::Slot::stream):
-// config().stream_store_bytes, or when that is 0 the last-level cache's size, at most 32 MiB
-// (a server's L3 is shared by a core complex of about that size, and a virtual machine
-// often reports the whole socket's); negative: never.
+// config().stream_store_bytes, or when that is 0 the last-level cache's size (cpu_caches().l3,
+// 32 MiB where unknown); negative: never.
 int64_t stream_store_bytes();
 
 } // namespace tj::rt
