@@ -37,7 +37,8 @@ build_it() {
   cp "$build/test/tj-tests" "$build/tj-bench" "$build/tjc" "$pack/bin/"
   cp -L "$build/libtensorjit.so.0" "$pack/lib/"
   # The libraries it links that a GPU machine may lack travel with it.
-  for lib in $(ldd "$build/libtensorjit.so" | awk '/libfmt/ {print $3}'); do
+  for lib in $(ldd "$build/libtensorjit.so" |
+    awk '/libfmt|lapack|blas|gfortran|quadmath|tmglib/ {print $3}'); do
     cp -L "$lib" "$pack/lib/"
   done
   strip --strip-unneeded "$pack"/bin/* "$pack"/lib/*

@@ -408,6 +408,102 @@ TEST_CASE("gradcheck: matmul in all its cases", "[autograd][gradcheck]") {
             {b245.permute({2, 1, 0}).contiguous(), uniform({2, 4, 3}, -1, 1)});
 }
 
+TEST_CASE("gradcheck: linear algebra", "[autograd][gradcheck][linalg]") {
+  // Inputs kept well-conditioned (and symmetric where the function reads one triangle) by the
+  // functions themselves; functions of singular vectors only through sign-free products.
+  auto I = [](int64_t n) { return eye(n, dtype(kFloat64)); };
+  Tensor a33 = uniform({3, 3}, -1, 1), b234 = uniform({2, 3, 4}, -1, 1),
+         b233 = uniform({2, 3, 3}, -1, 1), m32 = uniform({3, 2}, -1, 1);
+  auto flat = [](std::vector<Tensor> ts) {
+    for (auto& t : ts)
+      t = t.flatten();
+    return cat(ts);
+  };
+  gradcheck(
+      "solve", [&](const auto& t) { return linalg::solve(t[0] + I(3) * 3, t[1]); },
+      {b233, uniform({2, 3, 2}, -1, 1)}, true);
+  gradcheck("solve, vector and left=false",
+            [&](const auto& t) {
+              return flat({linalg::solve(t[0] + I(3) * 3, t[1].select(-1, 0)),
+                           linalg::solve(t[0] + I(3) * 3, t[1].mT(), false)});
+            },
+            {a33, m32});
+  gradcheck(
+      "inv", [&](const auto& t) { return linalg::inv(t[0] + I(3) * 3); }, {b233}, true);
+  gradcheck(
+      "det", [&](const auto& t) { return linalg::det(t[0] + I(3) * 2); }, {b233}, true);
+  gradcheck("slogdet", [&](const auto& t) { return linalg::slogdet(t[0] - I(3) * 2).logabsdet; },
+            {b233});
+  for (bool upper : {false, true})
+    gradcheck(upper ? "cholesky upper" : "cholesky",
+              [&, upper](const auto& t) {
+                return linalg::cholesky(t[0].matmul(t[0].mT()) + I(3), upper);
+              },
+              {b233});
+  for (Shape s : {Shape{4, 3}, Shape{3, 3}, Shape{2, 3, 4}}) {
+    INFO("qr of " << s.size());
+    gradcheck("qr",
+              [&](const auto& t) {
+                auto [Q, R] = linalg::qr(t[0]);
+                return flat({Q, R});
+              },
+              {uniform(s, -1, 1)});
+  }
+  gradcheck("qr complete, wide",
+            [&](const auto& t) {
+              auto [Q, R] = linalg::qr(t[0], "complete");
+              return flat({Q, R});
+            },
+            {uniform({3, 5}, -1, 1)});
+  for (bool full : {false, true})
+    for (Shape s : {Shape{4, 3}, Shape{3, 4}, Shape{2, 3, 3}}) {
+      INFO("svd full " << full);
+      gradcheck("svd",
+                [&, full](const auto& t) {
+                  auto [U, S, Vh] = linalg::svd(t[0], full);
+                  const int64_t k = S.size(-1);
+                  return flat({S, U.narrow(-1, 0, k).matmul(Vh.narrow(-2, 0, k))});
+                },
+                {uniform(s, -1, 1)});
+    }
+  gradcheck("svdvals", [&](const auto& t) { return linalg::svdvals(t[0]); }, {b234});
+  gradcheck("eigh",
+            [&](const auto& t) {
+              auto [L, V] = linalg::eigh(t[0] + t[0].mT());
+              Tensor w = arange(1, 4, dtype(kFloat64));
+              return flat({L, (V * w).matmul(V.mT())});
+            },
+            {b233});
+  gradcheck("eigvalsh", [&](const auto& t) { return linalg::eigvalsh(t[0] + t[0].mT(), "U"); },
+            {b233});
+  gradcheck("pinv", [&](const auto& t) { return linalg::pinv(t[0]); }, {b234});
+  gradcheck(
+      "matrix_power", [&](const auto& t) { return linalg::matrix_power(t[0], 3); }, {b233}, true);
+  gradcheck("matrix_power -2",
+            [&](const auto& t) { return linalg::matrix_power(t[0] + I(3) * 3, -2); }, {a33});
+  gradcheck(
+      "multi_dot",
+      [&](const auto& t) {
+        return linalg::multi_dot({t[0], t[1], t[2]});
+      },
+      {uniform({4}, -1, 1), uniform({4, 3}, -1, 1), m32}, true);
+  gradcheck(
+      "cross", [&](const auto& t) { return linalg::cross(t[0], t[1], 1); },
+      {uniform({2, 3, 4}, -1, 1), uniform({2, 3, 4}, -1, 1)}, true);
+  gradcheck("vector_norm",
+            [&](const auto& t) {
+              return flat({linalg::vector_norm(t[0]), linalg::vector_norm(t[0], 3, {1}),
+                           linalg::vector_norm(t[0], 1, {0, 2})});
+            },
+            {b234});
+  gradcheck("matrix_norm",
+            [&](const auto& t) {
+              return flat({linalg::matrix_norm(t[0]), linalg::matrix_norm(t[0], "nuc"),
+                           linalg::matrix_norm(t[0], 2), linalg::matrix_norm(t[0], -2)});
+            },
+            {b234});
+}
+
 TEST_CASE("gradcheck: in-place ops and writes through views", "[autograd][gradcheck]") {
   Tensor x = uniform({3, 4}, 0.5, 1.5), y = uniform({3, 4}, -1, 1);
   gradcheck(

@@ -138,8 +138,19 @@ TEST_CASE("Call: the parser checks a routine's operands", "[calls]") {
                     Catch::Contains("the result's shape is [2, 2]"));
   CHECK_THROWS_WITH(ir::parse(head + "%2 = Call gemm %0 : float32[2, 2]\noutput %2\n"),
                     Catch::Contains("gemm takes 2 operands, got 1"));
-  CHECK_THROWS_WITH(ir::parse(head + "%2 = Call svd %0 : float32[2, 2]\noutput %2\n"),
-                    Catch::Contains("unknown routine 'svd'"));
+  CHECK_THROWS_WITH(ir::parse(head + "%2 = Call lu_solve %0 : float32[2, 2]\noutput %2\n"),
+                    Catch::Contains("unknown routine 'lu_solve'"));
+  // Factorizations: their attributes, and their parts end to end in the last dim.
+  CHECK_NOTHROW(ir::parse(head + "%2 = Call svd %0 full=0 vectors=1 : float32[12]\noutput %2\n"));
+  CHECK_THROWS_WITH(ir::parse(head + "%2 = Call svd %0 full=0 vectors=1 : float32[2, 2]\n"
+                                     "output %2\n"),
+                    Catch::Contains("the result's shape is [12]"));
+  CHECK_THROWS_WITH(ir::parse(head + "%2 = Call svd %0 full=0 : float32[12]\noutput %2\n"),
+                    Catch::Contains("missing attribute 'vectors'"));
+  CHECK_THROWS_WITH(ir::parse(head + "%2 = Call qr %0 mode=3 : float32[12]\noutput %2\n"),
+                    Catch::Contains("'mode' is 0..2, got 3"));
+  CHECK_THROWS_WITH(ir::parse(head + "%2 = Call inv %0 : float32[4]\noutput %2\n"),
+                    Catch::Contains("takes square matrices, got [2, 3]"));
 }
 
 TEST_CASE("Call: a write into a product's result does not reach an equal product", "[calls]") {

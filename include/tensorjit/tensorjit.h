@@ -8,6 +8,7 @@
 #include "tensorjit/functions.h"
 #include "tensorjit/indexing.h"
 #include "tensorjit/ir.h"
+#include "tensorjit/linalg.h"
 #include "tensorjit/optim.h"
 #include "tensorjit/options.h"
 #include "tensorjit/scalar.h"

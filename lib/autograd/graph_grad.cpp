@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "lib/autograd/formulas.h"
+#include "lib/frontend/linalg_factor.h"
 #include "lib/ir/routine.h"
 #include "lib/ir/text.h"
 #include "tensorjit/functions.h"
@@ -146,8 +147,22 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
   }
   case Op::Gather:
     return gather(x, n.args[0], in[1]);
-  case Op::Call: // a Gemm, the one routine
-    return matmul(x, in[1]);
+  case Op::Call: {
+    const Routine r = routine(n);
+    if (r == Routine::Gemm) return matmul(x, in[1]);
+    if (r == Routine::Lu || r == Routine::Lstsq) // their frontend ops differentiate themselves
+      throw Error(fmt::format("differentiate: Call {} has no gradient", name(r)));
+    // The parts, each flattened after the batch dims, end to end: the Call's layout.
+    std::vector<Tensor> flat;
+    const int64_t batch = x.dim() - 2;
+    for (const Tensor& p : detail::factor(r, in, routine_params(n))) {
+      const Shape ps = p.sizes();
+      Shape s(ps.begin(), ps.begin() + batch);
+      s.push_back(numel(Shape(ps.begin() + batch, ps.end())));
+      flat.push_back(p.reshape(s));
+    }
+    return cat(flat, batch);
+  }
   case Op::Scatter:
     return autograd::scatter_at(x, n.args[0], in[1], in[2], n.args[1] != 0, "ScatterBackward0");
   default: // comparisons and logical ops: no gradient flows through them

@@ -8,6 +8,7 @@
 
 #include "lib/ir/routine.h"
 #include "lib/ir/scalar_semantics.h"
+#include "runtime/lapack.h"
 #include "tensorjit/error.h"
 
 namespace tj::interp {
@@ -112,7 +113,14 @@ private:
       return out;
     }
     if (ir::is_reduce(n.op)) return reduce(n, eval(n.src[0]));
-    if (n.op == Op::Call) return gemm(n, eval(n.src[0]), eval(n.src[1])); // the one routine
+    if (n.op == Op::Call && ir::routine(n) == ir::Routine::Gemm)
+      return gemm(n, eval(n.src[0]), eval(n.src[1]));
+    if (n.op == Op::Call) {
+      std::vector<const HostArray*> in;
+      for (const auto& s : n.src)
+        in.push_back(&eval(s));
+      return factorization(n, in);
+    }
     if (n.op == Op::Gather) {
       const HostArray &s = eval(n.src[0]), &index = eval(n.src[1]);
       const size_t dim = static_cast<size_t>(n.args[0]);
@@ -239,6 +247,68 @@ private:
                    b.f[static_cast<size_t>((bt * k + p) * cols + j)];
           out.f[static_cast<size_t>((bt * rows + i) * cols + j)] = ir::round_to_dtype(acc, n.dtype);
         }
+    return out;
+  }
+
+  // A factorization: LAPACK's, in double on the operands' values, rounded once. A failure is
+  // the routine's error, as the library's would be.
+  static HostArray factorization(const Node& n, const std::vector<const HostArray*>& in) {
+    HostArray out = make(n.dtype, n.shape);
+    auto matrices = [](const HostArray& a) {
+      const size_t r = a.shape.size();
+      rt::lapack::Matrices m;
+      m.data = a.f.data();
+      m.batch.assign(a.shape.begin(), a.shape.end() - 2);
+      m.rows = a.shape[r - 2];
+      m.cols = a.shape[r - 1];
+      m.row = m.cols;
+      m.col = 1;
+      int64_t stride = m.rows * m.cols;
+      m.batch_strides.assign(m.batch.size(), 0);
+      for (size_t d = m.batch.size(); d-- > 0;) {
+        m.batch_strides[d] = stride;
+        stride *= m.batch[d];
+      }
+      return m;
+    };
+    const std::vector<int64_t> p = ir::routine_params(n);
+    const int64_t row = n.shape.back();
+    double* o = out.f.data();
+    rt::lapack::Failure failure;
+    if (n.numel() > 0) switch (ir::routine(n)) {
+      case ir::Routine::Lu:
+        failure = rt::lapack::lu(kFloat64, matrices(*in[0]), o, row);
+        break;
+      case ir::Routine::Solve:
+        failure = rt::lapack::solve(kFloat64, matrices(*in[0]), matrices(*in[1]), o, row);
+        break;
+      case ir::Routine::Inv:
+        failure = rt::lapack::inv(kFloat64, matrices(*in[0]), o, row);
+        break;
+      case ir::Routine::Cholesky:
+        failure = rt::lapack::cholesky(kFloat64, matrices(*in[0]), p[0] != 0, o, row);
+        break;
+      case ir::Routine::Qr:
+        failure = rt::lapack::qr(kFloat64, matrices(*in[0]), static_cast<int>(p[0]), o, row);
+        break;
+      case ir::Routine::Svd:
+        failure = rt::lapack::svd(kFloat64, matrices(*in[0]), p[0] != 0, p[1] != 0, o, row);
+        break;
+      case ir::Routine::Eigh:
+        failure = rt::lapack::eigh(kFloat64, matrices(*in[0]), p[0] != 0, p[1] != 0, o, row);
+        break;
+      case ir::Routine::Lstsq:
+        failure = rt::lapack::lstsq(kFloat64, matrices(*in[0]), matrices(*in[1]),
+                                    static_cast<int>(p[0]), o, row);
+        break;
+      case ir::Routine::Gemm:
+        break;
+      }
+    if (failure)
+      throw Error(fmt::format("interpreter: {} failed on batch entry {} (info {})",
+                              ir::name(ir::routine(n)), failure.entry, failure.info));
+    for (double& v : out.f)
+      v = ir::round_to_dtype(v, n.dtype);
     return out;
   }
 

@@ -699,10 +699,15 @@ private:
         args.push_back(mode);
         break;
       }
-      case OpCategory::Call:
-        if (std::string why = call_mismatch(*routine, src, t, s); !why.empty()) fail(why);
+      case OpCategory::Call: {
+        std::vector<int64_t> params;
+        for (size_t i = 0; i < num_params(*routine); ++i)
+          params.push_back(take1(std::string(info(*routine).params[i]).c_str()));
+        if (std::string why = call_mismatch(*routine, src, params, t, s); !why.empty()) fail(why);
         args = {static_cast<int64_t>(*routine)};
+        args.insert(args.end(), params.begin(), params.end());
         break;
+      }
       }
       if (!attr.empty())
         p.fail(attr.begin()->second.first,

@@ -72,6 +72,13 @@ std::string attrs(const Node& n) {
   case Op::AsStrided:
     return fmt::format(" strides={} offset={}", shape_str({n.args.begin(), n.args.end() - 1}),
                        n.args.back());
+  case Op::Call: {
+    std::string out;
+    const Routine r = routine(n);
+    for (size_t i = 0; i < num_params(r); ++i)
+      out += fmt::format(" {}={}", info(r).params[i], n.args[i + 1]);
+    return out;
+  }
   case Op::Assign:
     return fmt::format(" strides={} offset={} in_place={}",
                        shape_str({n.args.begin(), n.args.end() - 2}), n.args[n.args.size() - 2],

@@ -19,6 +19,7 @@
 #include "lib/pipeline/library_calls.h"
 #include "lib/pipeline/materialize.h"
 #include "lib/schedule/scheduler.h"
+#include "runtime/lapack.h"
 #include "runtime/stats_counters.h"
 #include "tensorjit/config.h"
 #include "tensorjit/error.h"
@@ -84,6 +85,7 @@ private:
   void perform_write(const ir::NodePtr& a);
   void perform_scatter(const ir::NodePtr& a);
   void perform_call(const ir::NodePtr& c);
+  void perform_factorization(const ir::NodePtr& c);
   void perform_by_kernels(const ir::NodePtr& c);
   ir::NodePtr in_memory(const ir::NodePtr& x);
   ir::NodePtr contiguous_copy(const ir::NodePtr& buffer);
@@ -216,13 +218,12 @@ ir::NodePtr Materializer::contiguous_copy(const ir::NodePtr& buffer) {
   return r;
 }
 
-// Performs a Call (a Gemm, the one routine): the operands are computed into memory and handed
-// to the library as they lie (transposed, strided, sliced and broadcast views included; copied
-// contiguous only where no call of the library addresses them); the result is fresh contiguous
-// memory. Where no library computes it, kernels do.
+// Performs a Call of gemm: the operands are computed into memory and handed to the library as
+// they lie (transposed, strided, sliced and broadcast views included; copied contiguous only
+// where no call of the library addresses them); the result is fresh contiguous memory. Where no
+// library computes it, kernels do. Factorizations go to LAPACK.
 void Materializer::perform_call(const ir::NodePtr& c) {
-  if (ir::routine(*c) != ir::Routine::Gemm)
-    throw Error(fmt::format("internal error: no library performs {}", ir::name(ir::routine(*c))));
+  if (ir::routine(*c) != ir::Routine::Gemm) return perform_factorization(c);
   const ir::NodePtr &a0 = c->src[0], &b0 = c->src[1];
   const int64_t n = a0->shape[a0->shape.size() - 2], k = a0->shape.back(), m = c->shape.back();
   const int64_t batch = n != 0 && m != 0 ? c->numel() / (n * m) : 0;
@@ -263,6 +264,123 @@ void Materializer::perform_call(const ir::NodePtr& c) {
       ++rt::counters().library_calls;
     }
   }
+  c->realized = out;
+}
+
+namespace {
+
+// PyTorch's words for a factorization that failed on entry `entry` of a batch (batched: the
+// operand has batch dims), LAPACK's `info` in them.
+std::string failure_message(ir::Routine r, int64_t entry, int64_t info, bool batched) {
+  const std::string batch = batched ? fmt::format(": (Batch element {})", entry) : "";
+  switch (r) {
+  case ir::Routine::Solve:
+    return fmt::format("torch.linalg.solve{}: The solver failed because the input matrix is "
+                       "singular.",
+                       batch);
+  case ir::Routine::Inv:
+    return fmt::format("linalg.inv{}: The diagonal element {} is zero, the inversion could not be "
+                       "completed because the input matrix is singular.",
+                       batch, info);
+  case ir::Routine::Cholesky:
+    return fmt::format("linalg.cholesky{}: The factorization could not be completed because the "
+                       "input is not positive-definite (the leading minor of order {} is not "
+                       "positive-definite).",
+                       batch, info);
+  case ir::Routine::Svd:
+    return fmt::format("linalg.svd{}: The algorithm failed to converge because the input matrix "
+                       "is ill-conditioned or has too many repeated singular values (error code: "
+                       "{}).",
+                       batch, info);
+  case ir::Routine::Eigh:
+    return fmt::format("linalg.eigh{}: The algorithm failed to converge because the input matrix "
+                       "is ill-conditioned or has too many repeated eigenvalues (error code: {}).",
+                       batch, info);
+  case ir::Routine::Lstsq:
+    return fmt::format("torch.linalg.lstsq{}: The least squares solution could not be computed "
+                       "because the input matrix does not have full rank (error code: {}).",
+                       batch, info);
+  default:
+    return fmt::format("internal error: {} failed (info {})", ir::name(r), info);
+  }
+}
+
+rt::lapack::Matrices matrices(const ir::NodePtr& x) {
+  const size_t r = x->shape.size();
+  rt::lapack::Matrices m;
+  m.data = x->storage->data();
+  m.offset = x->view.offset;
+  m.batch.assign(x->shape.begin(), x->shape.end() - 2);
+  m.batch_strides.assign(x->view.strides.begin(), x->view.strides.end() - 2);
+  m.rows = x->shape[r - 2];
+  m.cols = x->shape[r - 1];
+  m.row = x->view.strides[r - 2];
+  m.col = x->view.strides[r - 1];
+  return m;
+}
+
+} // namespace
+
+// Performs a factorization (ir/routine.h) through LAPACK on the CPU: the operands are computed
+// into memory and read where they lie; the parts are written end to end into fresh contiguous
+// memory. A failure (a singular matrix to invert, one not positive-definite) is the user's
+// error, in PyTorch's words.
+void Materializer::perform_factorization(const ir::NodePtr& c) {
+  const ir::Routine r = ir::routine(*c);
+  if (c->device.is_cuda())
+    throw Error(fmt::format("internal error: {} on a CUDA device", ir::name(r)));
+  std::vector<ir::NodePtr> ops;
+  for (const auto& s : c->src)
+    ops.push_back(in_memory(s));
+  auto storage = rt::Storage::allocate(
+      static_cast<size_t>(std::max<int64_t>(c->numel(), 1)) * itemsize(c->dtype), c->device);
+  ir::NodePtr out =
+      ir::make_buffer(storage, c->dtype, c->shape, {ir::contiguous_strides(c->shape), 0});
+  out->site.store(c->site.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  if (plan_) {
+    plan_->calls.push_back({plan_->kernels.size(), c, "LAPACK", {}, {}, {}});
+    marked_.push_back(c);
+    c->realized = out;
+    return;
+  }
+  const std::vector<int64_t> p = ir::routine_params(*c);
+  const int64_t row = c->shape.back();
+  void* o = storage->data();
+  const DType t = c->dtype;
+  rt::lapack::Failure failure;
+  if (c->numel() > 0) {
+    switch (r) {
+    case ir::Routine::Lu:
+      failure = rt::lapack::lu(t, matrices(ops[0]), o, row);
+      break;
+    case ir::Routine::Solve:
+      failure = rt::lapack::solve(t, matrices(ops[0]), matrices(ops[1]), o, row);
+      break;
+    case ir::Routine::Inv:
+      failure = rt::lapack::inv(t, matrices(ops[0]), o, row);
+      break;
+    case ir::Routine::Cholesky:
+      failure = rt::lapack::cholesky(t, matrices(ops[0]), p[0] != 0, o, row);
+      break;
+    case ir::Routine::Qr:
+      failure = rt::lapack::qr(t, matrices(ops[0]), static_cast<int>(p[0]), o, row);
+      break;
+    case ir::Routine::Svd:
+      failure = rt::lapack::svd(t, matrices(ops[0]), p[0] != 0, p[1] != 0, o, row);
+      break;
+    case ir::Routine::Eigh:
+      failure = rt::lapack::eigh(t, matrices(ops[0]), p[0] != 0, p[1] != 0, o, row);
+      break;
+    case ir::Routine::Lstsq:
+      failure =
+          rt::lapack::lstsq(t, matrices(ops[0]), matrices(ops[1]), static_cast<int>(p[0]), o, row);
+      break;
+    case ir::Routine::Gemm:
+      break;
+    }
+    ++rt::counters().library_calls;
+  }
+  if (failure) throw Error(failure_message(r, failure.entry, failure.info, c->ndim() > 1));
   c->realized = out;
 }
 

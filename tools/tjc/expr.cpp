@@ -857,6 +857,7 @@ private:
   void elementwise();
   void shapes();
   void reductions();
+  void linalg();
   void tensor_methods();
   void python();
 };
@@ -897,6 +898,7 @@ Tables::Tables() {
   elementwise();
   shapes();
   reductions();
+  linalg();
   tensor_methods();
   python();
 }
@@ -1266,6 +1268,89 @@ void Tables::shapes() {
   });
 }
 
+// torch.linalg.NAME (only through the module, as in PyTorch).
+void Tables::linalg() {
+  namespace la = tj::linalg;
+  auto named = [](const char* type, std::vector<Tensor> ts, std::vector<std::string> fields) {
+    return make_seq(Seq::Named, std::vector<Value>(ts.begin(), ts.end()), type, std::move(fields));
+  };
+  auto ord = [](Args& a, size_t i) -> std::optional<la::Ord> {
+    const Value* x = a.get(i, "ord");
+    if (!x) return std::nullopt;
+    if (auto s = x->get<std::string>()) return la::Ord(*s);
+    return la::Ord(a.to_scalar(*x, "ord").to_double());
+  };
+  def({"torch.linalg.matmul"}, 0,
+      [](Args& a) { return la::matmul(a.self(), a.tensor(1, "other")); });
+  def({"torch.linalg.cross"}, 0,
+      [](Args& a) { return la::cross(a.self(), a.tensor(1, "other"), a.i64(2, "dim", -1)); });
+  def({"torch.linalg.solve"}, 0, [](Args& a) {
+    return la::solve(a.tensor(0, "A"), a.tensor(1, "B"), a.flag(2, "left", true));
+  });
+  def({"torch.linalg.inv"}, 0, [](Args& a) { return la::inv(a.tensor(0, "A")); });
+  def({"torch.linalg.det"}, 0, [](Args& a) { return la::det(a.tensor(0, "A")); });
+  def({"torch.linalg.slogdet"}, 0, [named](Args& a) {
+    auto [sign, logabsdet] = la::slogdet(a.tensor(0, "A"));
+    return named("linalg_slogdet", {sign, logabsdet}, {"sign", "logabsdet"});
+  });
+  def({"torch.linalg.cholesky"}, 0,
+      [](Args& a) { return la::cholesky(a.tensor(0, "A"), a.flag(Args::kKw, "upper", false)); });
+  def({"torch.linalg.qr"}, 0, [named](Args& a) {
+    const Value* m = a.get(1, "mode");
+    auto [Q, R] = la::qr(a.tensor(0, "A"), m ? a.to_str(*m, "mode") : "reduced");
+    return named("linalg_qr", {Q, R}, {"Q", "R"});
+  });
+  def({"torch.linalg.svd"}, 0, [named](Args& a) {
+    auto [U, S, Vh] = la::svd(a.tensor(0, "A"), a.flag(1, "full_matrices", true));
+    return named("linalg_svd", {U, S, Vh}, {"U", "S", "Vh"});
+  });
+  def({"torch.linalg.svdvals"}, 0, [](Args& a) { return la::svdvals(a.tensor(0, "A")); });
+  auto uplo = [](Args& a) {
+    const Value* u = a.get(1, "UPLO");
+    return u ? a.to_str(*u, "UPLO") : std::string("L");
+  };
+  def({"torch.linalg.eigh"}, 0, [named, uplo](Args& a) {
+    auto [L, V] = la::eigh(a.tensor(0, "A"), uplo(a));
+    return named("linalg_eigh", {L, V}, {"eigenvalues", "eigenvectors"});
+  });
+  def({"torch.linalg.eigvalsh"}, 0,
+      [uplo](Args& a) { return la::eigvalsh(a.tensor(0, "A"), uplo(a)); });
+  def({"torch.linalg.lstsq"}, 0, [named](Args& a) {
+    Tensor A = a.tensor(0, "A"), B = a.tensor(1, "B");
+    a.get(2, "rcond"); // PyTorch's default cutoff only
+    const Value* d = a.get(Args::kKw, "driver");
+    auto r = la::lstsq(A, B, d ? std::optional(a.to_str(*d, "driver")) : std::nullopt);
+    return named("linalg_lstsq", {r.solution, r.residuals, r.rank, r.singular_values},
+                 {"solution", "residuals", "rank", "singular_values"});
+  });
+  def({"torch.linalg.pinv"}, 0,
+      [](Args& a) { return la::pinv(a.tensor(0, "A"), a.flag(Args::kKw, "hermitian", false)); });
+  def({"torch.linalg.matrix_rank"}, 0, [](Args& a) {
+    return la::matrix_rank(a.tensor(0, "A"), a.flag(Args::kKw, "hermitian", false));
+  });
+  def({"torch.linalg.matrix_power"}, 0,
+      [](Args& a) { return la::matrix_power(a.tensor(0, "A"), a.i64(1, "n")); });
+  def({"torch.linalg.multi_dot"}, 0,
+      [](Args& a) { return la::multi_dot(a.tensors(0, "tensors")); });
+  def({"torch.linalg.tensorsolve"}, 0, [](Args& a) {
+    return la::tensorsolve(a.tensor(0, "A"), a.tensor(1, "B"), a.ints(2, "dims"));
+  });
+  def({"torch.linalg.tensorinv"}, 0,
+      [](Args& a) { return la::tensorinv(a.tensor(0, "A"), a.i64(1, "ind", 2)); });
+  def({"torch.linalg.vector_norm"}, 0, [ord](Args& a) {
+    return la::vector_norm(a.tensor(0, "x"), ord(a, 1).value_or(la::Ord(2)), a.ints(2, "dim"),
+                           a.keepdim(3));
+  });
+  def({"torch.linalg.matrix_norm"}, 0, [ord](Args& a) {
+    const Value* d = a.get(2, "dim");
+    return la::matrix_norm(a.tensor(0, "A"), ord(a, 1).value_or(la::Ord("fro")),
+                           d ? a.to_ints(*d, "dim") : std::vector<int64_t>{-2, -1}, a.keepdim(3));
+  });
+  def({"torch.linalg.norm"}, 0, [ord](Args& a) {
+    return la::norm(a.tensor(0, "A"), ord(a, 1), a.ints(2, "dim"), a.keepdim(3));
+  });
+}
+
 void Tables::reductions() {
   // sum(input, dim, keepdim, *, dtype): dim an int or a tuple; none reduces every dim.
   def({"sum", "mean"}, TM, [](Args& a) {
@@ -1600,7 +1685,8 @@ std::optional<Value> module_attr(const std::string& mod, const std::string& name
   };
   if (auto it = tb.consts.find(mod + "." + name); it != tb.consts.end()) return it->second;
   if (mod == "torch") {
-    if (name == "nn" || name == "cuda" || name == "autograd") return Value(Module{"torch." + name});
+    if (name == "nn" || name == "cuda" || name == "autograd" || name == "linalg")
+      return Value(Module{"torch." + name});
     if (auto it = tb.dtypes.find(name); it != tb.dtypes.end()) return Value(it->second);
     return func(name, kTorch);
   }
@@ -2652,8 +2738,9 @@ private:
   }
 
   void run_import(const Stmt& s) {
-    static const char* const known[] = {"torch",      "torch.nn",       "torch.nn.functional",
-                                        "torch.cuda", "torch.autograd", "math"};
+    static const char* const known[] = {"torch",      "torch.nn",     "torch.nn.functional",
+                                        "torch.cuda", "torch.linalg", "torch.autograd",
+                                        "math"};
     if (std::find(std::begin(known), std::end(known), s.module) == std::end(known))
       src_.fail(s.line, s.col, fmt::format("No module named '{}'", s.module));
     for (const auto& [attr, as] : s.names) {

@@ -1,0 +1,331 @@
+// tj::linalg's solves, inverses, determinants and factorizations: checks in PyTorch's words,
+// batch dims broadcast, then the LAPACK routines of linalg_factor.h read through views.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <ostream>
+
+#include "lib/autograd/formulas.h"
+#include "lib/frontend/linalg_factor.h"
+#include "lib/frontend/promotion.h"
+#include "lib/frontend/tensor_impl.h"
+#include "tensorjit/functions.h"
+#include "tensorjit/linalg.h"
+
+namespace tj::linalg {
+
+using detail::factor;
+using ir::Routine;
+
+namespace {
+
+using Grads = std::vector<Tensor>;
+
+void check_matrix(const Tensor& A, const char* f, const char* arg = "A") {
+  if (A.dim() < 2)
+    throw Error(fmt::format("{}: The input tensor {} must have at least 2 dimensions.", f, arg));
+}
+
+void check_square(const Tensor& A, const char* f, const char* arg = "A") {
+  check_matrix(A, f, arg);
+  if (A.size(-1) != A.size(-2))
+    throw Error(fmt::format("{}: {} must be batches of square matrices, but they are {} by {} "
+                            "matrices",
+                            f, arg, A.size(-2), A.size(-1)));
+}
+
+// LAPACK computes float32 and float64 (complex dtypes are not yet tensorjit's).
+void check_float(const Tensor& A, const char* f) {
+  const DType t = A.dtype();
+  if (!is_floating_point(t))
+    throw Error(fmt::format("{}: Expected a floating point or complex tensor as input. Got {}", f,
+                            fe::cpp_type_name(t)));
+  if (t != kFloat32 && t != kFloat64)
+    throw Error(
+        fmt::format("{}: Low precision dtypes not supported. Got {}", f, fe::cpp_type_name(t)));
+}
+
+Shape batch_of(const Tensor& A) { return Shape(A.sizes().begin(), A.sizes().end() - 2); }
+
+// A's batch dims and then `last`.
+Shape with_batch(const Shape& batch, std::initializer_list<int64_t> last) {
+  Shape s = batch;
+  s.insert(s.end(), last);
+  return s;
+}
+
+// A (batch..., n, n) and B (batch..., n, k) with their batch dims broadcast.
+std::pair<Tensor, Tensor> broadcast_batch(const Tensor& A, const Tensor& B) {
+  const Shape batch = ir::broadcast_shapes(batch_of(A), batch_of(B));
+  return {A.expand(with_batch(batch, {A.size(-2), A.size(-1)})),
+          B.expand(with_batch(batch, {B.size(-2), B.size(-1)}))};
+}
+
+// The LU factors of A and the sign of its row permutation, without a gradient.
+std::pair<Tensor, Tensor> lu_and_sign(const Tensor& A) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> parts = factor(Routine::Lu, {A}, {});
+  const int64_t n = A.size(-1);
+  Tensor steps = arange(1, n + 1, TensorOptions(A.dtype()).device(A.device()));
+  Tensor sign = (parts[1].ne(steps).to(A.dtype()) * -2 + 1).prod(-1);
+  return {parts[0], sign};
+}
+
+// The inverse's transpose times g (batch...), as det's and slogdet's gradients take it.
+Tensor scaled_inverse_t(const Tensor& A, const Tensor& g) {
+  return inv(A).mT() * g.unsqueeze(-1).unsqueeze(-1);
+}
+
+} // namespace
+
+Tensor solve(const Tensor& A, const Tensor& B, bool left, Caller caller) {
+  detail::CallSite site(caller, "linalg.solve");
+  check_float(A, "linalg.solve");
+  if (A.dtype() != B.dtype())
+    throw Error(fmt::format("linalg.solve: Expected A and B to have the same dtype, but found A "
+                            "of type {} and B of type {} instead",
+                            fe::cpp_type_name(A.dtype()), fe::cpp_type_name(B.dtype())));
+  // NumPy's rule: B is a vector (or a batch of them) when it has A's shape without the last dim.
+  Shape a_rows(A.sizes().begin(), A.sizes().end() - std::min<int64_t>(A.dim(), 1));
+  const bool vector = B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes() == a_rows);
+  Tensor B2 = vector ? B.unsqueeze(-1) : B;
+  check_square(A, "linalg.solve");
+  check_matrix(B2, "linalg.solve", "B");
+  const int64_t want = left ? A.size(-2) : A.size(-1), got = left ? B2.size(-2) : B2.size(-1);
+  if (want != got)
+    throw Error(fmt::format("linalg.solve: Incompatible shapes of A and B for the equation {} "
+                            "({}x{} and {}x{})",
+                            left ? "AX = B" : "XA = B", A.size(-2), A.size(-1), B2.size(-2),
+                            B2.size(-1)));
+  if (!left && vector)
+    throw Error("linalg.solve: Vector broadcasting of the left hand side is not supported for "
+                "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)");
+  if (!left) return solve(A.mT(), B2.mT()).mT();
+  auto [a, b] = broadcast_batch(A, B2);
+  Tensor X = factor(Routine::Solve, {a, b}, {})[0];
+  return vector ? X.squeeze(-1) : X;
+}
+
+Tensor inv(const Tensor& A, Caller caller) {
+  detail::CallSite site(caller, "linalg.inv");
+  check_square(A, "linalg.inv");
+  check_float(A, "linalg.inv");
+  return factor(Routine::Inv, {A}, {})[0];
+}
+
+Tensor det(const Tensor& A, Caller caller) {
+  detail::CallSite site(caller, "linalg.det");
+  check_square(A, "linalg.det");
+  check_float(A, "linalg.det");
+  auto [lu, sign] = lu_and_sign(A);
+  Tensor d;
+  {
+    NoGradGuard no_grad;
+    d = lu.diagonal(0, -2, -1).prod(-1) * sign;
+  }
+  // d(det A) = det A tr(A^-1 dA): gA = g det A^-T (A invertible).
+  autograd::record("LinalgDetBackward0", {A}, {d}, {A, d}, [](const Grads& g, const Grads& s) {
+    return Grads{scaled_inverse_t(s[0], g[0] * s[1])};
+  });
+  return d;
+}
+
+SlogdetResult slogdet(const Tensor& A, Caller caller) {
+  detail::CallSite site(caller, "linalg.slogdet");
+  check_square(A, "linalg.slogdet");
+  check_float(A, "linalg.slogdet");
+  auto [lu, perm] = lu_and_sign(A);
+  Tensor sign, logabsdet;
+  {
+    NoGradGuard no_grad;
+    Tensor diag = lu.diagonal(0, -2, -1);
+    sign = diag.sign().prod(-1) * perm;
+    logabsdet = diag.abs().log().sum(-1);
+  }
+  autograd::record(
+      "LinalgSlogdetBackward0", {A}, {sign, logabsdet}, {A},
+      [](const Grads& g, const Grads& s) { return Grads{scaled_inverse_t(s[0], g[1])}; });
+  return {sign, logabsdet};
+}
+
+Tensor cholesky(const Tensor& A, bool upper, Caller caller) {
+  detail::CallSite site(caller, "linalg.cholesky");
+  check_square(A, "linalg.cholesky");
+  check_float(A, "linalg.cholesky");
+  return factor(Routine::Cholesky, {A}, {upper ? 1 : 0})[0];
+}
+
+QrResult qr(const Tensor& A, const std::string& mode, Caller caller) {
+  detail::CallSite site(caller, "linalg.qr");
+  check_matrix(A, "linalg.qr");
+  check_float(A, "linalg.qr");
+  const int64_t m = mode == "reduced" ? 0 : mode == "complete" ? 1 : mode == "r" ? 2 : -1;
+  if (m < 0)
+    throw Error(fmt::format("qr received unrecognized mode '{}' but expected one of 'reduced' "
+                            "(default), 'r', or 'complete'",
+                            mode));
+  std::vector<Tensor> parts = factor(Routine::Qr, {A}, {m});
+  if (m == 2) return {empty({0}, TensorOptions(A.dtype()).device(A.device())), parts[1]};
+  return {parts[0], parts[1]};
+}
+
+SvdResult svd(const Tensor& A, bool full_matrices, Caller caller) {
+  detail::CallSite site(caller, "linalg.svd");
+  check_matrix(A, "linalg.svd");
+  check_float(A, "linalg.svd");
+  std::vector<Tensor> parts = factor(Routine::Svd, {A}, {full_matrices ? 1 : 0, 1});
+  return {parts[0], parts[1], parts[2]};
+}
+
+Tensor svdvals(const Tensor& A, Caller caller) {
+  detail::CallSite site(caller, "linalg.svdvals");
+  check_matrix(A, "linalg.svdvals");
+  check_float(A, "linalg.svdvals");
+  // The gradient needs the vectors.
+  if (autograd::any_requires_grad({A})) return svd(A, false).S;
+  return factor(Routine::Svd, {A}, {0, 0})[0];
+}
+
+namespace {
+int64_t upper_of(const std::string& uplo) {
+  if (uplo != "L" && uplo != "U" && uplo != "l" && uplo != "u")
+    throw Error(fmt::format("Expected UPLO argument to be 'L' or 'U', but got {}", uplo));
+  return uplo == "U" || uplo == "u" ? 1 : 0;
+}
+} // namespace
+
+EighResult eigh(const Tensor& A, const std::string& UPLO, Caller caller) {
+  detail::CallSite site(caller, "linalg.eigh");
+  check_square(A, "linalg.eigh");
+  check_float(A, "linalg.eigh");
+  std::vector<Tensor> parts = factor(Routine::Eigh, {A}, {upper_of(UPLO), 1});
+  return {parts[0], parts[1]};
+}
+
+Tensor eigvalsh(const Tensor& A, const std::string& UPLO, Caller caller) {
+  detail::CallSite site(caller, "linalg.eigvalsh");
+  check_square(A, "linalg.eigvalsh");
+  check_float(A, "linalg.eigvalsh");
+  if (autograd::any_requires_grad({A})) return eigh(A, UPLO).eigenvalues;
+  return factor(Routine::Eigh, {A}, {upper_of(UPLO), 0})[0];
+}
+
+LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<std::string> driver,
+                  Caller caller) {
+  detail::CallSite site(caller, "linalg.lstsq");
+  if (A.dim() < 2) throw Error("torch.linalg.lstsq: input must have at least 2 dimensions.");
+  if (B.dim() < 1) throw Error("torch.linalg.lstsq: other must have at least 1 dimension.");
+  if (A.dtype() != B.dtype())
+    throw Error(fmt::format("torch.linalg.lstsq: Expected input and other to have the same dtype, "
+                            "but got input's dtype {} and other's dtype {}",
+                            fe::cpp_type_name(A.dtype()), fe::cpp_type_name(B.dtype())));
+  const int64_t diff = A.dim() - B.dim();
+  if (diff < 0 || diff > 1)
+    throw Error("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                "(input.dim() - other.dim()) <= 1");
+  Tensor B2 = diff ? B.unsqueeze(-1) : B;
+  if (A.size(-2) != B2.size(-2))
+    throw Error(diff ? "torch.linalg.lstsq: input.size(-2) should match other.size(-1)"
+                     : "torch.linalg.lstsq: input.size(-2) should match other.size(-2)");
+  check_float(A, "torch.linalg.lstsq");
+  const std::string name = driver.value_or("gelsy");
+  if (name != "gelsy" && name != "gels" && name != "gelsd" && name != "gelss")
+    throw Error("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, "
+                "gelss)");
+  if (name == "gelsd" || name == "gelss")
+    throw Error(fmt::format("torch.linalg.lstsq: the driver '{}' is not available in tensorjit "
+                            "yet; 'gelsy' (the default) and 'gels' are",
+                            name));
+  auto [a, b] = broadcast_batch(A, B2);
+  const bool gels = name == "gels";
+  std::vector<Tensor> parts = factor(Routine::Lstsq, {a, b}, {gels ? 1 : 0});
+  const TensorOptions opts = TensorOptions(A.dtype()).device(A.device());
+  Tensor none = empty({0}, opts), no_rank = empty({0}, opts.dtype(kInt64));
+  Tensor x = diff ? parts[0].squeeze(-1) : parts[0];
+  if (!gels) return {x, none, parts[1].squeeze(-1).to(kInt64), none};
+  const bool residuals = A.size(-2) > A.size(-1);
+  return {x, residuals ? parts[1] : none, no_rank, none};
+}
+
+Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
+  detail::CallSite site(caller, "linalg.pinv");
+  check_matrix(A, "linalg.pinv");
+  check_float(A, "linalg.pinv");
+  const int64_t m = A.size(-2), n = A.size(-1);
+  if (A.numel() == 0) {
+    Shape s = batch_of(A);
+    s.insert(s.end(), {n, m});
+    return zeros(s, TensorOptions(A.dtype()).device(A.device()));
+  }
+  // Singular values below eps * max(m, n) times the largest are taken as zero (PyTorch's rtol).
+  const double eps = A.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
+                                           : std::numeric_limits<float>::epsilon();
+  const double rtol = eps * static_cast<double>(std::max(m, n));
+  if (hermitian) {
+    auto [L, U] = eigh(A);
+    Tensor tol = L.abs().amax(-1, true) * rtol;
+    Tensor Linv = where(L.abs() > tol, L.reciprocal(), zeros_like(L));
+    return (U * Linv.unsqueeze(-2)).matmul(U.mT());
+  }
+  auto [U, S, Vh] = svd(A, false);
+  Tensor tol = S.narrow(-1, 0, 1) * rtol;
+  Tensor Sinv = where(S > tol, S.reciprocal(), zeros_like(S));
+  return (Vh.mT() * Sinv.unsqueeze(-2)).matmul(U.mT());
+}
+
+Tensor matrix_rank(const Tensor& A, bool hermitian, Caller caller) {
+  detail::CallSite site(caller, "linalg.matrix_rank");
+  check_matrix(A, "torch.linalg.matrix_rank");
+  check_float(A, "torch.linalg.matrix_rank");
+  const int64_t m = A.size(-2), n = A.size(-1);
+  const double eps = A.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
+                                           : std::numeric_limits<float>::epsilon();
+  NoGradGuard no_grad;
+  Tensor S = hermitian ? eigvalsh(A).abs() : svdvals(A);
+  if (S.size(-1) == 0) return zeros(batch_of(A), TensorOptions(kInt64).device(A.device()));
+  Tensor tol = S.amax(-1, true) * (eps * static_cast<double>(std::max(m, n)));
+  return (S > tol).sum(-1);
+}
+
+Tensor tensorsolve(const Tensor& A, const Tensor& B, IntArrayRef dims, Caller caller) {
+  detail::CallSite site(caller, "linalg.tensorsolve");
+  Tensor a = A;
+  if (!dims.empty()) { // the dims named move to the end, in order
+    std::vector<int64_t> perm, moved;
+    for (int64_t d : dims)
+      moved.push_back(ir::wrap_dim(d, A.dim()));
+    for (int64_t d = 0; d < A.dim(); ++d)
+      if (std::find(moved.begin(), moved.end(), d) == moved.end()) perm.push_back(d);
+    perm.insert(perm.end(), moved.begin(), moved.end());
+    a = A.permute(perm);
+  }
+  const Shape rest(a.sizes().begin() + std::min<int64_t>(B.dim(), a.dim()), a.sizes().end());
+  const int64_t rows = ir::numel(rest), cols = B.numel();
+  if (rows != cols)
+    throw Error(
+        fmt::format("Expected self to satisfy the requirement prod(self.shape[other.ndim:]) "
+                    "== prod(self.shape[:other.ndim]), but got {} != {}",
+                    rows, cols));
+  return solve(a.reshape({rows, rows}), B.flatten()).reshape(rest);
+}
+
+Tensor tensorinv(const Tensor& A, int64_t ind, Caller caller) {
+  detail::CallSite site(caller, "linalg.tensorinv");
+  if (ind <= 0)
+    throw Error(fmt::format("Expected a strictly positive integer for 'ind', but got {}", ind));
+  const Shape s = A.sizes();
+  const size_t cut = static_cast<size_t>(std::min<int64_t>(ind, A.dim()));
+  const Shape front(s.begin(), s.begin() + static_cast<ptrdiff_t>(cut)),
+      back(s.begin() + static_cast<ptrdiff_t>(cut), s.end());
+  const int64_t p = ir::numel(front), q = ir::numel(back);
+  if (p != q)
+    throw Error(fmt::format("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                            "prod(self.shape[:ind]), but got {} != {}",
+                            p, q));
+  Shape out = back;
+  out.insert(out.end(), front.begin(), front.end());
+  return inv(A.reshape({p, p})).reshape(out);
+}
+
+} // namespace tj::linalg

@@ -1,0 +1,275 @@
+#include "runtime/lapack.h"
+
+#include <fmt/format.h>
+#include <lapacke.h>
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+
+#include "runtime/thread_pool.h"
+#include "tensorjit/error.h"
+
+namespace tj::rt::lapack {
+namespace {
+
+// LAPACKE's functions by element type.
+template <class T> struct Fn;
+template <> struct Fn<float> {
+  static constexpr auto getrf = &LAPACKE_sgetrf;
+  static constexpr auto getrs = &LAPACKE_sgetrs;
+  static constexpr auto potrf = &LAPACKE_spotrf;
+  static constexpr auto geqrf = &LAPACKE_sgeqrf;
+  static constexpr auto orgqr = &LAPACKE_sorgqr;
+  static constexpr auto gesdd = &LAPACKE_sgesdd;
+  static constexpr auto syevd = &LAPACKE_ssyevd;
+  static constexpr auto gelsy = &LAPACKE_sgelsy;
+  static constexpr auto gels = &LAPACKE_sgels;
+};
+template <> struct Fn<double> {
+  static constexpr auto getrf = &LAPACKE_dgetrf;
+  static constexpr auto getrs = &LAPACKE_dgetrs;
+  static constexpr auto potrf = &LAPACKE_dpotrf;
+  static constexpr auto geqrf = &LAPACKE_dgeqrf;
+  static constexpr auto orgqr = &LAPACKE_dorgqr;
+  static constexpr auto gesdd = &LAPACKE_dgesdd;
+  static constexpr auto syevd = &LAPACKE_dsyevd;
+  static constexpr auto gelsy = &LAPACKE_dgelsy;
+  static constexpr auto gels = &LAPACKE_dgels;
+};
+
+constexpr int kCol = LAPACK_COL_MAJOR;
+lapack_int ld(int64_t rows) { return static_cast<lapack_int>(std::max<int64_t>(1, rows)); }
+lapack_int li(int64_t x) { return static_cast<lapack_int>(x); }
+
+// LAPACKE checks inputs for NaNs and refuses them; LAPACK itself (and PyTorch, which calls it)
+// lets NaNs flow into the results.
+void no_nan_checks() {
+  static std::once_flag once;
+  std::call_once(once, [] { LAPACKE_set_nancheck(0); });
+}
+
+int64_t count_of(const Matrices& m) {
+  int64_t c = 1;
+  for (int64_t d : m.batch)
+    c *= d;
+  return c;
+}
+
+// Entry `e` of `m` into a column-major workspace with leading dim `ldw`.
+template <class T> void load(const Matrices& m, int64_t e, T* w, int64_t ldw) {
+  int64_t at = m.offset;
+  for (size_t d = m.batch.size(); d-- > 0;) {
+    at += (e % m.batch[d]) * m.batch_strides[d];
+    e /= m.batch[d];
+  }
+  const T* base = static_cast<const T*>(m.data) + at;
+  for (int64_t i = 0; i < m.rows; ++i)
+    for (int64_t j = 0; j < m.cols; ++j)
+      w[i + j * ldw] = base[i * m.row + j * m.col];
+}
+
+// A rows x cols column-major matrix (leading dim ldw) written row-major at `out`; returns the
+// place after it.
+template <class T> T* store(const T* w, int64_t ldw, int64_t rows, int64_t cols, T* out) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      *out++ = w[i + j * ldw];
+  return out;
+}
+
+// Runs fn(entry, row of out) for every batch entry on the pool; the first failure, in entry
+// order (the same whatever the threads).
+template <class T, class F>
+Failure each(const char* routine, int64_t count, void* out, int64_t out_row, F fn) {
+  no_nan_checks();
+  std::vector<lapack_int> infos(static_cast<size_t>(count), 0);
+  parallel_for(count, 1, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t e = begin; e < end; ++e)
+      infos[static_cast<size_t>(e)] = fn(e, static_cast<T*>(out) + e * out_row);
+  });
+  for (int64_t e = 0; e < count; ++e)
+    if (lapack_int info = infos[static_cast<size_t>(e)]; info != 0) {
+      if (info < 0) // an argument LAPACK rejects: ours to fix
+        throw Error(fmt::format("internal error: LAPACK's {} rejects argument {}", routine, -info));
+      return {e, info};
+    }
+  return {};
+}
+
+template <class T> Failure lu_t(const Matrices& a, void* out, int64_t out_row) {
+  const int64_t n = a.rows;
+  return each<T>("getrf", count_of(a), out, out_row, [&](int64_t e, T* o) {
+    std::vector<T> w(static_cast<size_t>(n * n));
+    std::vector<lapack_int> piv(static_cast<size_t>(n));
+    load(a, e, w.data(), n);
+    lapack_int info = Fn<T>::getrf(kCol, li(n), li(n), w.data(), ld(n), piv.data());
+    o = store(w.data(), n, n, n, o);
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = static_cast<T>(piv[static_cast<size_t>(i)]);
+    return std::min<lapack_int>(info, 0); // a zero pivot is a singular A's det, no error
+  });
+}
+
+// A X = B through the LU of A (as PyTorch 1.13 solves, so that results agree to the bit); B the
+// identity where b is null.
+template <class T>
+Failure solve_t(const Matrices& a, const Matrices* b, void* out, int64_t out_row) {
+  const int64_t n = a.rows, k = b ? b->cols : n;
+  return each<T>(b ? "getrf/getrs (solve)" : "getrf/getrs (inv)", count_of(a), out, out_row,
+                 [&](int64_t e, T* o) {
+                   std::vector<T> w(static_cast<size_t>(n * n)), x(static_cast<size_t>(n * k));
+                   std::vector<lapack_int> piv(static_cast<size_t>(n));
+                   load(a, e, w.data(), n);
+                   if (b)
+                     load(*b, e, x.data(), n);
+                   else
+                     for (int64_t i = 0; i < n; ++i)
+                       x[static_cast<size_t>(i + i * n)] = 1;
+                   lapack_int info = Fn<T>::getrf(kCol, li(n), li(n), w.data(), ld(n), piv.data());
+                   if (info != 0) return info;
+                   info = Fn<T>::getrs(kCol, 'N', li(n), li(k), w.data(), ld(n), piv.data(),
+                                       x.data(), ld(n));
+                   store(x.data(), n, n, k, o);
+                   return info;
+                 });
+}
+
+template <class T> Failure cholesky_t(const Matrices& a, bool upper, void* out, int64_t out_row) {
+  const int64_t n = a.rows;
+  return each<T>("potrf", count_of(a), out, out_row, [&](int64_t e, T* o) {
+    std::vector<T> w(static_cast<size_t>(n * n));
+    load(a, e, w.data(), n);
+    lapack_int info = Fn<T>::potrf(kCol, upper ? 'U' : 'L', li(n), w.data(), ld(n));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        o[i * n + j] = (upper ? j >= i : j <= i) ? w[static_cast<size_t>(i + j * n)] : T(0);
+    return info;
+  });
+}
+
+template <class T> Failure qr_t(const Matrices& a, int mode, void* out, int64_t out_row) {
+  const int64_t m = a.rows, n = a.cols, k = std::min(m, n);
+  const int64_t qcols = mode == 1 ? m : k, rrows = mode == 1 ? m : k;
+  return each<T>("geqrf/orgqr", count_of(a), out, out_row, [&](int64_t e, T* o) {
+    // Room for a complete Q's m columns; orgqr reads only the first k.
+    std::vector<T> w(static_cast<size_t>(m * std::max(n, m)));
+    std::vector<T> tau(static_cast<size_t>(std::max<int64_t>(k, 1)));
+    load(a, e, w.data(), m);
+    lapack_int info = Fn<T>::geqrf(kCol, li(m), li(n), w.data(), ld(m), tau.data());
+    if (info != 0) return info;
+    T* r = o + (mode == 2 ? 0 : m * qcols);
+    for (int64_t i = 0; i < rrows; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        r[i * n + j] = j >= i ? w[static_cast<size_t>(i + j * m)] : T(0);
+    if (mode == 2 || m == 0) return info;
+    info = Fn<T>::orgqr(kCol, li(m), li(qcols), li(k), w.data(), ld(m), tau.data());
+    store(w.data(), m, m, qcols, o);
+    return info;
+  });
+}
+
+template <class T>
+Failure svd_t(const Matrices& a, bool full, bool vectors, void* out, int64_t out_row) {
+  const int64_t m = a.rows, n = a.cols, k = std::min(m, n);
+  const int64_t ucols = full ? m : k, vrows = full ? n : k;
+  const char jobz = !vectors ? 'N' : full ? 'A' : 'S';
+  return each<T>("gesdd", count_of(a), out, out_row, [&](int64_t e, T* o) {
+    std::vector<T> w(static_cast<size_t>(m * n)), s(static_cast<size_t>(k));
+    std::vector<T> u(static_cast<size_t>(vectors ? m * ucols : 1));
+    std::vector<T> vt(static_cast<size_t>(vectors ? vrows * n : 1));
+    load(a, e, w.data(), m);
+    lapack_int info = Fn<T>::gesdd(kCol, jobz, li(m), li(n), w.data(), ld(m), s.data(), u.data(),
+                                   ld(m), vt.data(), ld(vrows));
+    if (!vectors) {
+      std::copy(s.begin(), s.end(), o);
+      return info;
+    }
+    o = store(u.data(), m, m, ucols, o);
+    o = std::copy(s.begin(), s.end(), o);
+    store(vt.data(), vrows, vrows, n, o);
+    return info;
+  });
+}
+
+template <class T>
+Failure eigh_t(const Matrices& a, bool upper, bool vectors, void* out, int64_t out_row) {
+  const int64_t n = a.rows;
+  return each<T>("syevd", count_of(a), out, out_row, [&](int64_t e, T* o) {
+    std::vector<T> w(static_cast<size_t>(n * n));
+    load(a, e, w.data(), n);
+    lapack_int info =
+        Fn<T>::syevd(kCol, vectors ? 'V' : 'N', upper ? 'U' : 'L', li(n), w.data(), ld(n), o);
+    if (vectors) store(w.data(), n, n, n, o + n);
+    return info;
+  });
+}
+
+template <class T>
+Failure lstsq_t(const Matrices& a, const Matrices& b, int driver, void* out, int64_t out_row) {
+  const int64_t m = a.rows, n = a.cols, k = b.cols, ldb = std::max(m, n);
+  return each<T>(driver == 0 ? "gelsy" : "gels", count_of(a), out, out_row, [&](int64_t e, T* o) {
+    std::vector<T> w(static_cast<size_t>(m * n)), x(static_cast<size_t>(ldb * k));
+    load(a, e, w.data(), m);
+    load(b, e, x.data(), ldb);
+    lapack_int info = 0;
+    if (driver == 0) {
+      // PyTorch's default cutoff: the dtype's epsilon times the larger dim.
+      const T rcond = std::numeric_limits<T>::epsilon() * static_cast<T>(std::max(m, n));
+      std::vector<lapack_int> jpvt(static_cast<size_t>(std::max<int64_t>(n, 1)), 0);
+      lapack_int rank = 0;
+      info = Fn<T>::gelsy(kCol, li(m), li(n), li(k), w.data(), ld(m), x.data(), ld(ldb),
+                          jpvt.data(), rcond, &rank);
+      o = store(x.data(), ldb, n, k, o);
+      *o = static_cast<T>(rank);
+      return info;
+    }
+    info = Fn<T>::gels(kCol, 'N', li(m), li(n), li(k), w.data(), ld(m), x.data(), ld(ldb));
+    o = store(x.data(), ldb, n, k, o);
+    if (m > n) // rows n.. of the result hold the residual's components
+      for (int64_t j = 0; j < k; ++j) {
+        T sum = 0;
+        for (int64_t i = n; i < m; ++i)
+          sum += x[static_cast<size_t>(i + j * ldb)] * x[static_cast<size_t>(i + j * ldb)];
+        o[j] = sum;
+      }
+    return info;
+  });
+}
+
+} // namespace
+
+Failure lu(DType dtype, const Matrices& a, void* out, int64_t out_row) {
+  return dtype == kFloat64 ? lu_t<double>(a, out, out_row) : lu_t<float>(a, out, out_row);
+}
+Failure solve(DType dtype, const Matrices& a, const Matrices& b, void* out, int64_t out_row) {
+  return dtype == kFloat64 ? solve_t<double>(a, &b, out, out_row)
+                           : solve_t<float>(a, &b, out, out_row);
+}
+Failure inv(DType dtype, const Matrices& a, void* out, int64_t out_row) {
+  return dtype == kFloat64 ? solve_t<double>(a, nullptr, out, out_row)
+                           : solve_t<float>(a, nullptr, out, out_row);
+}
+Failure cholesky(DType dtype, const Matrices& a, bool upper, void* out, int64_t out_row) {
+  return dtype == kFloat64 ? cholesky_t<double>(a, upper, out, out_row)
+                           : cholesky_t<float>(a, upper, out, out_row);
+}
+Failure qr(DType dtype, const Matrices& a, int mode, void* out, int64_t out_row) {
+  return dtype == kFloat64 ? qr_t<double>(a, mode, out, out_row)
+                           : qr_t<float>(a, mode, out, out_row);
+}
+Failure svd(DType dtype, const Matrices& a, bool full, bool vectors, void* out, int64_t out_row) {
+  return dtype == kFloat64 ? svd_t<double>(a, full, vectors, out, out_row)
+                           : svd_t<float>(a, full, vectors, out, out_row);
+}
+Failure eigh(DType dtype, const Matrices& a, bool upper, bool vectors, void* out, int64_t out_row) {
+  return dtype == kFloat64 ? eigh_t<double>(a, upper, vectors, out, out_row)
+                           : eigh_t<float>(a, upper, vectors, out, out_row);
+}
+Failure lstsq(DType dtype, const Matrices& a, const Matrices& b, int driver, void* out,
+              int64_t out_row) {
+  return dtype == kFloat64 ? lstsq_t<double>(a, b, driver, out, out_row)
+                           : lstsq_t<float>(a, b, driver, out, out_row);
+}
+
+} // namespace tj::rt::lapack
