@@ -43,7 +43,8 @@ C++ loop (CPU) and the copy bandwidth measured in the same run.
   --only NAME,...    run only these workloads (the names the table prints;
                      '_' stands for a space): copy, gelu_tanh, sum, softmax,
                      layer_norm, cumsum, transposed, narrow rows, gather rows,
-                     scatter add, slice add_, matmul, mlp step, compile, cache hit
+                     scatter add, slice add_, matmul, linalg, mlp step, compile,
+                     cache hit
   --json FILE        write the figures as JSON
   --csv FILE         write the figures as CSV, one line per workload
   --chart FILE.svg   draw them as an SVG chart
@@ -538,6 +539,47 @@ int bench(const Options& o) {
          linear(1024, 1024, 1024, tj::kFloat64, "");
          linear(1024, 1024, 1024, tj::kBFloat16, "");
          linear(4096, 1024, 1024, tj::kFloat32, " relu(x @ w.t() + b)", true);
+       }});
+  // Batched factorizations (LAPACK's, on the pool) against a plain loop over the batch calling
+  // LAPACK on one thread, each matrix copied column-major as tensorjit copies it. Work is the
+  // usual operation count: LU and the solve 2/3 n^3 + 2 n^2 k, the SVD with its vectors 22 n^3
+  // (Golub and Van Loan's count for the R-SVD of a square matrix).
+  all.push_back(
+      {"linalg", "solve and svd of batches of 64x64 and 256x256 float64", [&] {
+         const int runs = std::max(3, reps / 3);
+         auto batch_of = [&](int64_t b, int64_t m, int64_t k, bool svd) {
+           const auto opts = on.dtype(tj::kFloat64);
+           tj::Tensor A = tj::randn({b, m, m}, opts) + tj::eye(m, opts) * double(m);
+           tj::Tensor B = tj::randn({b, m, k}, opts);
+           tj::eval({A, B});
+           const double md = double(m);
+           Row row{"linalg",
+                   fmt::format("{} {} x {}x{} float64", svd ? "svd" : "solve", b, m, m),
+                   Kind::Compute,
+                   double(b) * (svd ? 22 * md * md * md : 2 * md * md * md / 3 + 2 * md * md * k),
+                   {}};
+           auto ours = [&] {
+             if (svd) {
+               auto r = tj::linalg::svd(A);
+               tj::eval({r.U, r.S, r.Vh});
+               if (gpu) tj::cuda::synchronize();
+             } else {
+               run(tj::linalg::solve(A, B));
+             }
+           };
+           row.variants.push_back({"tensorjit", Role::Fused, 1e3 * time_median(runs, ours), runs});
+           if (!gpu) {
+             const double* a = A.data_ptr<double>();
+             const double* rhs = B.data_ptr<double>();
+             const double t = time_median(runs, [&] { lapack_loop(svd, b, m, k, a, rhs); });
+             row.variants.push_back({"LAPACK loop", Role::Baseline, 1e3 * t, runs});
+           }
+           rows.push_back(std::move(row));
+         };
+         batch_of(256, 64, 8, false);
+         batch_of(16, 256, 8, false);
+         batch_of(64, 64, 0, true);
+         batch_of(4, 256, 0, true);
        }});
   // One training step of a 784-512-10 MLP (ReLU, MSE, SGD): forward, backward and update, with
   // fusion and without.

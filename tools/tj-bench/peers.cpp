@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <lapacke.h>
 #endif
 
 #include <algorithm>
@@ -123,6 +124,29 @@ const Blas* openblas(int threads) {
       set(threads);
   }
   return blas;
+}
+
+void lapack_loop(bool svd, int64_t b, int64_t m, int64_t k, const double* a, const double* rhs) {
+  const auto n = static_cast<lapack_int>(m), nrhs = static_cast<lapack_int>(k);
+  std::vector<double> w(static_cast<size_t>(m * m)),
+      x(static_cast<size_t>(m * std::max<int64_t>(k, 1)));
+  std::vector<double> s(static_cast<size_t>(m)), u(w.size()), vt(w.size());
+  std::vector<lapack_int> piv(static_cast<size_t>(m));
+  for (int64_t e = 0; e < b; ++e) {
+    const double* ae = a + e * m * m;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < m; ++j)
+        w[static_cast<size_t>(i + j * m)] = ae[i * m + j];
+    if (svd) {
+      LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'A', n, n, w.data(), n, s.data(), u.data(), n, vt.data(), n);
+      continue;
+    }
+    const double* be = rhs + e * m * k;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < k; ++j)
+        x[static_cast<size_t>(i + j * m)] = be[i * k + j];
+    LAPACKE_dgesv(LAPACK_COL_MAJOR, n, nrhs, w.data(), n, piv.data(), x.data(), n);
+  }
 }
 
 } // namespace tj::bench

@@ -2,6 +2,7 @@
 // and OpenBLAS's GEMM where the machine has the library (loaded at run time: tj-bench runs
 // where it does not, without that peer).
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace tj::bench {
@@ -22,5 +23,10 @@ struct Blas {
 };
 // Null where libopenblas cannot be loaded. Its threads are set to `threads`.
 const Blas* openblas(int threads);
+
+// A plain loop over a batch of b row-major m x m float64 matrices `a`: each copied
+// column-major, then LAPACK's dgesv against its m x k right-hand sides `rhs` (svd: dgesdd with
+// all vectors, `rhs` unread), one matrix after the other, as a user's loop would call it.
+void lapack_loop(bool svd, int64_t b, int64_t m, int64_t k, const double* a, const double* rhs);
 
 } // namespace tj::bench

@@ -102,8 +102,8 @@ void print_table(const Report& r, std::ostream& out) {
   // Products first, then the memory-bound table that their GB/s figures share.
   const Row* matmul = r.find("matmul");
   for (const auto& row : r.rows) {
-    if (row.workload == "matmul") {
-      std::string line = fmt::format("matmul {}:", row.shape);
+    if (row.workload == "matmul" || row.workload == "linalg") {
+      std::string line = fmt::format("{} {}:", row.workload, row.shape);
       for (const Variant& v : row.variants) {
         line += fmt::format(" {} {:.3f} ms, {}", v.name, v.ms, flops_text(row.rate(v)));
         if (row.peak > 0) line += fmt::format(" ({:.0f}% of peak)", 100 * row.rate(v) / row.peak);
@@ -158,7 +158,7 @@ void print_table(const Report& r, std::ostream& out) {
   for (const auto& row : r.rows) {
     const Variant* f = row.find(Role::Fused);
     const Variant* b = row.find(Role::Baseline);
-    if (f && b && row.workload != "matmul") // products say so on their own line
+    if (f && b && row.kind != Kind::Compute) // products say so on their own line
       fmt::print(out, "{}: fused is {:.2f}x faster than the {}\n", row.workload, b->ms / f->ms,
                  short_name(b->name));
   }
