@@ -54,6 +54,8 @@ template <> struct Fn<float> {
   static constexpr auto syevd = &LAPACKE_ssyevd;
   static constexpr auto gelsy = &LAPACKE_sgelsy;
   static constexpr auto gels = &LAPACKE_sgels;
+  static constexpr auto gelsd = &LAPACKE_sgelsd;
+  static constexpr auto gelss = &LAPACKE_sgelss;
 };
 template <> struct Fn<double> {
   static constexpr auto getrf = &LAPACKE_dgetrf;
@@ -65,6 +67,8 @@ template <> struct Fn<double> {
   static constexpr auto syevd = &LAPACKE_dsyevd;
   static constexpr auto gelsy = &LAPACKE_dgelsy;
   static constexpr auto gels = &LAPACKE_dgels;
+  static constexpr auto gelsd = &LAPACKE_dgelsd;
+  static constexpr auto gelss = &LAPACKE_dgelss;
 };
 
 constexpr int kCol = LAPACK_COL_MAJOR;
@@ -237,26 +241,34 @@ Failure eigh_t(const Matrices& a, bool upper, bool vectors, void* out, int64_t o
 
 template <class T>
 Failure lstsq_t(const Matrices& a, const Matrices& b, int driver, void* out, int64_t out_row) {
-  const int64_t m = a.rows, n = a.cols, k = b.cols, ldb = std::max(m, n);
-  return each<T>(driver == 0 ? "gelsy" : "gels", count_of(a), out, out_row, [&](int64_t e, T* o) {
+  const int64_t m = a.rows, n = a.cols, k = b.cols, ldb = std::max(m, n), kmin = std::min(m, n);
+  static const char* const names[] = {"gelsy", "gels", "gelsd", "gelss"};
+  return each<T>(names[driver], count_of(a), out, out_row, [&](int64_t e, T* o) {
     std::vector<T> w(static_cast<size_t>(m * n)), x(static_cast<size_t>(ldb * k));
+    std::vector<T> s(static_cast<size_t>(std::max<int64_t>(kmin, 1)));
     load(a, e, w.data(), m);
     load(b, e, x.data(), ldb);
-    lapack_int info = 0;
-    if (driver == 0) {
-      // PyTorch's default cutoff: the dtype's epsilon times the larger dim.
-      const T rcond = std::numeric_limits<T>::epsilon() * static_cast<T>(std::max(m, n));
+    // PyTorch's default cutoff: the dtype's epsilon times the larger dim.
+    const T rcond = std::numeric_limits<T>::epsilon() * static_cast<T>(std::max(m, n));
+    lapack_int info = 0, rank = 0;
+    switch (driver) {
+    case 0: {
       std::vector<lapack_int> jpvt(static_cast<size_t>(std::max<int64_t>(n, 1)), 0);
-      lapack_int rank = 0;
       info = Fn<T>::gelsy(kCol, li(m), li(n), li(k), w.data(), ld(m), x.data(), ld(ldb),
                           jpvt.data(), rcond, &rank);
-      o = store(x.data(), ldb, n, k, o);
-      *o = static_cast<T>(rank);
-      return info;
+      break;
     }
-    info = Fn<T>::gels(kCol, 'N', li(m), li(n), li(k), w.data(), ld(m), x.data(), ld(ldb));
+    case 1:
+      info = Fn<T>::gels(kCol, 'N', li(m), li(n), li(k), w.data(), ld(m), x.data(), ld(ldb));
+      break;
+    default:
+      info = (driver == 2 ? Fn<T>::gelsd : Fn<T>::gelss)(kCol, li(m), li(n), li(k), w.data(), ld(m),
+                                                         x.data(), ld(ldb), s.data(), rcond, &rank);
+    }
     o = store(x.data(), ldb, n, k, o);
-    if (m > n) // rows n.. of the result hold the residual's components
+    if (driver != 1) *o++ = static_cast<T>(rank);
+    if (driver >= 2) o = std::copy(s.begin(), s.begin() + kmin, o);
+    if (driver >= 1 && m > n) // rows n.. of the result hold the residual's components
       for (int64_t j = 0; j < k; ++j) {
         T sum = 0;
         for (int64_t i = n; i < m; ++i)

@@ -500,3 +500,26 @@ TEST_CASE("CUDA: large reductions and elementwise kernels", "[cuda][gpu]") {
   CHECK((sq.cuda().t() * 2 + 1).sum().item<double>() == Approx(sq_want).epsilon(1e-6));
   CHECK((sq.cuda().t() * 2 + 1).amax().item<double>() == (sq.t() * 2 + 1).amax().item<double>());
 }
+
+TEST_CASE("CUDA: linalg factors through the CPU and returns to the device", "[cuda][gpu][linalg]") {
+  if (!have_gpu()) return;
+  manual_seed(31);
+  const Device gpu("cuda");
+  Tensor A = randn({3, 4, 4}, dtype(kFloat64)) + eye(4, dtype(kFloat64)) * 4;
+  Tensor B = randn({3, 4, 2}, dtype(kFloat64));
+  Tensor Ag = A.to(gpu), Bg = B.to(gpu);
+  Tensor X = linalg::solve(Ag, Bg);
+  CHECK(X.device() == Device(kCUDA, 0));
+  CHECK(equal(X.cpu(), linalg::solve(A, B)));
+  auto [U, S, Vh] = linalg::svd(Ag);
+  CHECK(S.device() == Device(kCUDA, 0));
+  CHECK(equal(S.cpu(), linalg::svdvals(A)));
+  CHECK(allclose(linalg::det(Ag).cpu(), linalg::det(A), 1e-12, 1e-12));
+  // Gradients flow back to the device.
+  Tensor leaf = Ag.detach().requires_grad_();
+  linalg::inv(leaf).sum().backward();
+  CHECK(leaf.grad().device() == Device(kCUDA, 0));
+  Tensor cpu_leaf = A.detach().requires_grad_();
+  linalg::inv(cpu_leaf).sum().backward();
+  CHECK(allclose(leaf.grad().cpu(), cpu_leaf.grad(), 1e-12, 1e-12));
+}

@@ -477,6 +477,11 @@ TEST_CASE("gradcheck: linear algebra", "[autograd][gradcheck][linalg]") {
   gradcheck("eigvalsh", [&](const auto& t) { return linalg::eigvalsh(t[0] + t[0].mT(), "U"); },
             {b233});
   gradcheck("pinv", [&](const auto& t) { return linalg::pinv(t[0]); }, {b234});
+  gradcheck("lstsq", [&](const auto& t) { return linalg::lstsq(t[0], t[1]).solution; },
+            {uniform({2, 5, 3}, -1, 1), uniform({2, 5, 2}, -1, 1)});
+  gradcheck("lstsq, wide",
+            [&](const auto& t) { return linalg::lstsq(t[0], t[1], "gelsd").solution; },
+            {uniform({3, 5}, -1, 1), uniform({3}, -1, 1)});
   gradcheck(
       "matrix_power", [&](const auto& t) { return linalg::matrix_power(t[0], 3); }, {b233}, true);
   gradcheck("matrix_power -2",

@@ -173,6 +173,21 @@ TEST_CASE("linalg: lstsq, pinv, matrix_rank", "[linalg]") {
     CHECK(near(g.solution, r.solution, dt));
     CHECK(allclose(g.residuals, (res * res).sum(-2), 10 * tol(dt), 10 * tol(dt)));
     CHECK(g.rank.sizes() == Shape{0});
+    for (const char* svd_driver : {"gelsd", "gelss"}) {
+      auto d = linalg::lstsq(A, B, svd_driver);
+      CHECK(near(d.solution, r.solution, dt));
+      CHECK(allclose(d.residuals, g.residuals, 10 * tol(dt), 10 * tol(dt)));
+      CHECK(d.rank.to_vector<int64_t>() == std::vector<int64_t>{4, 4});
+      CHECK(near(d.singular_values, linalg::svdvals(A), dt));
+    }
+    // Rank-deficient: gelsy and gelsd find the rank, and the minimum-norm solution.
+    Tensor deficient = randn({7, 2}, dtype(dt)).matmul(randn({2, 4}, dtype(dt)));
+    auto lr = linalg::lstsq(deficient, B.select(0, 0), "gelsd");
+    CHECK(lr.rank.item<int64_t>() == 2);
+    CHECK(lr.residuals.sizes() == Shape{0});
+    CHECK(linalg::lstsq(deficient, B.select(0, 0)).rank.item<int64_t>() == 2);
+    CHECK(allclose(lr.solution, linalg::pinv(deficient).matmul(B.select(0, 0)), 100 * tol(dt),
+                   100 * tol(dt)));
     Tensor x = linalg::lstsq(A, B.select(-1, 0)).solution; // a vector right-hand side
     CHECK(near(x, r.solution.select(-1, 0), dt));
 

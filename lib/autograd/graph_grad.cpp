@@ -150,7 +150,7 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
   case Op::Call: {
     const Routine r = routine(n);
     if (r == Routine::Gemm) return matmul(x, in[1]);
-    if (r == Routine::Lu || r == Routine::Lstsq) // their frontend ops differentiate themselves
+    if (r == Routine::Lu) // its frontend ops (det, slogdet) differentiate themselves
       throw Error(fmt::format("differentiate: Call {} has no gradient", name(r)));
     // The parts, each flattened after the batch dims, end to end: the Call's layout.
     std::vector<Tensor> flat;

@@ -112,6 +112,26 @@ Grads eigh_backward(const Grads& g, const Grads& s) {
   return {V.matmul(inner).matmul(V.mT())};
 }
 
+// The gradient of pinv(A) (PyTorch's pinv_backward, real case), g pinv's gradient.
+Tensor pinv_backward(const Tensor& g, const Tensor& P, const Tensor& A) {
+  const Tensor Ph = P.mT(), gh = g.mT();
+  if (A.size(-2) <= A.size(-1)) {
+    Tensor K = gh.matmul(P), KPh = K.matmul(Ph);
+    return -P.matmul(K).mT() + KPh - A.matmul(P).matmul(KPh) +
+           Ph.matmul(P).matmul(gh - K.matmul(A));
+  }
+  Tensor K = P.matmul(gh), PhK = Ph.matmul(K);
+  return -K.matmul(P).mT() + (gh - A.matmul(K)).matmul(P).matmul(Ph) + PhK -
+         PhK.matmul(P).matmul(A);
+}
+
+// X = pinv(A) B: gB = pinv(A)^T gX, gA through pinv.
+Grads lstsq_backward(const Grads& g, const Grads& s) {
+  const Tensor &A = s[0], &B = s[1];
+  Tensor P = linalg::pinv(A);
+  return {pinv_backward(g[0].matmul(B.mT()), P, A), P.mT().matmul(g[0])};
+}
+
 } // namespace
 
 std::vector<Tensor> factor(ir::Routine r, const std::vector<Tensor>& operands,
@@ -176,7 +196,10 @@ std::vector<Tensor> factor(ir::Routine r, const std::vector<Tensor>& operands,
   case ir::Routine::Eigh:
     if (params[1]) autograd::record(grad_fn, operands, parts, saved, eigh_backward);
     break;
-  default: // Lu and Lstsq: their frontend ops (det, slogdet) record their own
+  case ir::Routine::Lstsq: // the solution alone has a gradient
+    autograd::record(grad_fn, operands, {parts[0]}, operands, lstsq_backward);
+    break;
+  default: // Lu: its frontend ops (det, slogdet) record their own
     break;
   }
   return parts;

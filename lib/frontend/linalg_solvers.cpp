@@ -233,19 +233,20 @@ LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<std::string> d
   if (name != "gelsy" && name != "gels" && name != "gelsd" && name != "gelss")
     throw Error("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, "
                 "gelss)");
-  if (name == "gelsd" || name == "gelss")
-    throw Error(fmt::format("torch.linalg.lstsq: the driver '{}' is not available in tensorjit "
-                            "yet; 'gelsy' (the default) and 'gels' are",
-                            name));
   auto [a, b] = broadcast_batch(A, B2);
-  const bool gels = name == "gels";
-  std::vector<Tensor> parts = factor(Routine::Lstsq, {a, b}, {gels ? 1 : 0});
+  const int64_t d = name == "gelsy" ? 0 : name == "gels" ? 1 : name == "gelsd" ? 2 : 3;
+  std::vector<Tensor> parts = factor(Routine::Lstsq, {a, b}, {d});
   const TensorOptions opts = TensorOptions(A.dtype()).device(A.device());
   Tensor none = empty({0}, opts), no_rank = empty({0}, opts.dtype(kInt64));
   Tensor x = diff ? parts[0].squeeze(-1) : parts[0];
-  if (!gels) return {x, none, parts[1].squeeze(-1).to(kInt64), none};
-  const bool residuals = A.size(-2) > A.size(-1);
-  return {x, residuals ? parts[1] : none, no_rank, none};
+  const int64_t m = A.size(-2), n = A.size(-1);
+  if (d == 0) return {x, none, parts[1].squeeze(-1).to(kInt64), none};
+  if (d == 1) return {x, m > n ? parts[1] : none, no_rank, none};
+  // The SVD drivers have residuals only where every matrix has full rank (PyTorch asks the rank
+  // at once, as this does).
+  Tensor rank = parts[1].squeeze(-1).to(kInt64);
+  const bool residuals = m > n && (rank.numel() == 0 || rank.eq(n).all().item<bool>());
+  return {x, residuals ? parts[3] : none, rank, parts[2]};
 }
 
 Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {

@@ -77,7 +77,8 @@ std::vector<Shape> routine_parts(Routine r, const std::vector<Shape>& src,
     return params[1] ? std::vector<Shape>{{n}, {n, n}} : std::vector<Shape>{{n}};
   case Routine::Lstsq:
     if (params[0] == 0) return {{n, rhs}, {1}};
-    return {{n, rhs}, {m > n ? rhs : 0}};
+    if (params[0] == 1) return {{n, rhs}, {m > n ? rhs : 0}};
+    return {{n, rhs}, {1}, {k}, {m > n ? rhs : 0}};
   }
   return {};
 }

@@ -42,9 +42,10 @@ enum class Routine : uint8_t {
   // symmetric A read from its lower triangle, or its upper one with upper = 1 (syevd):
   // parts L (n), V (n, n).
   Eigh,
-  // The least-squares solution X of A X = B, A (m, n), B (m, k). driver 0 (gelsy, rank-
-  // revealing QR): X (n, k), rank (1); driver 1 (gels, QR, A of full rank): X (n, k), the
-  // residuals (k) when m > n (the squared norms of B - A X's columns), else none.
+  // The least-squares solution X of A X = B, A (m, n), B (m, k), by LAPACK's driver: 0 gelsy
+  // (rank-revealing QR): X (n, k), rank (1); 1 gels (QR, A of full rank): X (n, k), residuals
+  // (k when m > n, else 0); 2 gelsd, 3 gelss (SVD): X, rank, singular values (min(m, n)),
+  // residuals. The residuals are the squared norms of B - A X's columns.
   Lstsq,
 };
 
@@ -67,7 +68,7 @@ inline constexpr RoutineInfo kRoutineInfo[] = {
     {"qr", 1, "LinalgQrBackward0", {"mode"}, {2}},
     {"svd", 1, "LinalgSvdBackward0", {"full", "vectors"}, {1, 1}},
     {"eigh", 1, "LinalgEighBackward0", {"upper", "vectors"}, {1, 1}},
-    {"lstsq", 2, "LinalgLstsqBackward0", {"driver"}, {1}},
+    {"lstsq", 2, "LinalgLstsqBackward0", {"driver"}, {3}},
 };
 inline constexpr int kNumRoutines = static_cast<int>(std::size(kRoutineInfo));
 
