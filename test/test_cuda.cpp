@@ -513,7 +513,7 @@ TEST_CASE("CUDA: linalg factors through the CPU and returns to the device", "[cu
   CHECK(equal(X.cpu(), linalg::solve(A, B)));
   auto [U, S, Vh] = linalg::svd(Ag);
   CHECK(S.device() == Device(kCUDA, 0));
-  CHECK(equal(S.cpu(), linalg::svdvals(A)));
+  CHECK(equal(S.cpu(), linalg::svd(A).S)); // (svdvals computes no vectors: other last bits)
   CHECK(allclose(linalg::det(Ag).cpu(), linalg::det(A), 1e-12, 1e-12));
   // Gradients flow back to the device.
   Tensor leaf = Ag.detach().requires_grad_();

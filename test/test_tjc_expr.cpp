@@ -387,3 +387,45 @@ TEST_CASE("tjc expr: tensors record the program's calls and operators as their s
   CHECK(graph.find("at \"model.tj:2:19 (+)\"") != std::string::npos);
   CHECK(graph.find(".cpp:") == std::string::npos);
 }
+
+TEST_CASE("tjc expr: torch.linalg as the seed tutorials use it", "[tjc][linalg]") {
+  const char* program = R"(import torch
+A = torch.tensor([[2., 3., -1.], [1., -2., 8.], [6., 1., -3.]]); print(A)
+b = torch.tensor([5., 21., -1.]); print(b)
+x = torch.linalg.solve(A, b); print(x)
+torch.allclose(A @ x, b)
+v1 = torch.tensor([1., 0., 0.])
+v2 = torch.tensor([0., 1., 0.])
+print(torch.linalg.cross(v2, v1))
+m1 = torch.tensor([[0.7375, 0.83283], [0.84441, 0.29407]])
+m3 = torch.linalg.matmul(m1, torch.tensor([[3., 0.], [0., 3.]]))
+print(m3)
+print(torch.linalg.svd(m3))
+U, S, Vh = torch.linalg.svd(m3, full_matrices=False)
+print(torch.linalg.norm(m3), torch.linalg.matrix_norm(m3, 'nuc'), torch.linalg.det(m3))
+from torch import linalg
+linalg.lstsq(A, b).rank
+)";
+  CHECK(run(program) == "tensor([[ 2.,  3., -1.],\n"
+                        "        [ 1., -2.,  8.],\n"
+                        "        [ 6.,  1., -3.]])\n"
+                        "tensor([ 5., 21., -1.])\n"
+                        "tensor([1., 2., 3.])\n"
+                        "True\n"
+                        "tensor([ 0.,  0., -1.])\n"
+                        "tensor([[2.2125, 2.4985],\n"
+                        "        [2.5332, 0.8822]])\n"
+                        "torch.return_types.linalg_svd(\n"
+                        "U=tensor([[-0.7889, -0.6145],\n"
+                        "        [-0.6145,  0.7889]]),\n"
+                        "S=tensor([4.1498, 1.0548]),\n"
+                        "Vh=tensor([[-0.7957, -0.6056],\n"
+                        "        [ 0.6056, -0.7957]]))\n"
+                        "tensor(4.2817) tensor(5.2046) tensor(-4.3774)\n"
+                        "tensor(3)\n");
+  CHECK_THAT(error_of("import torch\ntorch.linalg.inv(torch.ones(2, 3))"),
+             Contains("linalg.inv: A must be batches of square matrices, but they are 2 by 3 "
+                      "matrices"));
+  CHECK_THAT(error_of("import torch\ntorch.linalg.nope(torch.ones(2, 3))"),
+             Contains("nope"));
+}
