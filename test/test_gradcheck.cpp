@@ -432,6 +432,10 @@ TEST_CASE("gradcheck: linear algebra", "[autograd][gradcheck][linalg]") {
       "inv", [&](const auto& t) { return linalg::inv(t[0] + I(3) * 3); }, {b233}, true);
   gradcheck(
       "det", [&](const auto& t) { return linalg::det(t[0] + I(3) * 2); }, {b233}, true);
+  // A singular matrix's gradient: its cofactors.
+  Tensor singular = tensor({{1., 2.}, {2., 4.}}, dtype(kFloat64)).requires_grad_();
+  linalg::det(singular).backward();
+  CHECK(allclose(singular.grad(), tensor({{4., -2.}, {-2., 1.}}, dtype(kFloat64)), 1e-12, 1e-12));
   gradcheck("slogdet", [&](const auto& t) { return linalg::slogdet(t[0] - I(3) * 2).logabsdet; },
             {b233});
   for (bool upper : {false, true})

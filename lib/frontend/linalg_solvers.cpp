@@ -124,9 +124,18 @@ Tensor det(const Tensor& A, Caller caller) {
     NoGradGuard no_grad;
     d = lu.diagonal(0, -2, -1).prod(-1) * sign;
   }
-  // d(det A) = det A tr(A^-1 dA): gA = g det A^-T (A invertible).
-  autograd::record("LinalgDetBackward0", {A}, {d}, {A, d}, [](const Grads& g, const Grads& s) {
-    return Grads{scaled_inverse_t(s[0], g[0] * s[1])};
+  // d(det A) = tr(adj(A) dA): gA = g adj(A)^T, the cofactors, which exist for a singular A too.
+  // With A = U diag(S) Vh they are det(U) det(Vh) U diag(prod of the other S) Vh: no division.
+  autograd::record("LinalgDetBackward0", {A}, {d}, {A}, [](const Grads& g, const Grads& s) {
+    auto [U, S, Vh] = svd(s[0]);
+    Tensor sign;
+    {
+      NoGradGuard no_grad; // +-1, locally constant
+      sign = det(U) * det(Vh);
+    }
+    Tensor I = eye(S.size(-1), TensorOptions(S.dtype()).device(S.device()));
+    Tensor others = (S.unsqueeze(-2) * (1 - I) + I).prod(-1);
+    return Grads{(U * (others * (sign * g[0]).unsqueeze(-1)).unsqueeze(-2)).matmul(Vh)};
   });
   return d;
 }
