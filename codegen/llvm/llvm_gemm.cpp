@@ -54,7 +54,8 @@ Tile host_tile(DType dtype) {
     int64_t mr = 0, nr = 0;
     if (std::sscanf(s, "%ldx%ld", &mr, &nr) != 2)
       throw std::invalid_argument(fmt::format("TJ_GEMM_TILE={}: expected MRxNR", s));
-    return checked_tile(dtype, mr, nr);
+    // The float32 tile; float64's fills the same registers with half the columns.
+    return checked_tile(dtype, mr, dtype == kFloat64 ? nr / 2 : nr);
   }
   return checked_tile(dtype,
                       host_vector_bytes() == 64   ? 14

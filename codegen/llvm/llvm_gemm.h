@@ -30,7 +30,8 @@ struct GemmMicrokernel {
 };
 
 // The microkernel for float32 or float64 on the host, compiled on first use (thread-safe).
-// TJ_GEMM_TILE=MRxNR overrides the tile chosen for the host, for tuning.
+// TJ_GEMM_TILE=MRxNR overrides the float32 tile chosen for the host, for tuning; float64 takes
+// MR x NR/2, the same registers.
 std::shared_ptr<const GemmMicrokernel> gemm_microkernel(DType dtype);
 
 // A microkernel of another tile, compiled now (tests run every tile shape the generator can

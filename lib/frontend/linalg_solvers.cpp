@@ -286,8 +286,8 @@ Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
 
 Tensor matrix_rank(const Tensor& A, bool hermitian, Caller caller) {
   detail::CallSite site(caller, "linalg.matrix_rank");
-  check_matrix(A, "torch.linalg.matrix_rank");
-  check_float(A, "torch.linalg.matrix_rank");
+  check_matrix(A, "linalg.matrix_rank", "input");
+  check_float(A, "linalg.matrix_rank");
   const int64_t m = A.size(-2), n = A.size(-1);
   const double eps = A.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
                                            : std::numeric_limits<float>::epsilon();
