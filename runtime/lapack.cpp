@@ -281,6 +281,19 @@ Failure lstsq_t(const Matrices& a, const Matrices& b, int driver, void* out, int
 
 } // namespace
 
+Matrices strided(const void* data, const std::vector<int64_t>& shape,
+                 const std::vector<int64_t>& strides, int64_t offset) {
+  const size_t r = shape.size();
+  return {data,
+          offset,
+          {shape.begin(), shape.end() - 2},
+          {strides.begin(), strides.end() - 2},
+          shape[r - 2],
+          shape[r - 1],
+          strides[r - 2],
+          strides[r - 1]};
+}
+
 Failure lu(DType dtype, const Matrices& a, void* out, int64_t out_row) {
   return dtype == kFloat64 ? lu_t<double>(a, out, out_row) : lu_t<float>(a, out, out_row);
 }

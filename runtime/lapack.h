@@ -20,6 +20,9 @@ struct Matrices {
   std::vector<int64_t> batch, batch_strides;
   int64_t rows = 0, cols = 0, row = 0, col = 0;
 };
+// The matrices of a strided view (batch..., rows, cols) of `data`.
+Matrices strided(const void* data, const std::vector<int64_t>& shape,
+                 const std::vector<int64_t>& strides, int64_t offset);
 
 // The first batch entry (row-major) whose LAPACK call reported an error, and the error (the
 // routine's `info`); entry -1: none did.

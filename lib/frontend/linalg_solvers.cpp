@@ -72,6 +72,12 @@ std::pair<Tensor, Tensor> lu_and_sign(const Tensor& A) {
   return {parts[0], sign};
 }
 
+// Machine epsilon of float32 or float64: PyTorch's cutoffs for small singular values scale it.
+double epsilon(DType t) {
+  return t == kFloat64 ? std::numeric_limits<double>::epsilon()
+                       : std::numeric_limits<float>::epsilon();
+}
+
 // The inverse's transpose times g (batch...), as det's and slogdet's gradients take it.
 Tensor scaled_inverse_t(const Tensor& A, const Tensor& g) {
   return inv(A).mT() * g.unsqueeze(-1).unsqueeze(-1);
@@ -269,8 +275,7 @@ Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
     return zeros(s, TensorOptions(A.dtype()).device(A.device()));
   }
   // Singular values below eps * max(m, n) times the largest are taken as zero (PyTorch's rtol).
-  const double eps = A.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
-                                           : std::numeric_limits<float>::epsilon();
+  const double eps = epsilon(A.dtype());
   const double rtol = eps * static_cast<double>(std::max(m, n));
   if (hermitian) {
     auto [L, U] = eigh(A);
@@ -289,8 +294,7 @@ Tensor matrix_rank(const Tensor& A, bool hermitian, Caller caller) {
   check_matrix(A, "linalg.matrix_rank", "input");
   check_float(A, "linalg.matrix_rank");
   const int64_t m = A.size(-2), n = A.size(-1);
-  const double eps = A.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
-                                           : std::numeric_limits<float>::epsilon();
+  const double eps = epsilon(A.dtype());
   NoGradGuard no_grad;
   Tensor S = hermitian ? eigvalsh(A).abs() : svdvals(A);
   if (S.size(-1) == 0) return zeros(batch_of(A), TensorOptions(kInt64).device(A.device()));

@@ -8,7 +8,7 @@
 
 #include "lib/ir/routine.h"
 #include "lib/ir/scalar_semantics.h"
-#include "runtime/lapack.h"
+#include "lib/pipeline/library_calls.h"
 #include "tensorjit/error.h"
 
 namespace tj::interp {
@@ -254,56 +254,15 @@ private:
   // the routine's error, as the library's would be.
   static HostArray factorization(const Node& n, const std::vector<const HostArray*>& in) {
     HostArray out = make(n.dtype, n.shape);
-    auto matrices = [](const HostArray& a) {
-      const size_t r = a.shape.size();
-      rt::lapack::Matrices m;
-      m.data = a.f.data();
-      m.batch.assign(a.shape.begin(), a.shape.end() - 2);
-      m.rows = a.shape[r - 2];
-      m.cols = a.shape[r - 1];
-      m.row = m.cols;
-      m.col = 1;
-      int64_t stride = m.rows * m.cols;
-      m.batch_strides.assign(m.batch.size(), 0);
-      for (size_t d = m.batch.size(); d-- > 0;) {
-        m.batch_strides[d] = stride;
-        stride *= m.batch[d];
-      }
-      return m;
-    };
-    const std::vector<int64_t> p = ir::routine_params(n);
-    const int64_t row = n.shape.back();
-    double* o = out.f.data();
     rt::lapack::Failure failure;
-    if (n.numel() > 0) switch (ir::routine(n)) {
-      case ir::Routine::Lu:
-        failure = rt::lapack::lu(kFloat64, matrices(*in[0]), o, row);
-        break;
-      case ir::Routine::Solve:
-        failure = rt::lapack::solve(kFloat64, matrices(*in[0]), matrices(*in[1]), o, row);
-        break;
-      case ir::Routine::Inv:
-        failure = rt::lapack::inv(kFloat64, matrices(*in[0]), o, row);
-        break;
-      case ir::Routine::Cholesky:
-        failure = rt::lapack::cholesky(kFloat64, matrices(*in[0]), p[0] != 0, o, row);
-        break;
-      case ir::Routine::Qr:
-        failure = rt::lapack::qr(kFloat64, matrices(*in[0]), static_cast<int>(p[0]), o, row);
-        break;
-      case ir::Routine::Svd:
-        failure = rt::lapack::svd(kFloat64, matrices(*in[0]), p[0] != 0, p[1] != 0, o, row);
-        break;
-      case ir::Routine::Eigh:
-        failure = rt::lapack::eigh(kFloat64, matrices(*in[0]), p[0] != 0, p[1] != 0, o, row);
-        break;
-      case ir::Routine::Lstsq:
-        failure = rt::lapack::lstsq(kFloat64, matrices(*in[0]), matrices(*in[1]),
-                                    static_cast<int>(p[0]), o, row);
-        break;
-      case ir::Routine::Gemm:
-        break;
-      }
+    if (n.numel() > 0) {
+      std::vector<rt::lapack::Matrices> matrices;
+      for (const HostArray* a : in)
+        matrices.push_back(
+            rt::lapack::strided(a->f.data(), a->shape, ir::contiguous_strides(a->shape), 0));
+      failure = pipeline::factor_with_lapack(ir::routine(n), ir::routine_params(n), kFloat64,
+                                             matrices, out.f.data(), n.shape.back());
+    }
     if (failure)
       throw Error(fmt::format("interpreter: {} failed on batch entry {} (info {})",
                               ir::name(ir::routine(n)), failure.entry, failure.info));

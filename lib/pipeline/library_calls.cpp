@@ -1,9 +1,12 @@
 #include "lib/pipeline/library_calls.h"
 
+#include <fmt/format.h>
+
 #include "codegen/llvm/llvm_gemm.h"
 #include "runtime/cpu_gemm.h"
 #include "runtime/cuda_blas.h"
 #include "tensorjit/config.h"
+#include "tensorjit/error.h"
 
 namespace tj::pipeline {
 namespace {
@@ -52,6 +55,33 @@ const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m
       {},
       {}};
   return &cublas;
+}
+
+rt::lapack::Failure factor_with_lapack(ir::Routine r, const std::vector<int64_t>& p, DType t,
+                                       const std::vector<rt::lapack::Matrices>& ops, void* o,
+                                       int64_t row) {
+  namespace la = rt::lapack;
+  switch (r) {
+  case ir::Routine::Lu:
+    return la::lu(t, ops[0], o, row);
+  case ir::Routine::Solve:
+    return la::solve(t, ops[0], ops[1], o, row);
+  case ir::Routine::Inv:
+    return la::inv(t, ops[0], o, row);
+  case ir::Routine::Cholesky:
+    return la::cholesky(t, ops[0], p[0] != 0, o, row);
+  case ir::Routine::Qr:
+    return la::qr(t, ops[0], static_cast<int>(p[0]), o, row);
+  case ir::Routine::Svd:
+    return la::svd(t, ops[0], p[0] != 0, p[1] != 0, o, row);
+  case ir::Routine::Eigh:
+    return la::eigh(t, ops[0], p[0] != 0, p[1] != 0, o, row);
+  case ir::Routine::Lstsq:
+    return la::lstsq(t, ops[0], ops[1], static_cast<int>(p[0]), o, row);
+  case ir::Routine::Gemm:
+    break;
+  }
+  throw Error(fmt::format("internal error: LAPACK performs no {}", ir::name(r)));
 }
 
 } // namespace tj::pipeline

@@ -7,7 +7,9 @@
 #include <string_view>
 
 #include "lib/ir/node.h"
+#include "lib/ir/routine.h"
 #include "runtime/gemm_plan.h"
+#include "runtime/lapack.h"
 
 namespace tj::pipeline {
 
@@ -43,5 +45,12 @@ public:
   ScopedGemmOverride(const ScopedGemmOverride&) = delete;
   ScopedGemmOverride& operator=(const ScopedGemmOverride&) = delete;
 };
+
+// Performs factorization `r` (not Gemm) with `params` through LAPACK on host matrices of `dtype`
+// (one per operand), writing its parts into `out`, `out_row` elements per batch entry. Nothing
+// to do for an empty result. Materialization and the reference interpreter both call it.
+rt::lapack::Failure factor_with_lapack(ir::Routine r, const std::vector<int64_t>& params,
+                                       DType dtype, const std::vector<rt::lapack::Matrices>& ops,
+                                       void* out, int64_t out_row);
 
 } // namespace tj::pipeline

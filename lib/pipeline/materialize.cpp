@@ -19,7 +19,6 @@
 #include "lib/pipeline/library_calls.h"
 #include "lib/pipeline/materialize.h"
 #include "lib/schedule/scheduler.h"
-#include "runtime/lapack.h"
 #include "runtime/stats_counters.h"
 #include "tensorjit/config.h"
 #include "tensorjit/error.h"
@@ -305,20 +304,6 @@ std::string failure_message(ir::Routine r, int64_t entry, int64_t info, bool bat
   }
 }
 
-rt::lapack::Matrices matrices(const ir::NodePtr& x) {
-  const size_t r = x->shape.size();
-  rt::lapack::Matrices m;
-  m.data = x->storage->data();
-  m.offset = x->view.offset;
-  m.batch.assign(x->shape.begin(), x->shape.end() - 2);
-  m.batch_strides.assign(x->view.strides.begin(), x->view.strides.end() - 2);
-  m.rows = x->shape[r - 2];
-  m.cols = x->shape[r - 1];
-  m.row = x->view.strides[r - 2];
-  m.col = x->view.strides[r - 1];
-  return m;
-}
-
 } // namespace
 
 // Performs a factorization (ir/routine.h) through LAPACK on the CPU: the operands are computed
@@ -343,41 +328,14 @@ void Materializer::perform_factorization(const ir::NodePtr& c) {
     c->realized = out;
     return;
   }
-  const std::vector<int64_t> p = ir::routine_params(*c);
-  const int64_t row = c->shape.back();
-  void* o = storage->data();
-  const DType t = c->dtype;
   rt::lapack::Failure failure;
   if (c->numel() > 0) {
-    switch (r) {
-    case ir::Routine::Lu:
-      failure = rt::lapack::lu(t, matrices(ops[0]), o, row);
-      break;
-    case ir::Routine::Solve:
-      failure = rt::lapack::solve(t, matrices(ops[0]), matrices(ops[1]), o, row);
-      break;
-    case ir::Routine::Inv:
-      failure = rt::lapack::inv(t, matrices(ops[0]), o, row);
-      break;
-    case ir::Routine::Cholesky:
-      failure = rt::lapack::cholesky(t, matrices(ops[0]), p[0] != 0, o, row);
-      break;
-    case ir::Routine::Qr:
-      failure = rt::lapack::qr(t, matrices(ops[0]), static_cast<int>(p[0]), o, row);
-      break;
-    case ir::Routine::Svd:
-      failure = rt::lapack::svd(t, matrices(ops[0]), p[0] != 0, p[1] != 0, o, row);
-      break;
-    case ir::Routine::Eigh:
-      failure = rt::lapack::eigh(t, matrices(ops[0]), p[0] != 0, p[1] != 0, o, row);
-      break;
-    case ir::Routine::Lstsq:
-      failure =
-          rt::lapack::lstsq(t, matrices(ops[0]), matrices(ops[1]), static_cast<int>(p[0]), o, row);
-      break;
-    case ir::Routine::Gemm:
-      break;
-    }
+    std::vector<rt::lapack::Matrices> matrices;
+    for (const auto& x : ops)
+      matrices.push_back(
+          rt::lapack::strided(x->storage->data(), x->shape, x->view.strides, x->view.offset));
+    failure = pipeline::factor_with_lapack(r, ir::routine_params(*c), c->dtype, matrices,
+                                           storage->data(), c->shape.back());
     ++rt::counters().library_calls;
   }
   if (failure) throw Error(failure_message(r, failure.entry, failure.info, c->ndim() > 1));
