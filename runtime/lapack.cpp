@@ -52,6 +52,7 @@ template <> struct Fn<float> {
   static constexpr auto orgqr = &LAPACKE_sorgqr;
   static constexpr auto gesdd = &LAPACKE_sgesdd;
   static constexpr auto syevd = &LAPACKE_ssyevd;
+  static constexpr auto geev = &LAPACKE_sgeev;
   static constexpr auto gelsy = &LAPACKE_sgelsy;
   static constexpr auto gels = &LAPACKE_sgels;
   static constexpr auto gelsd = &LAPACKE_sgelsd;
@@ -65,6 +66,7 @@ template <> struct Fn<double> {
   static constexpr auto orgqr = &LAPACKE_dorgqr;
   static constexpr auto gesdd = &LAPACKE_dgesdd;
   static constexpr auto syevd = &LAPACKE_dsyevd;
+  static constexpr auto geev = &LAPACKE_dgeev;
   static constexpr auto gelsy = &LAPACKE_dgelsy;
   static constexpr auto gels = &LAPACKE_dgels;
   static constexpr auto gelsd = &LAPACKE_dgelsd;
@@ -239,6 +241,41 @@ Failure eigh_t(const Matrices& a, bool upper, bool vectors, void* out, int64_t o
   });
 }
 
+template <class T> Failure eig_t(const Matrices& a, bool vectors, void* out, int64_t out_row) {
+  const int64_t n = a.rows;
+  return each<T>("geev", count_of(a), out, out_row, [&](int64_t e, T* o) {
+    std::vector<T> w(static_cast<size_t>(n * n)), vr(static_cast<size_t>(vectors ? n * n : 1));
+    T* wr = o;
+    T* wi = o + n;
+    load(a, e, w.data(), n);
+    T unused = 0;
+    lapack_int info = Fn<T>::geev(kCol, 'N', vectors ? 'V' : 'N', li(n), w.data(), ld(n), wr, wi,
+                                  &unused, 1, vr.data(), ld(n));
+    if (!vectors || info != 0) return info;
+    // Column j of VR is a real eigenvector, or with j + 1 the parts of a conjugate pair's.
+    T* re = o + 2 * n;
+    T* im = re + n * n;
+    for (int64_t j = 0; j < n; ++j) {
+      const T* c = vr.data() + j * n;
+      if (wi[j] != 0 && j + 1 < n) {
+        const T* d = c + n;
+        for (int64_t i = 0; i < n; ++i) {
+          re[i * n + j] = re[i * n + j + 1] = c[i];
+          im[i * n + j] = d[i];
+          im[i * n + j + 1] = -d[i];
+        }
+        ++j;
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          re[i * n + j] = c[i];
+          im[i * n + j] = 0;
+        }
+      }
+    }
+    return info;
+  });
+}
+
 template <class T>
 Failure lstsq_t(const Matrices& a, const Matrices& b, int driver, void* out, int64_t out_row) {
   const int64_t m = a.rows, n = a.cols, k = b.cols, ldb = std::max(m, n), kmin = std::min(m, n);
@@ -317,6 +354,11 @@ Failure svd(DType dtype, const Matrices& a, bool full, bool vectors, void* out, 
   return dtype == kFloat64 ? svd_t<double>(a, full, vectors, out, out_row)
                            : svd_t<float>(a, full, vectors, out, out_row);
 }
+Failure eig(DType dtype, const Matrices& a, bool vectors, void* out, int64_t out_row) {
+  return dtype == kFloat64 ? eig_t<double>(a, vectors, out, out_row)
+                           : eig_t<float>(a, vectors, out, out_row);
+}
+
 Failure eigh(DType dtype, const Matrices& a, bool upper, bool vectors, void* out, int64_t out_row) {
   return dtype == kFloat64 ? eigh_t<double>(a, upper, vectors, out, out_row)
                            : eigh_t<float>(a, upper, vectors, out, out_row);

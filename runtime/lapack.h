@@ -41,6 +41,10 @@ Failure cholesky(DType dtype, const Matrices& a, bool upper, void* out, int64_t 
 Failure qr(DType dtype, const Matrices& a, int mode, void* out, int64_t out_row);
 Failure svd(DType dtype, const Matrices& a, bool full, bool vectors, void* out, int64_t out_row);
 Failure eigh(DType dtype, const Matrices& a, bool upper, bool vectors, void* out, int64_t out_row);
+// geev: the eigenvalues' real and imaginary parts (n each) and, with vectors, the right
+// eigenvectors' real and imaginary parts (n x n each, row-major), a conjugate pair's vectors
+// unpacked from LAPACK's two real columns.
+Failure eig(DType dtype, const Matrices& a, bool vectors, void* out, int64_t out_row);
 Failure lstsq(DType dtype, const Matrices& a, const Matrices& b, int driver, void* out,
               int64_t out_row);
 

@@ -100,6 +100,14 @@ std::vector<Tensor> corpus() {
   out.push_back(index_select(x * 2, 1, tensor(std::vector<int64_t>{2, 0, 2})));
   out.push_back(gather(x.t(), 0, tensor(std::vector<int64_t>{1, 0, 3, 2}).reshape({2, 2})));
   out.push_back(scatter(x * 2, 1, tensor(std::vector<int64_t>{3, 0, 1, 1}).reshape({2, 2}), -x));
+  // Complex values: their ops, parts, constants and memory.
+  Tensor c = complex(x, y);
+  out.push_back(c * c.conj() / (c + 1) - c.exp() + (c.abs() + 1).log() + c.sqrt() + c.sin());
+  out.push_back(c.abs() + c.real() * c.imag() + c.angle() + c.sum(1).real().unsqueeze(1));
+  out.push_back(c.to(kComplex128) * Scalar(std::complex<double>(1.5, -2)) + c.cos());
+  Tensor cm = complex(tensor({1.5f, -0.f}), tensor({-2.f, 3.f}));
+  cm.eval();
+  out.push_back(cm * 2 == cm.reciprocal());
   // An in-place write through a view.
   Tensor z = zeros({4, 4});
   z.slice(1, 0, 4, 2).add_(1);

@@ -211,8 +211,8 @@ TEST_CASE("load_npy rejects corrupt, truncated and unsupported files clearly", "
 
   CHECK_THROWS_WITH(load_npy(fixture("uint16")),
                     Contains("can't convert np.ndarray of type numpy.uint16. The only supported "
-                             "types are: float64, float32, float16, int64, int32, int16, int8, "
-                             "uint8, and bool."));
+                             "types are: float64, float32, float16, complex64, complex128, int64, "
+                             "int32, int16, int8, uint8, and bool."));
   CHECK_THROWS_WITH(load_npy(fixture("unicode")), Contains("of type numpy.str_"));
   CHECK_THROWS_WITH(save_npy(ones({2}), tmp.file("no/such/dir/x.npy")), Contains("cannot open"));
   CHECK_THROWS_WITH(save_npy(Tensor(), tmp.file("x.npy")), Contains("undefined"));

@@ -25,13 +25,13 @@ PrintSource floats(std::vector<double> values, std::vector<int64_t> shape,
     for (double& v : values)
       v = static_cast<double>(static_cast<float>(v));
   auto data = std::make_shared<std::vector<double>>(std::move(values));
-  return {dtype, std::move(shape), [data](int64_t i) { return data->at(i); }, nullptr};
+  return {dtype, std::move(shape), [data](int64_t i) { return data->at(i); }, nullptr, nullptr};
 }
 
 PrintSource ints(std::vector<int64_t> values, std::vector<int64_t> shape,
                  tj::DType dtype = tj::kInt64) {
   auto data = std::make_shared<std::vector<int64_t>>(std::move(values));
-  return {dtype, std::move(shape), nullptr, [data](int64_t i) { return data->at(i); }};
+  return {dtype, std::move(shape), nullptr, [data](int64_t i) { return data->at(i); }, nullptr};
 }
 
 PrintSource bools(std::vector<int64_t> values, std::vector<int64_t> shape) {

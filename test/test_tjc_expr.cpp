@@ -423,9 +423,14 @@ linalg.lstsq(A, b).rank
                         "        [ 0.6056, -0.7957]]))\n"
                         "tensor(4.2817) tensor(5.2046) tensor(-4.3774)\n"
                         "tensor(3)\n");
+  // eigvals: complex results, and complex numbers made in the program.
+  CHECK(run("import torch\nprint(torch.linalg.eigvals(torch.tensor([[0., -1.], [1., 0.]])))\n"
+            "z = torch.complex(torch.tensor([1., 0.]), torch.tensor([2., -1.]))\n"
+            "print(z * z, torch.zeros(1, dtype=torch.cdouble))") ==
+        "tensor([0.+1.j, 0.-1.j])\n"
+        "tensor([-3.+4.j, -1.-0.j]) tensor([0.+0.j], dtype=torch.complex128)\n");
   CHECK_THAT(error_of("import torch\ntorch.linalg.inv(torch.ones(2, 3))"),
              Contains("linalg.inv: A must be batches of square matrices, but they are 2 by 3 "
                       "matrices"));
-  CHECK_THAT(error_of("import torch\ntorch.linalg.nope(torch.ones(2, 3))"),
-             Contains("nope"));
+  CHECK_THAT(error_of("import torch\ntorch.linalg.nope(torch.ones(2, 3))"), Contains("nope"));
 }

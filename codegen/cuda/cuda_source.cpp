@@ -179,8 +179,11 @@ const char* reg(DType t) {
     return "float";
   case kFloat64:
     return "double";
+  case kComplex64:
+  case kComplex128: // passes/lower_complex leaves none for kernels
+    break;
   }
-  throw std::logic_error("unknown dtype");
+  throw std::logic_error("no register type for " + dtype_name(t));
 }
 // Memory type: bool is a byte.
 const char* mem(DType t) { return t == kBool ? "u8" : reg(t); }

@@ -1538,6 +1538,7 @@ llvm::Value* KernelLowering::lower_value(int idx) {
   case ir::OpCategory::Scatter:
   case ir::OpCategory::Mutation:
   case ir::OpCategory::Call:
+  case ir::OpCategory::Complex:
     break;
   }
   bad(idx, fmt::format("{} cannot be lowered", ir::name(v.op)));

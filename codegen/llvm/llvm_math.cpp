@@ -46,8 +46,11 @@ llvm::Type* OpLowering::reg_type(DType t) {
     return b_.getFloatTy();
   case kFloat64:
     return b_.getDoubleTy();
+  case kComplex64:
+  case kComplex128: // passes/lower_complex leaves none for kernels
+    break;
   }
-  throw LowerError("unknown dtype");
+  throw LowerError("no register type for " + dtype_name(t));
 }
 
 llvm::Type* OpLowering::mem_type(DType t) { return t == kBool ? b_.getInt8Ty() : reg_type(t); }

@@ -130,9 +130,19 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol 
               bool equal_nan = false);
 bool equal(const Tensor& a, const Tensor& b);
 
+// Complex numbers: re + i im (float32 or float64 parts of one dtype), and abs * (cos + i sin) of
+// angle, as torch.complex and torch.polar.
+Tensor complex(const Tensor& real, const Tensor& imag, Caller where = {});
+Tensor polar(const Tensor& abs, const Tensor& angle, Caller where = {});
+inline bool is_complex(const Tensor& t) { return t.is_complex(); }
+
 #define TJ_DECLARE_UNARY(name) Tensor name(const Tensor& a, Caller where = {});
 TJ_DECLARE_UNARY(neg)
 TJ_DECLARE_UNARY(abs)
+TJ_DECLARE_UNARY(real)
+TJ_DECLARE_UNARY(imag)
+TJ_DECLARE_UNARY(conj)
+TJ_DECLARE_UNARY(angle)
 TJ_DECLARE_UNARY(sign)
 TJ_DECLARE_UNARY(ceil)
 TJ_DECLARE_UNARY(floor)

@@ -40,6 +40,9 @@ struct SvdResult { // torch.return_types.linalg_svd
 struct EighResult { // torch.return_types.linalg_eigh
   Tensor eigenvalues, eigenvectors;
 };
+struct EigResult { // torch.return_types.linalg_eig: complex eigenvalues and eigenvectors
+  Tensor eigenvalues, eigenvectors;
+};
 struct QrResult { // torch.return_types.linalg_qr
   Tensor Q, R;
 };
@@ -49,6 +52,7 @@ struct LstsqResult { // torch.return_types.linalg_lstsq
 std::ostream& operator<<(std::ostream& os, const SlogdetResult& r);
 std::ostream& operator<<(std::ostream& os, const SvdResult& r);
 std::ostream& operator<<(std::ostream& os, const EighResult& r);
+std::ostream& operator<<(std::ostream& os, const EigResult& r);
 std::ostream& operator<<(std::ostream& os, const QrResult& r);
 std::ostream& operator<<(std::ostream& os, const LstsqResult& r);
 
@@ -78,6 +82,9 @@ SvdResult svd(const Tensor& A, bool full_matrices = true, Caller where = {});
 Tensor svdvals(const Tensor& A, Caller where = {});
 EighResult eigh(const Tensor& A, const std::string& UPLO = "L", Caller where = {});
 Tensor eigvalsh(const Tensor& A, const std::string& UPLO = "L", Caller where = {});
+// A general square matrix's eigenvalues and eigenvectors (complex, through LAPACK's geev).
+EigResult eig(const Tensor& A, Caller where = {});
+Tensor eigvals(const Tensor& A, Caller where = {});
 Tensor matrix_rank(const Tensor& A, bool hermitian = false, Caller where = {});
 
 // Norms. vector_norm over `dim` (all dims when empty); matrix_norm over the two dims of `dim`;

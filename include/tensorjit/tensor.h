@@ -106,6 +106,7 @@ public:
   int64_t storage_offset() const;
   bool is_contiguous() const;
   bool is_floating_point() const { return tj::is_floating_point(dtype()); }
+  bool is_complex() const { return tj::is_complex(dtype()); }
   bool is_leaf() const;
   bool requires_grad() const;
   // True once the value has been computed and lives in memory.
@@ -259,6 +260,12 @@ public:
 
   Tensor neg(Caller where = {}) const;
   Tensor abs(Caller where = {}) const;
+  // Complex numbers (a real tensor's real() is itself, its conj() itself). real() and imag() are
+  // new tensors, not views that write through to this one as PyTorch's are.
+  Tensor real(Caller where = {}) const;
+  Tensor imag(Caller where = {}) const;
+  Tensor conj(Caller where = {}) const;
+  Tensor angle(Caller where = {}) const;
   Tensor sign(Caller where = {}) const;
   Tensor ceil(Caller where = {}) const;
   Tensor floor(Caller where = {}) const;

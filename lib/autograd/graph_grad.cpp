@@ -150,7 +150,8 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
   case Op::Call: {
     const Routine r = routine(n);
     if (r == Routine::Gemm) return matmul(x, in[1]);
-    if (r == Routine::Lu) // its frontend ops (det, slogdet) differentiate themselves
+    // lu: its frontend ops (det, slogdet) differentiate themselves; eig's results are complex
+    if (r == Routine::Lu || r == Routine::Eig)
       throw Error(fmt::format("differentiate: Call {} has no gradient", name(r)));
     // The parts, each flattened after the batch dims, end to end: the Call's layout.
     std::vector<Tensor> flat;

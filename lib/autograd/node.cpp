@@ -1,6 +1,8 @@
 // Grad mode, recording ops into the backward graph, and saved values.
 #include "lib/autograd/node.h"
 
+#include <fmt/format.h>
+
 #include "lib/autograd/formulas.h"
 
 #include "tensorjit/functions.h"
@@ -116,6 +118,11 @@ void set_history(const Tensor& t, const std::shared_ptr<FunctionNode>& fn, uint3
 void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
             const std::vector<Tensor>& save, FunctionNode::Backward backward) {
   if (!any_requires_grad(inputs)) return;
+  for (const Tensor& y : outputs)
+    if (y.defined() && is_complex(y.dtype()))
+      throw Error(fmt::format("gradients through complex values are not supported yet: {} of a "
+                              "tensor that requires grad gives a complex result",
+                              name));
   auto fn = std::make_shared<FunctionNode>();
   fn->name_ = name;
   fn->site = ir::current_site();

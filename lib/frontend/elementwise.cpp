@@ -37,7 +37,7 @@ void check_integral(const Operand& a, const Operand& b, DType t, const char* nam
 }
 
 // The dtype a floating-point op computes in: floats keep theirs, others go to the default.
-DType float_type(DType t) { return is_floating_point(t) ? t : default_dtype(); }
+DType float_type(DType t) { return is_floating_point(t) || is_complex(t) ? t : default_dtype(); }
 
 // PyTorch's alpha_check for add and sub.
 void check_alpha(DType t, const Scalar& alpha) {
@@ -435,6 +435,12 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
                             fe::cpp_type_name(b.dtype())));
   NodePtr x = node_of(a), y = node_of(b);
   NodePtr eqn = fe::binary(Op::CmpEq, x, y);
+  if (a.is_complex()) { // |a - b| <= atol + rtol |b|, magnitudes of complex numbers
+    Tensor diff = (a - b).abs();
+    Tensor close =
+        logical_or(wrap(eqn), logical_and(diff.isfinite(), diff <= (b.abs() * rtol + atol)));
+    return equal_nan ? logical_or(close, logical_and(a.isnan(), b.isnan())) : close;
+  }
   if (!is_floating_point(x->dtype)) return wrap(eqn);
   DType t = x->dtype;
   NodePtr diff = fe::unary(Op::Abs, fe::binary(Op::Sub, x, y));
@@ -480,6 +486,8 @@ Tensor neg(const Tensor& a, Caller caller) {
 Tensor abs(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "abs");
   if (a.dtype() == kBool) throw Error("\"abs_cpu\" not implemented for 'Bool'");
+  if (a.is_complex()) // the magnitude, a real number
+    return wrap(ir::make_node(Op::Abs, real_part_dtype(a.dtype()), a.sizes(), {node_of(a)}));
   return recorded(Op::Abs, a, wrap(fe::unary(Op::Abs, node_of(a))));
 }
 Tensor sign(const Tensor& a, Caller caller) {
@@ -500,6 +508,7 @@ Tensor sign(const Tensor& a, Caller caller) {
   Tensor name(const Tensor& a, Caller caller) {                                                    \
     detail::CallSite site(caller, #name);                                                          \
     reject_bool(a.dtype(), #name "_vml_cpu");                                                      \
+    if (a.is_complex()) throw Error(#name " is not supported for complex inputs");                 \
     return is_floating_point(a.dtype()) ? recorded(op, a, wrap(fe::unary(op, node_of(a))))         \
                                         : a.clone();                                               \
   }
@@ -585,14 +594,23 @@ Tensor gelu(const Tensor& a, Caller caller) {
   });
   return out;
 }
+namespace {
+// A complex number is NaN or infinite where a part is, finite where both are.
+Tensor either_part(const Tensor& a, Tensor (*test)(const Tensor&, Caller)) {
+  return logical_or(test(real(a, {}), {}), test(imag(a, {}), {}));
+}
+} // namespace
+
 Tensor isnan(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "isnan");
+  if (a.is_complex()) return either_part(a, tj::isnan);
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape, x->device));
   return wrap(fe::binary(Op::CmpNe, x, x));
 }
 Tensor isinf(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "isinf");
+  if (a.is_complex()) return either_part(a, tj::isinf);
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(false, kBool, x->shape, x->device));
   return wrap(fe::binary(Op::CmpEq, fe::unary(Op::Abs, x),
@@ -600,6 +618,7 @@ Tensor isinf(const Tensor& a, Caller caller) {
 }
 Tensor isfinite(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "isfinite");
+  if (a.is_complex()) return logical_and(isfinite(real(a, {}), {}), isfinite(imag(a, {}), {}));
   NodePtr x = node_of(a);
   if (!is_floating_point(x->dtype)) return wrap(fe::constant(true, kBool, x->shape, x->device));
   return wrap(fe::binary(Op::CmpLt, fe::unary(Op::Abs, x),

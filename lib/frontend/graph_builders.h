@@ -20,6 +20,9 @@ NodePtr constant(const Scalar& v, DType t, Shape shape = {}, Device device = kCP
 // PyTorch's error for operands on two devices.
 [[noreturn]] void throw_device_mismatch(Device a, Device b);
 NodePtr cast(const NodePtr& x, DType t);
+// PyTorch's "<op>_cpu" not implemented for 'ComplexFloat' where `t` is complex and `op` has no
+// complex meaning in passes/lower_complex.
+void check_complex_op(Op op, DType t);
 NodePtr unary(Op op, const NodePtr& x);
 // Broadcasts the operands; comparison ops give bool, others the operands' dtype.
 NodePtr binary(Op op, NodePtr a, NodePtr b);

@@ -212,6 +212,10 @@ std::ostream& operator<<(std::ostream& os, const EighResult& r) {
   return print_fields(os, "linalg_eigh", Field{"eigenvalues", r.eigenvalues},
                       Field{"eigenvectors", r.eigenvectors});
 }
+std::ostream& operator<<(std::ostream& os, const EigResult& r) {
+  return print_fields(os, "linalg_eig", Field{"eigenvalues", r.eigenvalues},
+                      Field{"eigenvectors", r.eigenvectors});
+}
 std::ostream& operator<<(std::ostream& os, const QrResult& r) {
   return print_fields(os, "linalg_qr", Field{"Q", r.Q}, Field{"R", r.R});
 }

@@ -38,6 +38,9 @@ void check_square(const Tensor& A, const char* f, const char* arg = "A") {
 // LAPACK computes float32 and float64 (complex dtypes are not yet tensorjit's).
 void check_float(const Tensor& A, const char* f) {
   const DType t = A.dtype();
+  if (is_complex(t))
+    throw Error(fmt::format("{}: complex matrices are not supported yet (got {})", f,
+                            fe::cpp_type_name(t)));
   if (!is_floating_point(t))
     throw Error(fmt::format("{}: Expected a floating point or complex tensor as input. Got {}", f,
                             fe::cpp_type_name(t)));
@@ -224,6 +227,30 @@ Tensor eigvalsh(const Tensor& A, const std::string& UPLO, Caller caller) {
   check_float(A, "linalg.eigvalsh");
   if (autograd::any_requires_grad({A})) return eigh(A, UPLO).eigenvalues;
   return factor(Routine::Eigh, {A}, {upper_of(UPLO), 0})[0];
+}
+
+namespace {
+std::vector<Tensor> eig_parts(const Tensor& A, bool vectors, const char* name) {
+  check_square(A, name);
+  check_float(A, name);
+  if (autograd::any_requires_grad({A}))
+    throw Error(fmt::format("gradients through complex values are not supported yet: {} of a "
+                            "tensor that requires grad gives complex results",
+                            name));
+  return factor(Routine::Eig, {A}, {vectors ? 1 : 0});
+}
+} // namespace
+
+EigResult eig(const Tensor& A, Caller caller) {
+  detail::CallSite site(caller, "linalg.eig");
+  std::vector<Tensor> p = eig_parts(A, true, "linalg.eig");
+  return {tj::complex(p[0], p[1]), tj::complex(p[2], p[3])};
+}
+
+Tensor eigvals(const Tensor& A, Caller caller) {
+  detail::CallSite site(caller, "linalg.eigvals");
+  std::vector<Tensor> p = eig_parts(A, false, "linalg.eigvals");
+  return tj::complex(p[0], p[1]);
 }
 
 LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<std::string> driver,

@@ -138,8 +138,9 @@ private:
 // bfloat16, which NumPy lacks, is saved as raw 16-bit words ("<V2") and read back as such.
 DType dtype_of(const std::string& descr, bool& swap, const std::string& path) {
   static const std::pair<const char*, DType> codes[] = {
-      {"b1", kBool},  {"u1", kUInt8},   {"i1", kInt8},    {"i2", kInt16},   {"i4", kInt32},
-      {"i8", kInt64}, {"f2", kFloat16}, {"f4", kFloat32}, {"f8", kFloat64}, {"V2", kBFloat16}};
+      {"b1", kBool},    {"u1", kUInt8},    {"i1", kInt8},      {"i2", kInt16},
+      {"i4", kInt32},   {"i8", kInt64},    {"f2", kFloat16},   {"f4", kFloat32},
+      {"f8", kFloat64}, {"V2", kBFloat16}, {"c8", kComplex64}, {"c16", kComplex128}};
   char order = descr.empty() ? '?' : descr[0];
   std::string code = descr.size() > 1 ? descr.substr(1) : "";
   bool known_order = order == '<' || order == '>' || order == '|' || order == '=';
@@ -164,12 +165,18 @@ DType dtype_of(const std::string& descr, bool& swap, const std::string& path) {
     if (code[0] == 'O') name = "object_";
   }
   throw Error(fmt::format("load_npy: '{}': can't convert np.ndarray of type numpy.{}. The only "
-                          "supported types are: float64, float32, float16, int64, int32, int16, "
-                          "int8, uint8, and bool.",
+                          "supported types are: float64, float32, float16, complex64, complex128, "
+                          "int64, int32, int16, int8, uint8, and bool.",
                           path, name));
 }
 
-void swap_bytes(char* p, int64_t n, size_t size) {
+// A complex number's parts are swapped each on its own.
+void swap_bytes(char* p, int64_t n, DType t) {
+  size_t size = itemsize(t);
+  if (is_complex(t)) {
+    n *= 2;
+    size /= 2;
+  }
   for (int64_t i = 0; i < n; ++i, p += size)
     std::reverse(p, p + size);
 }
@@ -216,7 +223,7 @@ void save_npy(const Tensor& tensor, const std::string& path) {
   if (!body.empty()) std::memcpy(body.data(), data, body.size());
   if (!kLittleHost) {
     // The header names little-endian data ("<f4") whatever the host.
-    swap_bytes(body.data(), b->numel(), item);
+    swap_bytes(body.data(), b->numel(), b->dtype);
   }
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw Error(fmt::format("save_npy: cannot open '{}' for writing", path));
@@ -283,7 +290,7 @@ Tensor load_npy(const std::string& path) {
   ir::NodePtr buf = ir::make_empty(t, {numel});
   char* p = static_cast<char*>(buf->storage->data());
   if (nbytes > 0 && !f.read(p, nbytes)) throw truncated("data");
-  if (swap) swap_bytes(p, numel, item);
+  if (swap) swap_bytes(p, numel, t);
   if (t == kBool) {
     // Any nonzero byte is true; a bool holds exactly 0 or 1.
     for (int64_t i = 0; i < numel; ++i)

@@ -81,12 +81,16 @@ Scalar reduce_identity(Op op, DType t) {
 // A reduction over no axes: each output is its one input, added to the accumulator's start as
 // PyTorch's loop does (a float sum of -0. is +0.).
 NodePtr reduce_nothing(Op op, const NodePtr& x) {
-  if (op == Op::ReduceSum && is_floating_point(x->dtype))
+  if (op == Op::ReduceSum && (is_floating_point(x->dtype) || is_complex(x->dtype)))
     return fe::binary(Op::Add, x, fe::constant(0, x->dtype));
   return x;
 }
 
 NodePtr reduce_node(Op op, const NodePtr& x, const std::vector<int64_t>& axes) {
+  if (is_complex(x->dtype) && op != Op::ReduceSum)
+    throw Error(fmt::format("{}(): does not support complex input", op == Op::ReduceProd  ? "prod"
+                                                                    : op == Op::ReduceMax ? "max"
+                                                                                          : "min"));
   if (axes.empty()) return reduce_nothing(op, x);
   ir::Shape kept = kept_shape(x->shape, axes);
   // Nothing to reduce: no kernel reads the (empty) input.
@@ -334,7 +338,7 @@ Tensor mean_impl(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<
                  const char* grad_name) {
   NodePtr x = node_of(t);
   if (dtype) x = fe::cast(x, *dtype);
-  if (!is_floating_point(x->dtype))
+  if (!is_floating_point(x->dtype) && !is_complex(x->dtype))
     throw Error(fmt::format(
         "mean(): could not infer output dtype. Input dtype must be either a floating point or "
         "complex dtype. Got: {}",

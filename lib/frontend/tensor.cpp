@@ -2,6 +2,8 @@
 // writes are in tensor_inplace.cpp.
 #include <fmt/format.h>
 
+#include <complex>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -149,6 +151,9 @@ struct Reader {
            off * static_cast<int64_t>(itemsize(n->dtype));
   }
   double as_double(int64_t i) const { return ir::load_float(address(i), n->dtype); }
+  std::complex<double> as_complex(int64_t i) const {
+    return ir::load_complex(address(i), n->dtype);
+  }
   int64_t as_int(int64_t i) const { return ir::load_int(address(i), n->dtype); }
 };
 
@@ -247,6 +252,9 @@ Tensor& Tensor::requires_grad_(bool b) {
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().");
   }
+  if (b && is_complex())
+    throw Error("gradients of complex tensors are not supported yet: only real floating point "
+                "tensors can require gradients");
   if (b && !is_floating_point())
     throw Error("only Tensors of floating point dtype can require gradients");
   impl()->requires_grad = b;
@@ -278,6 +286,7 @@ Scalar Tensor::item() const {
   ir::NodePtr host = host_node(*this);
   Reader r(host.get());
   if (dtype() == kBool) return Scalar(r.as_int(0) != 0);
+  if (is_complex()) return Scalar(r.as_complex(0));
   if (is_floating_point()) return Scalar(r.as_double(0));
   return Scalar(r.as_int(0));
 }
@@ -288,7 +297,13 @@ template <typename T> std::vector<T> Tensor::to_vector() const {
   int64_t n = numel();
   std::vector<T> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
+    if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>)
+      out[i] = T(is_complex() || is_floating_point()
+                     ? r.as_complex(i)
+                     : std::complex<double>(static_cast<double>(r.as_int(i))));
+    else if (is_complex())
+      out[i] = Scalar(r.as_complex(i)).to<T>(); // the real part, as a cast to a real dtype
+    else if constexpr (std::is_floating_point_v<T>)
       out[i] =
           static_cast<T>(is_floating_point() ? r.as_double(i) : static_cast<double>(r.as_int(i)));
     else if constexpr (std::is_same_v<T, bool>)
@@ -307,6 +322,8 @@ template std::vector<int16_t> Tensor::to_vector<int16_t>() const;
 template std::vector<int8_t> Tensor::to_vector<int8_t>() const;
 template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
 template std::vector<bool> Tensor::to_vector<bool>() const;
+template std::vector<std::complex<float>> Tensor::to_vector<std::complex<float>>() const;
+template std::vector<std::complex<double>> Tensor::to_vector<std::complex<double>>() const;
 
 namespace {
 template <typename T> constexpr DType dtype_of() {
@@ -324,6 +341,10 @@ template <typename T> constexpr DType dtype_of() {
     return kInt64;
   else if constexpr (std::is_same_v<T, float>)
     return kFloat32;
+  else if constexpr (std::is_same_v<T, std::complex<float>>)
+    return kComplex64;
+  else if constexpr (std::is_same_v<T, std::complex<double>>)
+    return kComplex128;
   else
     return kFloat64;
 }
@@ -349,6 +370,8 @@ template int16_t* Tensor::data_ptr<int16_t>() const;
 template int8_t* Tensor::data_ptr<int8_t>() const;
 template uint8_t* Tensor::data_ptr<uint8_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
+template std::complex<float>* Tensor::data_ptr<std::complex<float>>() const;
+template std::complex<double>* Tensor::data_ptr<std::complex<double>>() const;
 
 NumpyArray Tensor::numpy() const {
   if (!device().is_cpu())
@@ -381,6 +404,10 @@ std::string Tensor::str() const {
   src.shape = n->shape;
   src.get_float = [reader](int64_t i) { return reader->as_double(i); };
   src.get_int = [reader](int64_t i) { return reader->as_int(i); };
+  if (is_complex()) {
+    src.get_float = [reader](int64_t i) { return reader->as_complex(i).real(); };
+    src.get_imag = [reader](int64_t i) { return reader->as_complex(i).imag(); };
+  }
   detail::PrintSuffixes sfx;
   if (!device().is_cpu()) sfx.device = device().str();
   sfx.requires_grad = requires_grad();

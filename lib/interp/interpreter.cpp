@@ -8,6 +8,7 @@
 
 #include "lib/ir/routine.h"
 #include "lib/ir/scalar_semantics.h"
+#include "lib/passes/lower_complex.h"
 #include "lib/pipeline/library_calls.h"
 #include "tensorjit/error.h"
 
@@ -354,6 +355,8 @@ private:
 
 } // namespace
 
-HostArray evaluate(const NodePtr& root) { return Interpreter().eval(root); }
+HostArray evaluate(const NodePtr& root) {
+  return Interpreter().eval(passes::lower_complex({root})[0]);
+}
 
 } // namespace tj::interp

@@ -18,7 +18,9 @@ struct HostArray {
   double as_double(size_t k) const { return is_float() ? f[k] : static_cast<double>(i[k]); }
 };
 
-// Evaluates `root` without the scheduler or any compiled code. Throws
+// Evaluates `root` without the scheduler or any compiled code. Complex values are evaluated as
+// the pairs of reals passes/lower_complex makes of them: a complex root comes back as its pairs
+// (its parts' dtype, its shape with a trailing 2). Throws
 // tj::Error("ZeroDivisionError") on integer division by zero.
 HostArray evaluate(const ir::NodePtr& root);
 

@@ -23,11 +23,17 @@ namespace {
 size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
 
 uint64_t scalar_bits(const Scalar& s) {
+  if (s.is_complex())
+    return std::bit_cast<uint64_t>(s.to_double()) * 31 + std::bit_cast<uint64_t>(s.imag());
   return s.is_floating_point() ? std::bit_cast<uint64_t>(s.to_double())
                                : static_cast<uint64_t>(s.to_int());
 }
 
 bool same_scalar(const Scalar& a, const Scalar& b) {
+  if (a.is_complex() || b.is_complex())
+    return a.kind() == b.kind() &&
+           std::bit_cast<uint64_t>(a.to_double()) == std::bit_cast<uint64_t>(b.to_double()) &&
+           std::bit_cast<uint64_t>(a.imag()) == std::bit_cast<uint64_t>(b.imag());
   return a.kind() == b.kind() && scalar_bits(a) == scalar_bits(b);
 }
 
@@ -237,6 +243,10 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   n->depth = is_leaf(op) ? 0 : depth + 1;
   const bool divides = (op == Op::Div || op == Op::Fmod) && is_integral(dtype, true) &&
                        !(n->src[1]->op == Op::Const && n->src[1]->value.to_int() != 0);
+  n->complex = is_complex(dtype) || category(op) == OpCategory::Complex ||
+               std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) {
+                 return is_complex(s->dtype) || (s->complex && !s->realized);
+               });
   n->may_fail = divides || std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) {
                   return s->may_fail && !s->realized;
                 });

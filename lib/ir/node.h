@@ -66,6 +66,9 @@ struct Node {
   // Computing it may raise: an integer division by a divisor not known to be
   // nonzero lies among the unrealized nodes below (this one included).
   bool may_fail = false;
+  // A complex dtype or a complex op lies among the unrealized nodes below (this one included):
+  // passes/lower_complex has work to do.
+  bool complex = false;
   // Metadata, not identity: passes and the parser fill it in on shared nodes.
   mutable std::atomic<Site> site = nullptr;
 

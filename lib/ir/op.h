@@ -22,7 +22,8 @@ enum class OpCategory : uint8_t {
   Gather,
   Scatter,
   Mutation,
-  Call
+  Call,
+  Complex
 };
 
 inline constexpr int kNumOps = 0

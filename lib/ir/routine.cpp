@@ -31,7 +31,7 @@ std::string factor_mismatch(Routine r, const std::vector<Shape>& src) {
   const Shape& a = src[0];
   const int64_t m = a[a.size() - 2], n = a.back();
   const bool square = r == Routine::Lu || r == Routine::Solve || r == Routine::Inv ||
-                      r == Routine::Cholesky || r == Routine::Eigh;
+                      r == Routine::Cholesky || r == Routine::Eigh || r == Routine::Eig;
   if (square && m != n) return fmt::format("takes square matrices, got {}", shape_str(a));
   if (src.size() == 2 && src[1][src[1].size() - 2] != m)
     return fmt::format("operands {} and {}: the rows differ", shape_str(a), shape_str(src[1]));
@@ -75,6 +75,8 @@ std::vector<Shape> routine_parts(Routine r, const std::vector<Shape>& src,
                      : std::vector<Shape>{{m, k}, {k}, {k, n}};
   case Routine::Eigh:
     return params[1] ? std::vector<Shape>{{n}, {n, n}} : std::vector<Shape>{{n}};
+  case Routine::Eig:
+    return params[0] ? std::vector<Shape>{{n}, {n}, {n, n}, {n, n}} : std::vector<Shape>{{n}, {n}};
   case Routine::Lstsq:
     if (params[0] == 0) return {{n, rhs}, {1}};
     if (params[0] == 1) return {{n, rhs}, {m > n ? rhs : 0}};

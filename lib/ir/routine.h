@@ -47,6 +47,10 @@ enum class Routine : uint8_t {
   // (k when m > n, else 0); 2 gelsd, 3 gelss (SVD): X, rank, singular values (min(m, n)),
   // residuals. The residuals are the squared norms of B - A X's columns.
   Lstsq,
+  // The eigenvalues and, with vectors = 1, the right eigenvectors (columns, each of norm 1) of a
+  // general square A (geev), complex numbers as their parts: real and imaginary parts of the
+  // eigenvalues (n), (n), then of the eigenvectors (n, n), (n, n).
+  Eig,
 };
 
 struct RoutineInfo {
@@ -69,6 +73,7 @@ inline constexpr RoutineInfo kRoutineInfo[] = {
     {"svd", 1, "LinalgSvdBackward0", {"full", "vectors"}, {1, 1}},
     {"eigh", 1, "LinalgEighBackward0", {"upper", "vectors"}, {1, 1}},
     {"lstsq", 2, "LinalgLstsqBackward0", {"driver"}, {3}},
+    {"eig", 1, "LinalgEigBackward0", {"vectors"}, {1}},
 };
 inline constexpr int kNumRoutines = static_cast<int>(std::size(kRoutineInfo));
 

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cmath>
+#include <complex>
 #include <limits>
 
 namespace tj::ir {
@@ -71,10 +72,15 @@ double int_to_float(int64_t v, DType t) {
 
 Scalar to_dtype(const Scalar& v, DType t) {
   if (t == kBool) return Scalar(v.to_bool());
+  const bool real = v.is_floating_point() || v.is_complex(); // a complex value's real part
+  if (is_complex(t)) {
+    const DType part = real_part_dtype(t);
+    const double re = real ? round_to_dtype(v.to_double(), part) : int_to_float(v.to_int(), part);
+    return Scalar(std::complex<double>(re, round_to_dtype(v.imag(), part)));
+  }
   if (is_floating_point(t))
-    return Scalar(v.is_floating_point() ? round_to_dtype(v.to_double(), t)
-                                        : int_to_float(v.to_int(), t));
-  if (v.is_floating_point()) return Scalar(float_to_int(v.to_double(), t));
+    return Scalar(real ? round_to_dtype(v.to_double(), t) : int_to_float(v.to_int(), t));
+  if (real) return Scalar(float_to_int(v.to_double(), t));
   return Scalar(wrap_to_dtype(v.to_int(), t));
 }
 
@@ -297,6 +303,20 @@ double load_float(const void* p, DType t) {
   }
 }
 
+std::complex<double> load_complex(const void* p, DType t) {
+  if (t == kComplex64) {
+    std::complex<float> v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  if (t == kComplex128) {
+    std::complex<double> v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  return load_float(p, t);
+}
+
 int64_t load_int(const void* p, DType t) {
   auto get = [p](auto v) {
     std::memcpy(&v, p, sizeof(v));
@@ -360,9 +380,15 @@ void store_scalar(void* dst, const Scalar& v, DType t) {
   case kBFloat16:
     put(float_to_bfloat_bits(static_cast<float>(v.to_double())));
     break;
+  case kComplex64:
+    put(std::complex<float>(v.to_complex()));
+    break;
+  case kComplex128:
+    put(v.to_complex());
+    break;
   default: {
-    int64_t i =
-        v.is_floating_point() ? float_to_int(v.to_double(), t) : ir::wrap_to_dtype(v.to_int(), t);
+    int64_t i = v.is_floating_point() || v.is_complex() ? float_to_int(v.to_double(), t)
+                                                        : ir::wrap_to_dtype(v.to_int(), t);
     switch (t) {
     case kUInt8:
       put(static_cast<uint8_t>(i));

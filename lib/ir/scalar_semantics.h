@@ -2,6 +2,7 @@
 // the constant folder and the reference interpreter (the LLVM lowering
 // implements the same rules; test/test_jit_vs_interp.cpp holds them together).
 #pragma once
+#include <complex>
 #include <cstdint>
 #include <cstring>
 
@@ -42,6 +43,8 @@ bool eval_compare_int(Op op, int64_t a, int64_t b);
 // One element of dtype `t` at `p`, widened: floats to double, the rest to int64.
 double load_float(const void* p, DType t);
 int64_t load_int(const void* p, DType t);
+// One element as a complex number (a real dtype's value with a zero imaginary part).
+std::complex<double> load_complex(const void* p, DType t);
 // Writes `v` converted to dtype `t` (as to_dtype does) at `p`.
 void store_scalar(void* p, const Scalar& v, DType t);
 

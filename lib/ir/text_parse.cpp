@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <complex>
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
@@ -146,9 +147,14 @@ private:
     if (word_char(c) || c == '-' || c == '+') {
       tok_.kind = Token::Word;
       // A number's exponent sign ("1e-05") is part of the word.
-      while (!at_end() && (word_char(ch()) || ((ch() == '-' || ch() == '+') &&
-                                               (tok_.text.empty() || tok_.text.back() == 'e' ||
-                                                tok_.text.back() == 'E')))) {
+      // So are a complex literal's sign between its parts ("1.5-2j") and its exponents.
+      auto sign_continues = [&] {
+        if (tok_.text.empty()) return true;
+        char last = tok_.text.back();
+        return last == 'e' || last == 'E' || std::isdigit(static_cast<unsigned char>(last)) ||
+               last == '.' || tok_.text.ends_with("inf") || tok_.text.ends_with("nan");
+      };
+      while (!at_end() && (word_char(ch()) || ((ch() == '-' || ch() == '+') && sign_continues()))) {
         tok_.text += ch();
         step();
       }
@@ -230,18 +236,31 @@ private:
       if (s == "false") return Scalar(false);
       fail(at, fmt::format("expected true or false for bool, got '{}'", s));
     }
+    if (is_complex(t)) {
+      // re+imj, re-imj, or a real number; the sign that splits is not an exponent's.
+      size_t split = std::string::npos;
+      for (size_t i = 1; i < s.size(); ++i)
+        if ((s[i] == '+' || s[i] == '-') && s[i - 1] != 'e' && s[i - 1] != 'E') split = i;
+      if (split == std::string::npos || s.back() != 'j')
+        return Scalar(std::complex<double>(number(at, s), 0.0));
+      return Scalar(std::complex<double>(number(at, s.substr(0, split)),
+                                         number(at, s.substr(split, s.size() - split - 1))));
+    }
     if (!is_floating_point(t)) {
       int64_t v = integer(at);
       if (wrap_to_dtype(v, t) != v)
         fail(at, fmt::format("{} is out of range for {}", v, short_dtype_name(t)));
       return Scalar(v);
     }
-    // strtod reads nan, inf and every decimal form; it needs the whole word.
+    return Scalar(number(at, s));
+  }
+  // strtod reads nan, inf and every decimal form; it needs the whole word.
+  double number(const Token& at, const std::string& s) const {
     char* end = nullptr;
     double d = std::strtod(s.c_str(), &end);
     if (s.empty() || end != s.c_str() + s.size() || std::isspace(static_cast<unsigned char>(s[0])))
-      fail(at, fmt::format("expected a number, got '{}'", s));
-    return Scalar(d);
+      fail(at, fmt::format("expected a number, got '{}'", at.text));
+    return d;
   }
 
   DType dtype() {
@@ -533,6 +552,28 @@ private:
     void check_alu_dtype(DType in) const {
       bool fl = is_floating_point(in), b = in == kBool;
       bool ok = true;
+      if (is_complex(in)) { // passes/lower_complex lowers these
+        switch (op) {
+        case Op::Neg:
+        case Op::Abs:
+        case Op::Add:
+        case Op::Sub:
+        case Op::Mul:
+        case Op::Div:
+        case Op::Recip:
+        case Op::Exp:
+        case Op::Log:
+        case Op::Sqrt:
+        case Op::Sin:
+        case Op::Cos:
+        case Op::CmpEq:
+        case Op::CmpNe:
+        case Op::Where:
+          return;
+        default:
+          fail(fmt::format("does not take {}", short_dtype_name(in)));
+        }
+      }
       switch (op) {
       case Op::Not:
         ok = b;
@@ -611,12 +652,30 @@ private:
         check_alu_dtype(src[first]->dtype);
         if (is_comparison(op)) {
           if (t != kBool) fail("produces bool");
+        } else if (op == Op::Abs && is_complex(src[0]->dtype)) {
+          if (t != real_part_dtype(src[0]->dtype))
+            fail(fmt::format("produces {}", short_dtype_name(real_part_dtype(src[0]->dtype))));
         } else if (t != src[first]->dtype)
           fail(fmt::format("produces its operands' dtype {}", short_dtype_name(src[first]->dtype)));
         break;
       }
       case OpCategory::Cast:
         same(src[0], "the operand");
+        break;
+      case OpCategory::Complex:
+        for (const auto& x : src)
+          same(x, "an operand");
+        if (op == Op::Complex) {
+          dtype_is(src[1], src[0]->dtype, "the imaginary part");
+          if (src[0]->dtype != kFloat32 && src[0]->dtype != kFloat64)
+            fail("pairs float32 or float64 parts");
+          if (t != complex_dtype(src[0]->dtype))
+            fail(fmt::format("produces {}", short_dtype_name(complex_dtype(src[0]->dtype))));
+        } else {
+          if (!is_complex(src[0]->dtype)) fail("takes a complex operand");
+          if (t != real_part_dtype(src[0]->dtype))
+            fail(fmt::format("produces {}", short_dtype_name(real_part_dtype(src[0]->dtype))));
+        }
         break;
       case OpCategory::Reduce: {
         args = take("axes", attr.count("axes") ? attr.at("axes").second.size() : 0);
@@ -633,6 +692,8 @@ private:
         if (numel(in) == 0) fail("reduces an empty tensor (its value is the identity: a Const)");
         dtype_is(src[0], t, "the operand");
         // A max or min is exact in any dtype; sums and products round (and overflow a bool).
+        if (is_complex(t) && op != Op::ReduceSum)
+          fail(fmt::format("does not take {}", short_dtype_name(t)));
         if ((op == Op::ReduceSum || op == Op::ReduceProd) &&
             (t == kBool || t == kFloat16 || t == kBFloat16))
           fail(fmt::format("does not accumulate in {} (cast first)", short_dtype_name(t)));

@@ -21,18 +21,28 @@ namespace {
 
 // A value of dtype `t` that reads back to the same bits: floats in the
 // shortest form that round-trips in their own precision.
-std::string literal(const Scalar& v, DType t) {
-  if (t == kBool) return v.to_bool() ? "true" : "false";
-  if (!is_floating_point(t)) return fmt::format("{}", v.to_int());
-  double d = v.to_double();
+std::string float_literal(double d, DType t) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
   if (t == kFloat64) return fmt::format("{}", d);
   return fmt::format("{}", static_cast<float>(d));
 }
 
+// A complex value is one word, its parts joined by the imaginary part's sign: 1.5-2j.
+std::string literal(const Scalar& v, DType t) {
+  if (t == kBool) return v.to_bool() ? "true" : "false";
+  if (is_complex(t)) {
+    const DType part = real_part_dtype(t);
+    std::string im = float_literal(v.imag(), part);
+    return float_literal(v.to_double(), part) + (im[0] == '-' ? "" : "+") + im + "j";
+  }
+  if (!is_floating_point(t)) return fmt::format("{}", v.to_int());
+  return float_literal(v.to_double(), t);
+}
+
 Scalar element(const char* p, DType t) {
   if (t == kBool) return Scalar(load_int(p, t) != 0);
+  if (is_complex(t)) return Scalar(load_complex(p, t));
   if (is_floating_point(t)) return Scalar(load_float(p, t));
   return Scalar(load_int(p, t));
 }

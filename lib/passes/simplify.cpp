@@ -17,12 +17,14 @@ namespace {
 
 // A constant zero that leaves x unchanged when added (negative) or subtracted.
 bool is_zero(const NodePtr& n, DType t, bool negative) {
+  if (is_complex(t)) return false; // the imaginary part's zero has a sign too
   if (n->op != Op::Const || n->value.is_bool() || n->value.to_double() != 0.0) return false;
   return !is_floating_point(t) || std::signbit(n->value.to_double()) == negative;
 }
 
 bool is_const(const NodePtr& n, double v) {
-  return n->op == Op::Const && !n->value.is_bool() && n->value.to_double() == v;
+  return n->op == Op::Const && !n->value.is_bool() && n->value.to_double() == v &&
+         n->value.imag() == 0.0;
 }
 
 class Simplifier {
@@ -51,7 +53,8 @@ private:
     // Movement of a constant is the constant at the new shape.
     if (ir::is_movement(n->op) && all_const)
       return ir::make_const(src[0]->value, n->dtype, n->shape, n->device);
-    if (ir::is_alu(n->op) && all_const)
+    // Complex arithmetic is folded as pairs, after passes/lower_complex.
+    if (ir::is_alu(n->op) && all_const && !n->complex)
       return ir::make_const(fold_constant(n->op, n->dtype, src), n->dtype, n->shape, n->device);
     if (NodePtr id = identity(n, src)) return id;
     if (!changed) return n;

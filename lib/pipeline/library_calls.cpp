@@ -76,6 +76,8 @@ rt::lapack::Failure factor_with_lapack(ir::Routine r, const std::vector<int64_t>
     return la::svd(t, ops[0], p[0] != 0, p[1] != 0, o, row);
   case ir::Routine::Eigh:
     return la::eigh(t, ops[0], p[0] != 0, p[1] != 0, o, row);
+  case ir::Routine::Eig:
+    return la::eig(t, ops[0], p[0] != 0, o, row);
   case ir::Routine::Lstsq:
     return la::lstsq(t, ops[0], ops[1], static_cast<int>(p[0]), o, row);
   case ir::Routine::Gemm:

@@ -15,6 +15,7 @@
 #include "lib/frontend/tensor_impl.h"
 #include "lib/ir/routine.h"
 #include "lib/ir/text.h"
+#include "lib/passes/lower_complex.h"
 #include "lib/passes/simplify.h"
 #include "lib/pipeline/library_calls.h"
 #include "lib/pipeline/materialize.h"
@@ -194,6 +195,10 @@ void Materializer::perform_scatter(const ir::NodePtr& a) {
 // contiguous memory.
 ir::NodePtr Materializer::in_memory(const ir::NodePtr& x0) {
   ir::NodePtr x = ir::resolve(x0);
+  // A part of complex memory is a strided view of it.
+  if ((x->op == ir::Op::Real || x->op == ir::Op::Imag) &&
+      ir::resolve(x->src[0])->op == ir::Op::Buffer)
+    return passes::lower_complex({x})[0];
   if (ir::is_movement(x->op)) {
     ir::NodePtr view = fe::moved(*x, in_memory(x->src[0]));
     if (view->op == ir::Op::Buffer) return view;
@@ -293,6 +298,10 @@ std::string failure_message(ir::Routine r, int64_t entry, int64_t info, bool bat
                        batch, info);
   case ir::Routine::Eigh:
     return fmt::format("linalg.eigh{}: The algorithm failed to converge because the input matrix "
+                       "is ill-conditioned or has too many repeated eigenvalues (error code: {}).",
+                       batch, info);
+  case ir::Routine::Eig:
+    return fmt::format("linalg.eig{}: The algorithm failed to converge because the input matrix "
                        "is ill-conditioned or has too many repeated eigenvalues (error code: {}).",
                        batch, info);
   case ir::Routine::Lstsq:

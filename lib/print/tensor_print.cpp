@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,10 +69,14 @@ std::string py_float(double v, char spec, int precision) {
 
 // torch._tensor_str._Formatter: decides int/sci mode and the common width over
 // the values it is shown.
+// A complex tensor has one for its real parts and one for its imaginary parts (`imag`).
 class Formatter {
 public:
-  Formatter(const PrintSource& src, const std::vector<int64_t>& indices, const PrintOptions& opts)
-      : src_(src), floating_(is_floating_point(src.dtype)), precision_(opts.precision) {
+  Formatter(const PrintSource& src, const std::vector<int64_t>& indices, const PrintOptions& opts,
+            bool imag = false)
+      : src_(src), get_(imag ? src.get_imag : src.get_float),
+        floating_(is_floating_point(src.dtype) || is_complex(src.dtype)),
+        precision_(opts.precision) {
     if (!floating_) {
       for (int64_t i : indices)
         max_width_ = std::max<int64_t>(max_width_, format_int(src_.get_int(i)).size());
@@ -79,7 +84,7 @@ public:
     }
     std::vector<double> vals; // the nonzero finite values
     for (int64_t i : indices) {
-      double v = src_.get_float(i);
+      double v = get_(i);
       if (std::isfinite(v) && v != 0.0) vals.push_back(v);
     }
     // No valid number: PyTorch returns before even applying PRINT_OPTS.sci_mode.
@@ -114,7 +119,7 @@ public:
   std::string format(int64_t index) const {
     std::string ret;
     if (floating_) {
-      double v = src_.get_float(index);
+      double v = get_(index);
       if (sci_mode_) {
         ret = py_float(v, 'e', precision_);
       } else if (int_mode_) {
@@ -138,11 +143,30 @@ private:
   }
 
   const PrintSource& src_;
+  const std::function<double(int64_t)>& get_;
   bool floating_;
   int precision_;
   bool int_mode_ = true;
   bool sci_mode_ = false;
   int64_t max_width_ = 1;
+};
+
+// The formatters of one tensor: a complex element is its real part, then its imaginary part
+// with its sign and a "j" (_tensor_str's formatter1 and formatter2).
+struct Formatters {
+  const Formatter& real;
+  const Formatter* imag;
+
+  // The width an element takes in a row (the separator's two characters not included).
+  int64_t width() const { return real.width() + (imag ? imag->width() + 1 : 0); }
+
+  std::string format(int64_t index) const {
+    std::string re = real.format(index);
+    if (!imag) return re;
+    std::string im = imag->format(index) + "j";
+    im.erase(0, im.find_first_not_of(' '));
+    return im[0] == '+' || im[0] == '-' ? re + im : re + "+" + im;
+  }
 };
 
 // One tensor being printed: its shape, row-major strides and the options.
@@ -171,9 +195,12 @@ public:
       for (int64_t i = 0; i < numel_; ++i)
         visible[i] = i;
     }
-    Formatter formatter(src_, visible, opts_);
-    if (shape_.empty()) return formatter.format(0);
-    return str_with_formatter(0, 0, indent, formatter);
+    Formatter real(src_, visible, opts_);
+    std::optional<Formatter> imag;
+    if (is_complex(src_.dtype)) imag.emplace(src_, visible, opts_, true);
+    Formatters f{real, imag ? &*imag : nullptr};
+    if (shape_.empty()) return f.format(0);
+    return str_with_formatter(0, 0, indent, f);
   }
 
 private:
@@ -212,7 +239,7 @@ private:
 
   // _tensor_str_with_formatter for the sub-tensor at dimension d (d < rank).
   std::string str_with_formatter(int64_t d, int64_t base, int64_t indent,
-                                 const Formatter& formatter) const {
+                                 const Formatters& formatter) const {
     if (d == rank() - 1) return vector_str(d, base, indent, formatter);
     int64_t n = shape_[d];
     int64_t e = opts_.edgeitems;
@@ -236,7 +263,7 @@ private:
 
   // _vector_str: elements wrapped at the line width, continuation lines indented.
   std::string vector_str(int64_t d, int64_t base, int64_t indent,
-                         const Formatter& formatter) const {
+                         const Formatters& formatter) const {
     int64_t element_length = formatter.width() + 2;
     auto per_line = static_cast<int64_t>(
         std::floor(static_cast<double>(opts_.linewidth - indent) / element_length));
@@ -318,7 +345,9 @@ std::string add_suffixes(const std::string& tensor_str, const std::vector<std::s
 } // namespace
 
 std::string repr(const PrintSource& src, const PrintSuffixes& sfx) {
-  if (is_floating_point(src.dtype) ? !src.get_float : !src.get_int)
+  if (is_complex(src.dtype)          ? !src.get_float || !src.get_imag
+      : is_floating_point(src.dtype) ? !src.get_float
+                                     : !src.get_int)
     throw Error("repr: the PrintSource has no element reader for " + dtype_name(src.dtype));
   PrintOptions opts = snapshot_options();
   const std::string prefix = "tensor(";
@@ -336,8 +365,9 @@ std::string repr(const PrintSource& src, const PrintSuffixes& sfx) {
     tensor_str = "[]";
   } else {
     if (opts.edgeitems == 0) suffixes.push_back("size=" + tuple_str(src.shape));
-    bool has_default_dtype =
-        src.dtype == default_dtype() || src.dtype == kInt64 || src.dtype == kBool;
+    bool has_default_dtype = src.dtype == default_dtype() ||
+                             src.dtype == complex_dtype(default_dtype()) || src.dtype == kInt64 ||
+                             src.dtype == kBool;
     if (!has_default_dtype) suffixes.push_back("dtype=" + dtype_name(src.dtype));
     tensor_str = printer.tensor_str(indent);
   }

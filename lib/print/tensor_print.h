@@ -11,12 +11,14 @@ namespace tj::detail {
 
 // Where the printer reads elements: the value at a row-major linear index.
 // For floating dtypes (float16/bfloat16 already widened) get_float is used; for
-// integer dtypes and bool, get_int (bool: 0 or 1).
+// integer dtypes and bool, get_int (bool: 0 or 1). Complex dtypes read their real parts with
+// get_float and their imaginary parts with get_imag.
 struct PrintSource {
   DType dtype;
   std::vector<int64_t> shape;
   std::function<double(int64_t)> get_float;
   std::function<int64_t(int64_t)> get_int;
+  std::function<double(int64_t)> get_imag;
 };
 
 // The parts of the repr that come after the data.

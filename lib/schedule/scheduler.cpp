@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "lib/ir/scalar_semantics.h"
+#include "lib/passes/lower_complex.h"
 #include "runtime/machine.h"
 
 namespace tj::sched {
@@ -463,6 +464,8 @@ private:
     case ir::OpCategory::Mutation:
     case ir::OpCategory::Call:
       throw std::logic_error("scheduler: writes and calls are performed before scheduling");
+    case ir::OpCategory::Complex:
+      throw std::logic_error("scheduler: complex values are lowered to pairs before scheduling");
     default: {
       std::vector<int32_t> src;
       for (const auto& s : n->src)
@@ -923,11 +926,44 @@ std::vector<ir::Site> KernelInfo::sites() const {
   return out;
 }
 
+namespace {
+
+// The targets with complex values computed as pairs of reals (passes/lower_complex): a complex
+// target's memory holds its pairs, so its destination view is the pairs' view.
+std::vector<Target> lowered_targets(const std::vector<Target>& targets) {
+  std::vector<NodePtr> roots;
+  for (const auto& t : targets) {
+    roots.push_back(t.compute);
+    if (t.scatter) roots.push_back(t.scatter->index);
+  }
+  std::vector<NodePtr> low = passes::lower_complex(roots);
+  if (low == roots) return targets;
+  std::vector<Target> out;
+  size_t k = 0;
+  for (const auto& t : targets) {
+    Target l = t;
+    l.compute = low[k++];
+    const bool pairs = is_complex(t.compute->dtype);
+    if (pairs && t.dest) l.dest_view = passes::pairs_view(t.dest_view);
+    if (t.scatter) {
+      l.scatter->index = low[k++];
+      if (pairs) {
+        l.scatter->index = passes::along_pairs(l.scatter->index);
+        l.scatter->base.push_back(2);
+      }
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+} // namespace
+
 std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion,
                                  std::vector<NodePtr>* marked, std::vector<KernelInfo>* info) {
   Scheduler s(fusion);
   try {
-    auto launches = s.run(targets);
+    auto launches = s.run(lowered_targets(targets));
     if (marked) *marked = std::move(s.marked_);
     if (info) *info = std::move(s.info_);
     return launches;

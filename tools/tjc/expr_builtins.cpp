@@ -153,11 +153,26 @@ const Tables& tables() {
 }
 
 Tables::Tables() {
-  dtypes = {
-      {"float32", kFloat32}, {"float", kFloat32}, {"float64", kFloat64},   {"double", kFloat64},
-      {"float16", kFloat16}, {"half", kFloat16},  {"bfloat16", kBFloat16}, {"uint8", kUInt8},
-      {"int8", kInt8},       {"int16", kInt16},   {"short", kInt16},       {"int32", kInt32},
-      {"int", kInt32},       {"int64", kInt64},   {"long", kInt64},        {"bool", kBool}};
+  dtypes = {{"float32", kFloat32},
+            {"float", kFloat32},
+            {"float64", kFloat64},
+            {"double", kFloat64},
+            {"float16", kFloat16},
+            {"half", kFloat16},
+            {"bfloat16", kBFloat16},
+            {"uint8", kUInt8},
+            {"int8", kInt8},
+            {"int16", kInt16},
+            {"short", kInt16},
+            {"int32", kInt32},
+            {"int", kInt32},
+            {"int64", kInt64},
+            {"long", kInt64},
+            {"bool", kBool},
+            {"complex64", kComplex64},
+            {"cfloat", kComplex64},
+            {"complex128", kComplex128},
+            {"cdouble", kComplex128}};
   for (std::string m : {"torch.", "math."}) {
     consts[m + "pi"] = std::numbers::pi, consts[m + "e"] = std::numbers::e;
     consts[m + "inf"] = std::numeric_limits<double>::infinity();
@@ -598,6 +613,15 @@ void Tables::linalg() {
     auto [L, V] = la::eigh(a.tensor(0, "A"), uplo(a));
     return named("linalg_eigh", {L, V}, {"eigenvalues", "eigenvectors"});
   });
+  def({"torch.linalg.eig"}, 0, [named](Args& a) {
+    auto [L, V] = la::eig(a.tensor(0, "A"));
+    return named("linalg_eig", {L, V}, {"eigenvalues", "eigenvectors"});
+  });
+  def({"torch.linalg.eigvals"}, 0, [](Args& a) { return la::eigvals(a.tensor(0, "A")); });
+  def({"complex"}, kTorch,
+      [](Args& a) { return tj::complex(a.tensor(0, "real"), a.tensor(1, "imag")); });
+  def({"polar"}, kTorch,
+      [](Args& a) { return tj::polar(a.tensor(0, "abs"), a.tensor(1, "angle")); });
   def({"torch.linalg.eigvalsh"}, 0,
       [uplo](Args& a) { return la::eigvalsh(a.tensor(0, "A"), uplo(a)); });
   def({"torch.linalg.lstsq"}, 0, [named](Args& a) {

@@ -1,0 +1,114 @@
+// Complex numbers in the API: parts, pairs, conjugates and polar forms. The graph carries
+// complex nodes; passes/lower_complex turns them into pairs of reals before scheduling.
+#include <fmt/format.h>
+
+#include <numbers>
+
+#include "lib/autograd/node.h"
+#include "lib/frontend/graph_builders.h"
+#include "lib/frontend/promotion.h"
+#include "lib/frontend/tensor_impl.h"
+#include "tensorjit/functions.h"
+
+namespace tj {
+
+using detail::node_of;
+using detail::wrap;
+using fe::NodePtr;
+using ir::Op;
+
+namespace {
+
+NodePtr part(Op op, const NodePtr& z) {
+  return ir::make_node(op, real_part_dtype(z->dtype), z->shape, {z});
+}
+
+// torch.complex's checks: float parts of one dtype, on one device.
+void check_parts(const Tensor& re, const Tensor& im) {
+  const DType a = re.dtype(), b = im.dtype();
+  auto floating = [](DType t) { return t == kFloat16 || t == kFloat32 || t == kFloat64; };
+  if (!floating(a) || !floating(b))
+    throw Error(fmt::format("Expected both inputs to be Half, Float or Double tensors but got {} "
+                            "and {}",
+                            fe::cpp_type_name(a), fe::cpp_type_name(b)));
+  if (a != b)
+    throw Error(fmt::format("Expected object of scalar type {} but got scalar type {} for second "
+                            "argument",
+                            fe::cpp_type_name(a), fe::cpp_type_name(b)));
+  if (a == kFloat16) throw Error("complex32 (ComplexHalf) is not supported");
+}
+
+// Gradients do not flow into complex values yet: autograd::record refuses a complex result of
+// inputs that require grad, in its words.
+void record_complex_result(const char* name, const Tensor& out, const std::vector<Tensor>& in) {
+  autograd::record(name, in, {out}, {}, [](const std::vector<Tensor>&, const std::vector<Tensor>&) {
+    return std::vector<Tensor>{};
+  });
+}
+
+NodePtr pair(NodePtr re, NodePtr im) {
+  ir::Shape shape = ir::broadcast_shapes(re->shape, im->shape);
+  re = fe::expand(re, shape);
+  im = fe::expand(im, shape);
+  if (re->device != im->device) fe::throw_device_mismatch(re->device, im->device);
+  return ir::make_node(Op::Complex, complex_dtype(re->dtype), shape, {re, im});
+}
+
+} // namespace
+
+Tensor real(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "real");
+  if (!a.is_complex()) return a;
+  return wrap(part(Op::Real, node_of(a)));
+}
+
+Tensor imag(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "imag");
+  if (!a.is_complex()) throw Error("imag is not implemented for tensors with non-complex dtypes.");
+  return wrap(part(Op::Imag, node_of(a)));
+}
+
+Tensor conj(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "conj");
+  if (!a.is_complex()) return a;
+  NodePtr z = node_of(a);
+  return wrap(pair(part(Op::Real, z), fe::unary(Op::Neg, part(Op::Imag, z))));
+}
+
+Tensor angle(const Tensor& a, Caller caller) {
+  detail::CallSite site(caller, "angle");
+  NodePtr x = node_of(a);
+  if (a.is_complex()) return wrap(fe::binary(Op::Atan2, part(Op::Imag, x), part(Op::Real, x)));
+  if (a.dtype() == kBool) throw Error("\"angle_cpu\" not implemented for 'Bool'");
+  // A real number's angle: pi below zero, else 0; NaN stays NaN.
+  const DType t = is_floating_point(a.dtype()) ? a.dtype() : default_dtype();
+  x = fe::cast(x, t);
+  NodePtr r = fe::where(fe::binary(Op::CmpLt, x, fe::constant(0, t)),
+                        fe::constant(std::numbers::pi, t), fe::constant(0, t));
+  return wrap(fe::where(fe::binary(Op::CmpNe, x, x), x, r));
+}
+
+Tensor complex(const Tensor& re, const Tensor& im, Caller caller) {
+  detail::CallSite site(caller, "complex");
+  check_parts(re, im);
+  Tensor out = wrap(pair(node_of(re), node_of(im)));
+  record_complex_result("ComplexBackward0", out, {re, im});
+  return out;
+}
+
+Tensor polar(const Tensor& abs, const Tensor& angle, Caller caller) {
+  detail::CallSite site(caller, "polar");
+  check_parts(abs, angle);
+  NodePtr r = node_of(abs), t = node_of(angle);
+  Tensor out = wrap(pair(fe::binary(Op::Mul, r, fe::unary(Op::Cos, t)),
+                         fe::binary(Op::Mul, r, fe::unary(Op::Sin, t))));
+  record_complex_result("PolarBackward0", out, {abs, angle});
+  return out;
+}
+
+Tensor Tensor::real(Caller caller) const { return tj::real(*this, caller); }
+Tensor Tensor::imag(Caller caller) const { return tj::imag(*this, caller); }
+Tensor Tensor::conj(Caller caller) const { return tj::conj(*this, caller); }
+Tensor Tensor::angle(Caller caller) const { return tj::angle(*this, caller); }
+
+} // namespace tj

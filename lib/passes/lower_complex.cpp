@@ -1,0 +1,331 @@
+// Complex numbers lowered to pairs of reals (docs/architecture.md, "Complex numbers").
+#include "lib/passes/lower_complex.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <unordered_map>
+
+#include "lib/frontend/graph_builders.h"
+#include "tensorjit/error.h"
+
+namespace tj::passes {
+
+using ir::NodePtr;
+using ir::Op;
+using ir::Shape;
+
+namespace {
+
+Shape paired(Shape s) {
+  s.push_back(2);
+  return s;
+}
+
+// A complex value as its two real parts, each of the complex node's shape.
+struct Parts {
+  NodePtr re, im;
+};
+
+class Lowering {
+public:
+  NodePtr run(const NodePtr& in) {
+    NodePtr n = ir::resolve(in);
+    if (!n->complex) return n;
+    if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
+    NodePtr out = is_complex(n->dtype) ? lower_complex_node(*n) : lower_real_node(*n);
+    ir::Site none = nullptr;
+    out->site.compare_exchange_strong(none, n->site.load(std::memory_order_relaxed));
+    memo_.emplace(n.get(), out);
+    keep_.push_back(n); // memo keys stay alive (and distinct) while the pass runs
+    return out;
+  }
+
+private:
+  // The pairs of an operand of a complex op: a real operand gets a zero imaginary part.
+  NodePtr pairs(const NodePtr& x, DType part) {
+    if (is_complex(x->dtype)) return run(x);
+    NodePtr re = fe::cast(run(x), part);
+    return pair({re, fe::constant(0, part, re->shape, re->device)});
+  }
+
+  Parts parts(const NodePtr& x, DType part) {
+    NodePtr p = pairs(x, part);
+    return {component(p, 0), component(p, 1)};
+  }
+
+  // Part k (0 real, 1 imaginary) of pairs `p`: a view, so a Buffer's parts stay Buffers.
+  NodePtr component(const NodePtr& p, int64_t k) {
+    const int64_t last = p->ndim() - 1;
+    NodePtr c =
+        fe::reshape(fe::slice(p, last, k, k + 1, 1), Shape(p->shape.begin(), p->shape.end() - 1));
+    components_[c.get()] = {p, k};
+    keep_.push_back(c);
+    return c;
+  }
+
+  // The pairs of two real parts of equal shape.
+  NodePtr pair(const Parts& v) {
+    auto a = components_.find(v.re.get()), b = components_.find(v.im.get());
+    if (a != components_.end() && b != components_.end() && a->second.first == b->second.first &&
+        a->second.second == 0 && b->second.second == 1)
+      return a->second.first; // the parts of one value, paired again
+    const Shape s2 = paired(v.re->shape);
+    std::vector<int64_t> strides(s2.size(), 0);
+    strides.back() = 1;
+    NodePtr which = ir::make_node(Op::Iota, kInt64, s2, {}, {}, {}, nullptr, ir::View{strides, 0},
+                                  v.re->device);
+    NodePtr is_real = fe::binary(Op::CmpEq, which, fe::constant(0, kInt64));
+    return fe::where(is_real, spread(v.re), spread(v.im));
+  }
+
+  static NodePtr spread(const NodePtr& x) { return along_pairs(x); }
+
+  static NodePtr bin(Op op, const NodePtr& a, const NodePtr& b) { return fe::binary(op, a, b); }
+  static NodePtr un(Op op, const NodePtr& a) { return fe::unary(op, a); }
+  static NodePtr num(double v, const NodePtr& like) { return fe::constant(v, like->dtype); }
+
+  // |z| without overflow or underflow in the squares: float32 parts square in float64; float64
+  // parts scale by the larger magnitude first.
+  static NodePtr magnitude(const Parts& z) {
+    const DType t = z.re->dtype;
+    if (t != kFloat64) {
+      NodePtr re = fe::cast(z.re, kFloat64), im = fe::cast(z.im, kFloat64);
+      NodePtr sq = bin(Op::Add, bin(Op::Mul, re, re), bin(Op::Mul, im, im));
+      return fe::cast(un(Op::Sqrt, sq), t);
+    }
+    NodePtr a = un(Op::Abs, z.re), b = un(Op::Abs, z.im);
+    NodePtr hi = bin(Op::Max, a, b), lo = bin(Op::Min, a, b);
+    NodePtr q = bin(Op::Div, lo, hi);
+    NodePtr r = bin(Op::Mul, hi, un(Op::Sqrt, bin(Op::Add, num(1, q), bin(Op::Mul, q, q))));
+    r = fe::where(bin(Op::CmpEq, hi, num(0, hi)), num(0, hi), r);
+    const double inf = std::numeric_limits<double>::infinity();
+    return fe::where(bin(Op::CmpEq, hi, num(inf, hi)), num(inf, hi), r);
+  }
+
+  // log|z|: float32 parts through float64, where the squares neither overflow nor underflow.
+  static NodePtr log_magnitude(const Parts& z) {
+    const DType t = z.re->dtype;
+    if (t == kFloat64) return un(Op::Log, magnitude(z));
+    NodePtr re = fe::cast(z.re, kFloat64), im = fe::cast(z.im, kFloat64);
+    NodePtr sq = bin(Op::Add, bin(Op::Mul, re, re), bin(Op::Mul, im, im));
+    return fe::cast(bin(Op::Mul, num(0.5, sq), un(Op::Log, sq)), t);
+  }
+
+  static Parts multiply(const Parts& a, const Parts& b) {
+    return {bin(Op::Sub, bin(Op::Mul, a.re, b.re), bin(Op::Mul, a.im, b.im)),
+            bin(Op::Add, bin(Op::Mul, a.re, b.im), bin(Op::Mul, a.im, b.re))};
+  }
+
+  // a / b scaled by b's larger part (Smith's method), as PyTorch's c10::complex divides.
+  static Parts divide(const Parts& a, const Parts& b) {
+    NodePtr abs_c = un(Op::Abs, b.re), abs_d = un(Op::Abs, b.im);
+    NodePtr one = num(1, b.re);
+    // |c| >= |d|
+    NodePtr rat1 = bin(Op::Div, b.im, b.re);
+    NodePtr scl1 = bin(Op::Div, one, bin(Op::Add, b.re, bin(Op::Mul, b.im, rat1)));
+    NodePtr re1 = bin(Op::Mul, bin(Op::Add, a.re, bin(Op::Mul, a.im, rat1)), scl1);
+    NodePtr im1 = bin(Op::Mul, bin(Op::Sub, a.im, bin(Op::Mul, a.re, rat1)), scl1);
+    // |c| < |d|
+    NodePtr rat2 = bin(Op::Div, b.re, b.im);
+    NodePtr scl2 = bin(Op::Div, one, bin(Op::Add, b.im, bin(Op::Mul, b.re, rat2)));
+    NodePtr re2 = bin(Op::Mul, bin(Op::Add, bin(Op::Mul, a.re, rat2), a.im), scl2);
+    NodePtr im2 = bin(Op::Mul, bin(Op::Sub, bin(Op::Mul, a.im, rat2), a.re), scl2);
+    // Division by zero: an infinity or NaN in each part.
+    NodePtr zero =
+        bin(Op::And, bin(Op::CmpEq, abs_c, num(0, abs_c)), bin(Op::CmpEq, abs_d, num(0, abs_d)));
+    re1 = fe::where(zero, bin(Op::Div, a.re, abs_c), re1);
+    im1 = fe::where(zero, bin(Op::Div, a.im, abs_d), im1);
+    NodePtr first = bin(Op::CmpLe, abs_d, abs_c);
+    return {fe::where(first, re1, re2), fe::where(first, im1, im2)};
+  }
+
+  // The principal square root: Re >= 0, the imaginary part with z's sign.
+  static Parts square_root(const Parts& z) {
+    NodePtr r = magnitude(z);
+    NodePtr t = un(Op::Sqrt, bin(Op::Mul, bin(Op::Add, un(Op::Abs, z.re), r), num(0.5, r)));
+    NodePtr u = bin(Op::Div, z.im, bin(Op::Mul, t, num(2, t))); // im / 2t
+    NodePtr nonneg = bin(Op::CmpLe, num(0, z.re), z.re);
+    NodePtr re = fe::where(nonneg, t, un(Op::Abs, u));
+    NodePtr signed_t = fe::where(bin(Op::CmpLt, z.im, num(0, z.im)), un(Op::Neg, t), t);
+    NodePtr im = fe::where(nonneg, u, signed_t);
+    NodePtr is_zero = bin(Op::CmpEq, r, num(0, r));
+    return {fe::where(is_zero, num(0, r), re), fe::where(is_zero, z.im, im)};
+  }
+
+  NodePtr lower_complex_node(const ir::Node& n) {
+    const DType part = real_part_dtype(n.dtype);
+    const Shape s2 = paired(n.shape);
+    auto operand = [&](size_t i) { return parts(n.src[i], part); };
+    switch (n.op) {
+    case Op::Buffer:
+      return ir::make_node(Op::Buffer, part, s2, {}, n.args, {}, n.storage, pairs_view(n.view),
+                           n.device);
+    case Op::Const:
+      return pair({fe::constant(n.value.to_double(), part, n.shape, n.device),
+                   fe::constant(n.value.imag(), part, n.shape, n.device)});
+    case Op::Neg:
+    case Op::Add:
+    case Op::Sub: {
+      std::vector<NodePtr> src;
+      for (const auto& s : n.src)
+        src.push_back(pairs(s, part));
+      return ir::make_node(n.op, part, s2, std::move(src));
+    }
+    case Op::Mul:
+      return pair(multiply(operand(0), operand(1)));
+    case Op::Div:
+      return pair(divide(operand(0), operand(1)));
+    case Op::Recip: {
+      Parts z = operand(0);
+      return pair(divide({num(1, z.re), num(0, z.im)}, z));
+    }
+    case Op::Exp: {
+      Parts z = operand(0);
+      NodePtr e = un(Op::Exp, z.re);
+      return pair({bin(Op::Mul, e, un(Op::Cos, z.im)), bin(Op::Mul, e, un(Op::Sin, z.im))});
+    }
+    case Op::Log: {
+      Parts z = operand(0);
+      return pair({log_magnitude(z), bin(Op::Atan2, z.im, z.re)});
+    }
+    case Op::Sqrt:
+      return pair(square_root(operand(0)));
+    case Op::Sin: { // sin a cosh b + i cos a sinh b
+      Parts z = operand(0);
+      return pair({bin(Op::Mul, un(Op::Sin, z.re), un(Op::Cosh, z.im)),
+                   bin(Op::Mul, un(Op::Cos, z.re), un(Op::Sinh, z.im))});
+    }
+    case Op::Cos: { // cos a cosh b - i sin a sinh b
+      Parts z = operand(0);
+      return pair({bin(Op::Mul, un(Op::Cos, z.re), un(Op::Cosh, z.im)),
+                   un(Op::Neg, bin(Op::Mul, un(Op::Sin, z.re), un(Op::Sinh, z.im)))});
+    }
+    case Op::Where:
+      return fe::where(spread(run(n.src[0])), pairs(n.src[1], part), pairs(n.src[2], part));
+    case Op::Cast:
+      return is_complex(n.src[0]->dtype) ? fe::cast(run(n.src[0]), part) : pairs(n.src[0], part);
+    case Op::ReduceSum:
+      return ir::make_node(Op::ReduceSum, part, s2, {pairs(n.src[0], part)}, n.args);
+    case Op::Reshape:
+      return fe::reshape(pairs(n.src[0], part), s2);
+    case Op::Expand:
+      return fe::expand(pairs(n.src[0], part), s2);
+    case Op::Permute: {
+      std::vector<int64_t> perm = n.args;
+      perm.push_back(static_cast<int64_t>(perm.size()));
+      return fe::permute(pairs(n.src[0], part), perm);
+    }
+    case Op::Slice: {
+      std::vector<int64_t> args = n.args;
+      args.insert(args.end(), {0, 1});
+      NodePtr x = pairs(n.src[0], part);
+      return fe::moved(*ir::make_node(Op::Slice, part, s2, {x}, args), x);
+    }
+    case Op::AsStrided: {
+      std::vector<int64_t> strides;
+      for (size_t i = 0; i + 1 < n.args.size(); ++i)
+        strides.push_back(n.args[i] * 2);
+      strides.push_back(1);
+      return fe::as_strided(pairs(n.src[0], part), s2, strides, n.args.back() * 2);
+    }
+    case Op::Gather:
+      return ir::make_node(Op::Gather, part, s2, {pairs(n.src[0], part), spread(run(n.src[1]))},
+                           n.args);
+    case Op::Scatter:
+      return ir::make_node(Op::Scatter, part, s2,
+                           {pairs(n.src[0], part), spread(run(n.src[1])), pairs(n.src[2], part)},
+                           n.args);
+    case Op::Assign: {
+      // args: the value's strides in the base, its offset, whether in place.
+      const size_t nd = static_cast<size_t>(n.src[1]->ndim());
+      std::vector<int64_t> args;
+      for (size_t i = 0; i < nd; ++i)
+        args.push_back(n.args[i] * 2);
+      args.push_back(1);
+      args.push_back(n.args[nd] * 2);
+      args.push_back(n.args[nd + 1]);
+      return ir::make_node(Op::Assign, part, s2, {pairs(n.src[0], part), pairs(n.src[1], part)},
+                           args);
+    }
+    case Op::Complex:
+      return pair({run(n.src[0]), run(n.src[1])});
+    default:
+      throw Error(
+          fmt::format("internal error: {} of a complex value has no lowering", ir::name(n.op)));
+    }
+  }
+
+  // A real node with complex values below.
+  NodePtr lower_real_node(const ir::Node& n) {
+    const bool from_complex = !n.src.empty() && is_complex(n.src[0]->dtype);
+    if (from_complex) {
+      const DType part = real_part_dtype(n.src[0]->dtype);
+      switch (n.op) {
+      case Op::Real:
+      case Op::Imag:
+        return component(run(n.src[0]), n.op == Op::Real ? 0 : 1);
+      case Op::Abs:
+        return magnitude(parts(n.src[0], part));
+      case Op::CmpEq:
+      case Op::CmpNe: {
+        Parts a = parts(n.src[0], part), b = parts(n.src[1], part);
+        NodePtr re = bin(n.op, a.re, b.re), im = bin(n.op, a.im, b.im);
+        return bin(n.op == Op::CmpEq ? Op::And : Op::Or, re, im);
+      }
+      case Op::Cast: {
+        Parts z = parts(n.src[0], part);
+        if (n.dtype == kBool)
+          return bin(Op::Or, bin(Op::CmpNe, z.re, num(0, z.re)),
+                     bin(Op::CmpNe, z.im, num(0, z.im)));
+        return fe::cast(z.re, n.dtype); // the imaginary part is discarded, as PyTorch does
+      }
+      default:
+        break;
+      }
+    }
+    if (ir::category(n.op) == ir::OpCategory::Complex || from_complex)
+      throw Error(
+          fmt::format("internal error: {} of a complex value has no lowering", ir::name(n.op)));
+    std::vector<NodePtr> src;
+    for (const auto& s : n.src)
+      src.push_back(run(s));
+    return ir::make_node(n.op, n.dtype, n.shape, std::move(src), n.args, n.value, n.storage, n.view,
+                         n.device);
+  }
+
+  std::unordered_map<const ir::Node*, NodePtr> memo_;
+  std::unordered_map<const ir::Node*, std::pair<NodePtr, int64_t>> components_;
+  std::vector<NodePtr> keep_;
+};
+
+} // namespace
+
+ir::View pairs_view(const ir::View& complex_view) {
+  ir::View v{{}, complex_view.offset * 2};
+  for (int64_t s : complex_view.strides)
+    v.strides.push_back(s * 2);
+  v.strides.push_back(1);
+  return v;
+}
+
+NodePtr along_pairs(const NodePtr& x) {
+  Shape s1 = x->shape;
+  s1.push_back(1);
+  return fe::expand(fe::reshape(x, s1), paired(x->shape));
+}
+
+std::vector<NodePtr> lower_complex(const std::vector<NodePtr>& roots) {
+  bool any = false;
+  for (const auto& r : roots)
+    any |= ir::resolve(r)->complex;
+  if (!any) return roots;
+  Lowering l;
+  std::vector<NodePtr> out;
+  out.reserve(roots.size());
+  for (const auto& r : roots)
+    out.push_back(l.run(r));
+  return out;
+}
+
+} // namespace tj::passes

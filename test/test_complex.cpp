@@ -1,0 +1,301 @@
+// Complex dtypes: printing as PyTorch, promotion, arithmetic against std::complex, the parts,
+// views and writes of complex memory, .npy files, eig/eigvals, the lowering to pairs of reals
+// against the reference interpreter, and PyTorch's errors.
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <complex>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lib/frontend/tensor_impl.h"
+#include "lib/interp/interpreter.h"
+
+using namespace tj;
+using Catch::Contains;
+using cd = std::complex<double>;
+
+namespace {
+
+std::string printed(const auto& x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+Tensor ctensor(const std::vector<cd>& v, DType t = kComplex128) {
+  std::vector<double> re, im;
+  for (const cd& z : v) {
+    re.push_back(z.real());
+    im.push_back(z.imag());
+  }
+  const DType part = t == kComplex64 ? kFloat32 : kFloat64;
+  return complex(tensor(re, dtype(part)), tensor(im, dtype(part)));
+}
+
+// Values around every branch of the formulas: all quadrants, the axes, zero, large and tiny.
+std::vector<cd> samples() {
+  return {{1, 2}, {-2.5, 0.5},    {0, -1},           {-3, -4},   {0.25, 0}, {-1, 0},
+          {0, 0}, {1e200, 1e200}, {1e-200, -3e-200}, {7, -1e-3}, {-0.5, 2}, {3, 0.75}};
+}
+
+void check_close(const Tensor& got, const std::vector<cd>& want, double tol) {
+  std::vector<cd> g = got.to_vector<cd>();
+  REQUIRE(g.size() == want.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": got " << g[i] << ", want " << want[i]);
+    if (g[i] == want[i]) continue; // infinities included
+    const double scale = std::max(1.0, std::abs(want[i]));
+    CHECK(std::abs(g[i].real() - want[i].real()) <= tol * scale);
+    CHECK(std::abs(g[i].imag() - want[i].imag()) <= tol * scale);
+  }
+}
+
+} // namespace
+
+TEST_CASE("complex: printed as PyTorch prints", "[complex]") {
+  CHECK(printed(complex(tensor({1.0f, 0.0f}), tensor({2.0f, -1.0f}))) ==
+        "tensor([1.+2.j, 0.-1.j])");
+  CHECK(printed(ctensor({{1, 2}, {0, -1}})) == "tensor([1.+2.j, 0.-1.j], dtype=torch.complex128)");
+  CHECK(printed(ctensor({{1.5, -2.25}}, kComplex64)[0]) == "tensor(1.5000-2.2500j)");
+  CHECK(printed(ctensor({{1, 2}, {0, -1}, {-2.5, 0.5}}, kComplex64)) ==
+        "tensor([ 1.0000+2.0000j,  0.0000-1.0000j, -2.5000+0.5000j])");
+  CHECK(printed(ctensor({{1e-5, 1}, {1, 1e5}}, kComplex64)) ==
+        "tensor([1.0000e-05+1.0000e+00j, 1.0000e+00+1.0000e+05j])");
+  // Each part has its own formatter: integral imaginary parts beside fractional real ones.
+  CHECK(printed(ctensor({{0.5, 1}, {-1.25, -3}}, kComplex64)) ==
+        "tensor([ 0.5000+1.j, -1.2500-3.j])");
+  CHECK(printed(zeros({2, 2}, kComplex64)) ==
+        "tensor([[0.+0.j, 0.+0.j],\n        [0.+0.j, 0.+0.j]])");
+  CHECK(printed(zeros({0}, kComplex64)) == "tensor([], dtype=torch.complex64)");
+  // Python's repr of the scalars item() returns.
+  CHECK(ctensor({{0, -1}})[0].item().str() == "-1j");
+  CHECK(ctensor({{1.5, 2}})[0].item().str() == "(1.5+2j)");
+  CHECK(ctensor({{-0.0, 1}})[0].item().str() == "(-0+1j)");
+  CHECK(ctensor({{1.5, 2}})[0].item<cd>() == cd(1.5, 2));
+}
+
+TEST_CASE("complex: promotion with real dtypes and scalars", "[complex]") {
+  Tensor c64 = zeros({2}, kComplex64), c128 = zeros({2}, kComplex128);
+  CHECK((ones({2}) + c64).dtype() == kComplex64);
+  CHECK((ones({2}, kFloat64) + c64).dtype() == kComplex128);
+  CHECK((ones({2}, kInt64) * c64).dtype() == kComplex64);
+  CHECK((ones({2}, kFloat16) - c64).dtype() == kComplex64);
+  CHECK((c64 / c128).dtype() == kComplex128);
+  const Scalar i(cd(0, 1));
+  CHECK((ones({2}) * i).dtype() == kComplex64);
+  CHECK((ones({2}, kFloat64) * i).dtype() == kComplex128);
+  CHECK((arange(3) * i).dtype() == kComplex64);
+  // A 0-d complex128 tensor keeps a float32 tensor's precision, as PyTorch's categories do.
+  CHECK((ones({2}) + ctensor({{1, 1}}).reshape({})).dtype() == kComplex64);
+  CHECK(promote_types(kFloat64, kComplex64) == kComplex128);
+  CHECK(promote_types(kInt8, kComplex128) == kComplex128);
+  CHECK(zeros({1}, kComplex64).to(kFloat64).dtype() == kFloat64);
+  CHECK(ones({2}).to(kComplex64).to_vector<std::complex<float>>()[1] == std::complex<float>(1, 0));
+}
+
+TEST_CASE("complex: arithmetic and functions against std::complex", "[complex]") {
+  const std::vector<cd> a = samples();
+  std::vector<cd> b = a;
+  std::rotate(b.begin(), b.begin() + 3, b.end());
+  b[3] = {2, -1}; // no zero divisor in the quotients below
+  for (DType t : {kComplex128, kComplex64}) {
+    INFO(dtype_name(t));
+    const double tol = t == kComplex128 ? 1e-14 : 3e-6;
+    // float32 cannot hold the extremes: those samples are scaled into its range.
+    std::vector<cd> x = a, y = b;
+    if (t == kComplex64)
+      for (auto* v : {&x, &y})
+        for (cd& z : *v)
+          if (std::abs(z) > 1e30 || (z != 0.0 && std::abs(z) < 1e-30)) z = z / std::abs(z) * 3.0;
+    Tensor X = ctensor(x, t), Y = ctensor(y, t);
+    auto each = [&](auto f) {
+      std::vector<cd> out;
+      for (size_t i = 0; i < x.size(); ++i)
+        out.push_back(f(x[i], y[i]));
+      return out;
+    };
+    check_close(X + Y, each([](cd p, cd q) { return p + q; }), tol);
+    check_close(X - Y, each([](cd p, cd q) { return p - q; }), tol);
+    check_close(X / Y, each([](cd p, cd q) { return p / q; }), tol);
+    check_close(-X, each([](cd p, cd) { return -p; }), tol);
+    check_close(X.conj(), each([](cd p, cd) { return std::conj(p); }), tol);
+    check_close(X.sqrt(), each([](cd p, cd) { return std::sqrt(p); }), tol);
+    // Products and exponentials of the moderate samples (the extremes overflow in both).
+    std::vector<cd> m = {x[0], x[1], x[2], x[3], x[4], x[5], x[9], x[10], x[11]};
+    Tensor M = ctensor(m, t);
+    auto each_m = [&](auto f) {
+      std::vector<cd> out;
+      for (const cd& z : m)
+        out.push_back(f(z));
+      return out;
+    };
+    check_close(
+        M * M.flip({0}),
+        [&] {
+          std::vector<cd> out;
+          for (size_t i = 0; i < m.size(); ++i)
+            out.push_back(m[i] * m[m.size() - 1 - i]);
+          return out;
+        }(),
+        tol);
+    check_close(M.exp(), each_m([](cd z) { return std::exp(z); }), tol);
+    check_close(M.log(), each_m([](cd z) { return std::log(z); }), tol);
+    check_close(M.sin(), each_m([](cd z) { return std::sin(z); }), tol);
+    check_close(M.cos(), each_m([](cd z) { return std::cos(z); }), tol);
+    check_close(M.reciprocal(), each_m([](cd z) { return 1.0 / z; }), tol);
+    // Real results: magnitudes without overflow, angles, parts.
+    std::vector<double> mag = X.abs().to(kFloat64).to_vector<double>();
+    std::vector<double> ang = X.angle().to(kFloat64).to_vector<double>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      CHECK(mag[i] == Approx(std::abs(x[i])).epsilon(tol));
+      CHECK(ang[i] == Approx(std::arg(x[i])).epsilon(tol).margin(tol));
+    }
+    CHECK(X.abs().dtype() == (t == kComplex64 ? kFloat32 : kFloat64));
+    CHECK(equal(X.real(), complex(X.real(), X.imag()).real()));
+    // Reductions and the product.
+    cd sum = 0;
+    for (const cd& z : m)
+      sum += z;
+    check_close(M.sum(), {sum}, tol);
+    check_close(M.mean(), {sum / double(m.size())}, tol);
+    check_close(M.reshape({3, 3}).sum(0),
+                {m[0] + m[3] + m[6], m[1] + m[4] + m[7], m[2] + m[5] + m[8]}, tol);
+    CHECK(equal(X == Y, X.eq(Y)));
+    CHECK((X == X).all().item<bool>());
+    CHECK(!(X != X).any().item<bool>());
+  }
+  // A complex product is four real products: against the broadcast product's sum.
+  manual_seed(3);
+  for (DType t : {kComplex64, kComplex128}) {
+    const DType part = t == kComplex64 ? kFloat32 : kFloat64;
+    Tensor A = complex(randn({2, 5, 7}, dtype(part)), randn({2, 5, 7}, dtype(part)));
+    Tensor B = complex(randn({7, 3}, dtype(part)), randn({7, 3}, dtype(part)));
+    Tensor want = (A.unsqueeze(-1) * B.unsqueeze(0).unsqueeze(1)).sum(2);
+    Tensor got = A.matmul(B);
+    CHECK(got.dtype() == t);
+    CHECK(allclose(got, want, 1e-5, 1e-5));
+    CHECK(allclose(A.mT().matmul(A), (A.mT().unsqueeze(-1) * A.unsqueeze(1)).sum(2), 1e-5, 1e-5));
+  }
+}
+
+TEST_CASE("complex: views, writes and memory", "[complex]") {
+  Tensor z = ctensor({{1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12}}).reshape({2, 3});
+  CHECK(z.t().is_contiguous() == false);
+  check_close(z.t().reshape({6}), {{1, 2}, {7, 8}, {3, 4}, {9, 10}, {5, 6}, {11, 12}}, 0);
+  check_close(z.slice(1, 0, 3, 2).reshape({4}), {{1, 2}, {5, 6}, {7, 8}, {11, 12}}, 0);
+  check_close(z.select(0, 1).flip({0}), {{11, 12}, {9, 10}, {7, 8}}, 0);
+  check_close(z[0].unsqueeze(0).expand({2, 3}).sum(0), {{2, 4}, {6, 8}, {10, 12}}, 0);
+  check_close(index_select(z, 1, tensor(std::vector<int64_t>{2, 0})).reshape({4}),
+              {{5, 6}, {1, 2}, {11, 12}, {7, 8}}, 0);
+  // In-place writes through views of complex memory.
+  Tensor w = z.clone();
+  w.select(1, 1).add_(ctensor({{0, 1}, {0, -1}}));
+  w[0][0] = Scalar(cd(-1, -1));
+  check_close(w.reshape({6}), {{-1, -1}, {3, 5}, {5, 6}, {7, 8}, {9, 9}, {11, 12}}, 0);
+  check_close(z.reshape({6}).slice(0, 0, 2), {{1, 2}, {3, 4}},
+              0); // the clone's source is untouched
+  // Memory handed out: interleaved parts, as std::complex.
+  Tensor c = ctensor({{1.5, -2}, {0, 3}}, kComplex64);
+  c.eval();
+  CHECK(c.data_ptr<std::complex<float>>()[1] == std::complex<float>(0, 3));
+  CHECK(c.numpy().dtype == "<c8");
+  const auto path = std::filesystem::temp_directory_path() / "tj_complex_test.npy";
+  for (DType t : {kComplex64, kComplex128}) {
+    Tensor v = ctensor({{1.5, -2}, {0, 3}, {-1e-3, 7}}, t);
+    save_npy(v, path.string());
+    Tensor back = load_npy(path.string());
+    CHECK(back.dtype() == t);
+    CHECK(equal(back, v));
+  }
+  // A big-endian file, as NumPy writes '>c8': each part's bytes swapped on its own.
+  {
+    std::string header = "{'descr': '>c8', 'fortran_order': False, 'shape': (2,), }";
+    header.append(128 - 10 - header.size() - 1, ' ');
+    header += '\n';
+    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+    bytes += static_cast<char>(header.size());
+    bytes += '\0';
+    bytes += header;
+    for (float f : {1.5f, -2.0f, 0.0f, 3.0f}) {
+      char b[4];
+      std::memcpy(b, &f, 4);
+      bytes.append({b[3], b[2], b[1], b[0]});
+    }
+    std::ofstream(path, std::ios::binary) << bytes;
+    CHECK(equal(load_npy(path.string()), ctensor({{1.5, -2}, {0, 3}}, kComplex64)));
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("complex: the pairs of reals agree with the reference interpreter", "[complex][interp]") {
+  manual_seed(7);
+  Tensor x = randn({4, 5}, dtype(kFloat64)), y = randn({4, 5}, dtype(kFloat64));
+  Tensor c = complex(x, y);
+  Tensor e = (c * c.conj() / (c + 2) + c.exp() - c.log() + c.sqrt()).sum(1, true) * c.t().sum(0);
+  Tensor r = e.abs() + e.real() - e.imag() + e.angle();
+  for (const Tensor& t : {e, r}) {
+    interp::HostArray ref = interp::evaluate(detail::node_of(t));
+    Tensor got = t.is_complex() ? stack({t.real(), t.imag()}, -1).contiguous() : t;
+    std::vector<double> g = got.to_vector<double>();
+    REQUIRE(g.size() == ref.f.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      CHECK(g[i] == Approx(ref.f[i]).epsilon(1e-12).margin(1e-12));
+  }
+}
+
+TEST_CASE("complex: eig and eigvals", "[complex][linalg]") {
+  // The rotation by a right angle: eigenvalues +-i, as PyTorch prints them.
+  Tensor A = tensor({{0.0, -1.0}, {1.0, 0.0}}, dtype(kFloat64));
+  CHECK(printed(linalg::eigvals(A)) == "tensor([0.+1.j, 0.-1.j], dtype=torch.complex128)");
+  CHECK(printed(linalg::eig(A)) ==
+        "torch.return_types.linalg_eig(\n"
+        "eigenvalues=tensor([0.+1.j, 0.-1.j], dtype=torch.complex128),\n"
+        "eigenvectors=tensor([[0.7071+0.0000j, 0.7071-0.0000j],\n"
+        "        [0.0000-0.7071j, 0.0000+0.7071j]], dtype=torch.complex128))");
+  // A V = V diag(L) for random batches, with real and complex-conjugate eigenvalues.
+  manual_seed(11);
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double tol = dt == kFloat64 ? 1e-10 : 2e-4;
+    for (const Shape& batch : {Shape{}, Shape{3}, Shape{2, 2}}) {
+      Shape s = batch;
+      s.insert(s.end(), {5, 5});
+      Tensor M = randn(s, dtype(dt));
+      auto [L, V] = linalg::eig(M);
+      CHECK(L.dtype() == complex_dtype(dt));
+      Tensor Mc = M.to(complex_dtype(dt));
+      CHECK(allclose(Mc.matmul(V), V * L.unsqueeze(-2), tol, tol));
+      CHECK(allclose(linalg::eigvals(M), L, tol, tol));
+      // Each eigenvector has norm 1.
+      CHECK(allclose((V.abs() * V.abs()).sum(-2), ones(L.sizes(), dtype(dt)), tol, tol));
+    }
+  }
+  CHECK_THROWS_WITH(linalg::eig(ones({2, 3})), Contains("must be batches of square matrices"));
+  Tensor g = ones({2, 2}).requires_grad_();
+  CHECK_THROWS_WITH(linalg::eigvals(g), Contains("complex values are not supported yet"));
+}
+
+TEST_CASE("complex: errors in PyTorch's words", "[complex][errors]") {
+  Tensor c = zeros({2}, kComplex64);
+  CHECK_THROWS_WITH(ones({2}).imag(),
+                    "imag is not implemented for tensors with non-complex dtypes.");
+  CHECK(equal(ones({2}).real(), ones({2})));
+  CHECK_THROWS_WITH(
+      complex(ones({2}, kInt64), ones({2}, kInt64)),
+      "Expected both inputs to be Half, Float or Double tensors but got Long and Long");
+  CHECK_THROWS_WITH(complex(ones({2}), ones({2}, kFloat64)),
+                    "Expected object of scalar type Float but got scalar type Double for second "
+                    "argument");
+  CHECK_THROWS_WITH(c.lt(c), "\"lt_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(c.floor(), "floor is not supported for complex inputs");
+  CHECK_THROWS_WITH(c.tanh(), "\"tanh_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(c.max(), Contains("does not support complex input"));
+  CHECK_THROWS_WITH(c.requires_grad_(), Contains("complex tensors are not supported yet"));
+  CHECK_THROWS_WITH(complex(ones({2}).requires_grad_(), ones({2})),
+                    Contains("complex values are not supported yet"));
+  CHECK_THROWS_WITH(linalg::inv(zeros({2, 2}, kComplex64)), Contains("complex matrices"));
+}
