@@ -1,6 +1,11 @@
 #include "runtime/lapack.h"
 
 #include <fmt/format.h>
+
+#include <complex>
+// LAPACK's complex numbers as std::complex, whose layout they share.
+#define lapack_complex_float std::complex<float>
+#define lapack_complex_double std::complex<double>
 #include <lapacke.h>
 
 #include <algorithm>
@@ -72,6 +77,40 @@ template <> struct Fn<double> {
   static constexpr auto gelsd = &LAPACKE_dgelsd;
   static constexpr auto gelss = &LAPACKE_dgelss;
 };
+
+template <> struct Fn<std::complex<float>> {
+  static constexpr auto getrf = &LAPACKE_cgetrf;
+  static constexpr auto getrs = &LAPACKE_cgetrs;
+  static constexpr auto potrf = &LAPACKE_cpotrf;
+  static constexpr auto geqrf = &LAPACKE_cgeqrf;
+  static constexpr auto orgqr = &LAPACKE_cungqr;
+  static constexpr auto gesdd = &LAPACKE_cgesdd;
+  static constexpr auto syevd = &LAPACKE_cheevd;
+  static constexpr auto geev = &LAPACKE_cgeev;
+  static constexpr auto gelsy = &LAPACKE_cgelsy;
+  static constexpr auto gels = &LAPACKE_cgels;
+  static constexpr auto gelsd = &LAPACKE_cgelsd;
+  static constexpr auto gelss = &LAPACKE_cgelss;
+};
+template <> struct Fn<std::complex<double>> {
+  static constexpr auto getrf = &LAPACKE_zgetrf;
+  static constexpr auto getrs = &LAPACKE_zgetrs;
+  static constexpr auto potrf = &LAPACKE_zpotrf;
+  static constexpr auto geqrf = &LAPACKE_zgeqrf;
+  static constexpr auto orgqr = &LAPACKE_zungqr;
+  static constexpr auto gesdd = &LAPACKE_zgesdd;
+  static constexpr auto syevd = &LAPACKE_zheevd;
+  static constexpr auto geev = &LAPACKE_zgeev;
+  static constexpr auto gelsy = &LAPACKE_zgelsy;
+  static constexpr auto gels = &LAPACKE_zgels;
+  static constexpr auto gelsd = &LAPACKE_zgelsd;
+  static constexpr auto gelss = &LAPACKE_zgelss;
+};
+
+// The real type of T's singular values and eigenvalues.
+template <class T> struct RealOf { using type = T; };
+template <class T> struct RealOf<std::complex<T>> { using type = T; };
+template <class T> using Real = typename RealOf<T>::type;
 
 constexpr int kCol = LAPACK_COL_MAJOR;
 lapack_int ld(int64_t rows) { return static_cast<lapack_int>(std::max<int64_t>(1, rows)); }
@@ -211,7 +250,8 @@ Failure svd_t(const Matrices& a, bool full, bool vectors, void* out, int64_t out
   const int64_t ucols = full ? m : k, vrows = full ? n : k;
   const char jobz = !vectors ? 'N' : full ? 'A' : 'S';
   return each<T>("gesdd", count_of(a), out, out_row, [&](int64_t e, T* o) {
-    std::vector<T> w(static_cast<size_t>(m * n)), s(static_cast<size_t>(k));
+    std::vector<T> w(static_cast<size_t>(m * n));
+    std::vector<Real<T>> s(static_cast<size_t>(k));
     std::vector<T> u(static_cast<size_t>(vectors ? m * ucols : 1));
     std::vector<T> vt(static_cast<size_t>(vectors ? vrows * n : 1));
     load(a, e, w.data(), m);
@@ -233,15 +273,48 @@ Failure eigh_t(const Matrices& a, bool upper, bool vectors, void* out, int64_t o
   const int64_t n = a.rows;
   return each<T>("syevd", count_of(a), out, out_row, [&](int64_t e, T* o) {
     std::vector<T> w(static_cast<size_t>(n * n));
+    std::vector<Real<T>> values(static_cast<size_t>(n));
     load(a, e, w.data(), n);
-    lapack_int info =
-        Fn<T>::syevd(kCol, vectors ? 'V' : 'N', upper ? 'U' : 'L', li(n), w.data(), ld(n), o);
+    lapack_int info = Fn<T>::syevd(kCol, vectors ? 'V' : 'N', upper ? 'U' : 'L', li(n), w.data(),
+                                   ld(n), values.data());
+    std::copy(values.begin(), values.end(), o);
     if (vectors) store(w.data(), n, n, n, o + n);
     return info;
   });
 }
 
-template <class T> Failure eig_t(const Matrices& a, bool vectors, void* out, int64_t out_row) {
+template <class T> struct IsComplex : std::false_type {};
+template <class T> struct IsComplex<std::complex<T>> : std::true_type {};
+
+// geev of complex matrices: the eigenvalues and eigenvectors come complex; their parts are
+// written as numbers of T, as the real routine's are.
+template <class T>
+Failure complex_eig_t(const Matrices& a, bool vectors, void* out, int64_t out_row) {
+  const int64_t n = a.rows;
+  return each<T>("geev", count_of(a), out, out_row, [&](int64_t e, T* o) {
+    std::vector<T> w(static_cast<size_t>(n * n)), vr(static_cast<size_t>(vectors ? n * n : 1));
+    std::vector<T> values(static_cast<size_t>(n));
+    load(a, e, w.data(), n);
+    T unused = 0;
+    lapack_int info = Fn<T>::geev(kCol, 'N', vectors ? 'V' : 'N', li(n), w.data(), ld(n),
+                                  values.data(), &unused, 1, vr.data(), ld(n));
+    if (info != 0) return info;
+    for (int64_t i = 0; i < n; ++i) {
+      o[i] = values[static_cast<size_t>(i)].real();
+      o[n + i] = values[static_cast<size_t>(i)].imag();
+    }
+    if (vectors)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const T v = vr[static_cast<size_t>(i + j * n)];
+          o[2 * n + i * n + j] = v.real();
+          o[2 * n + n * n + i * n + j] = v.imag();
+        }
+    return info;
+  });
+}
+
+template <class T> Failure real_eig_t(const Matrices& a, bool vectors, void* out, int64_t out_row) {
   const int64_t n = a.rows;
   return each<T>("geev", count_of(a), out, out_row, [&](int64_t e, T* o) {
     std::vector<T> w(static_cast<size_t>(n * n)), vr(static_cast<size_t>(vectors ? n * n : 1));
@@ -276,17 +349,25 @@ template <class T> Failure eig_t(const Matrices& a, bool vectors, void* out, int
   });
 }
 
+template <class T> Failure eig_t(const Matrices& a, bool vectors, void* out, int64_t out_row) {
+  if constexpr (IsComplex<T>::value)
+    return complex_eig_t<T>(a, vectors, out, out_row);
+  else
+    return real_eig_t<T>(a, vectors, out, out_row);
+}
+
 template <class T>
 Failure lstsq_t(const Matrices& a, const Matrices& b, int driver, void* out, int64_t out_row) {
   const int64_t m = a.rows, n = a.cols, k = b.cols, ldb = std::max(m, n), kmin = std::min(m, n);
   static const char* const names[] = {"gelsy", "gels", "gelsd", "gelss"};
   return each<T>(names[driver], count_of(a), out, out_row, [&](int64_t e, T* o) {
     std::vector<T> w(static_cast<size_t>(m * n)), x(static_cast<size_t>(ldb * k));
-    std::vector<T> s(static_cast<size_t>(std::max<int64_t>(kmin, 1)));
+    std::vector<Real<T>> s(static_cast<size_t>(std::max<int64_t>(kmin, 1)));
     load(a, e, w.data(), m);
     load(b, e, x.data(), ldb);
     // PyTorch's default cutoff: the dtype's epsilon times the larger dim.
-    const T rcond = std::numeric_limits<T>::epsilon() * static_cast<T>(std::max(m, n));
+    const Real<T> rcond =
+        std::numeric_limits<Real<T>>::epsilon() * static_cast<Real<T>>(std::max(m, n));
     lapack_int info = 0, rank = 0;
     switch (driver) {
     case 0: {
@@ -307,9 +388,9 @@ Failure lstsq_t(const Matrices& a, const Matrices& b, int driver, void* out, int
     if (driver >= 2) o = std::copy(s.begin(), s.begin() + kmin, o);
     if (driver >= 1 && m > n) // rows n.. of the result hold the residual's components
       for (int64_t j = 0; j < k; ++j) {
-        T sum = 0;
+        Real<T> sum = 0;
         for (int64_t i = n; i < m; ++i)
-          sum += x[static_cast<size_t>(i + j * ldb)] * x[static_cast<size_t>(i + j * ldb)];
+          sum += std::norm(x[static_cast<size_t>(i + j * ldb)]); // |x|^2
         o[j] = sum;
       }
     return info;
@@ -331,42 +412,45 @@ Matrices strided(const void* data, const std::vector<int64_t>& shape,
           strides[r - 1]};
 }
 
+namespace {
+// Runs f with a value of the element type of `dtype`.
+template <class F> Failure by_dtype(DType dtype, F f) {
+  if (dtype == kComplex64) return f(std::complex<float>{});
+  if (dtype == kComplex128) return f(std::complex<double>{});
+  return dtype == kFloat64 ? f(double{}) : f(float{});
+}
+} // namespace
+
 Failure lu(DType dtype, const Matrices& a, void* out, int64_t out_row) {
-  return dtype == kFloat64 ? lu_t<double>(a, out, out_row) : lu_t<float>(a, out, out_row);
+  return by_dtype(dtype, [&](auto t) { return lu_t<decltype(t)>(a, out, out_row); });
 }
 Failure solve(DType dtype, const Matrices& a, const Matrices& b, void* out, int64_t out_row) {
-  return dtype == kFloat64 ? solve_t<double>(a, &b, out, out_row)
-                           : solve_t<float>(a, &b, out, out_row);
+  return by_dtype(dtype, [&](auto t) { return solve_t<decltype(t)>(a, &b, out, out_row); });
 }
 Failure inv(DType dtype, const Matrices& a, void* out, int64_t out_row) {
-  return dtype == kFloat64 ? solve_t<double>(a, nullptr, out, out_row)
-                           : solve_t<float>(a, nullptr, out, out_row);
+  return by_dtype(dtype, [&](auto t) { return solve_t<decltype(t)>(a, nullptr, out, out_row); });
 }
 Failure cholesky(DType dtype, const Matrices& a, bool upper, void* out, int64_t out_row) {
-  return dtype == kFloat64 ? cholesky_t<double>(a, upper, out, out_row)
-                           : cholesky_t<float>(a, upper, out, out_row);
+  return by_dtype(dtype, [&](auto t) { return cholesky_t<decltype(t)>(a, upper, out, out_row); });
 }
 Failure qr(DType dtype, const Matrices& a, int mode, void* out, int64_t out_row) {
-  return dtype == kFloat64 ? qr_t<double>(a, mode, out, out_row)
-                           : qr_t<float>(a, mode, out, out_row);
+  return by_dtype(dtype, [&](auto t) { return qr_t<decltype(t)>(a, mode, out, out_row); });
 }
 Failure svd(DType dtype, const Matrices& a, bool full, bool vectors, void* out, int64_t out_row) {
-  return dtype == kFloat64 ? svd_t<double>(a, full, vectors, out, out_row)
-                           : svd_t<float>(a, full, vectors, out, out_row);
+  return by_dtype(dtype,
+                  [&](auto t) { return svd_t<decltype(t)>(a, full, vectors, out, out_row); });
 }
 Failure eig(DType dtype, const Matrices& a, bool vectors, void* out, int64_t out_row) {
-  return dtype == kFloat64 ? eig_t<double>(a, vectors, out, out_row)
-                           : eig_t<float>(a, vectors, out, out_row);
+  return by_dtype(dtype, [&](auto t) { return eig_t<decltype(t)>(a, vectors, out, out_row); });
 }
 
 Failure eigh(DType dtype, const Matrices& a, bool upper, bool vectors, void* out, int64_t out_row) {
-  return dtype == kFloat64 ? eigh_t<double>(a, upper, vectors, out, out_row)
-                           : eigh_t<float>(a, upper, vectors, out, out_row);
+  return by_dtype(dtype,
+                  [&](auto t) { return eigh_t<decltype(t)>(a, upper, vectors, out, out_row); });
 }
 Failure lstsq(DType dtype, const Matrices& a, const Matrices& b, int driver, void* out,
               int64_t out_row) {
-  return dtype == kFloat64 ? lstsq_t<double>(a, b, driver, out, out_row)
-                           : lstsq_t<float>(a, b, driver, out, out_row);
+  return by_dtype(dtype, [&](auto t) { return lstsq_t<decltype(t)>(a, b, driver, out, out_row); });
 }
 
 } // namespace tj::rt::lapack

@@ -32,7 +32,8 @@ struct Failure {
   explicit operator bool() const { return entry >= 0; }
 };
 
-// The routines, float32 or float64 (`dtype`); `out` holds a row of `out_row` elements per
+// The routines, float32, float64, complex64 or complex128 (`dtype`; a real singular value,
+// eigenvalue or rank is written as a complex number); `out` holds a row of `out_row` elements per
 // batch entry (the sum of the parts' sizes, ir::routine_parts), contiguous.
 Failure lu(DType dtype, const Matrices& a, void* out, int64_t out_row);
 Failure solve(DType dtype, const Matrices& a, const Matrices& b, void* out, int64_t out_row);
@@ -43,7 +44,7 @@ Failure svd(DType dtype, const Matrices& a, bool full, bool vectors, void* out, 
 Failure eigh(DType dtype, const Matrices& a, bool upper, bool vectors, void* out, int64_t out_row);
 // geev: the eigenvalues' real and imaginary parts (n each) and, with vectors, the right
 // eigenvectors' real and imaginary parts (n x n each, row-major), a conjugate pair's vectors
-// unpacked from LAPACK's two real columns.
+// unpacked from LAPACK's two real columns (complex matrices: the parts as complex numbers).
 Failure eig(DType dtype, const Matrices& a, bool vectors, void* out, int64_t out_row);
 Failure lstsq(DType dtype, const Matrices& a, const Matrices& b, int driver, void* out,
               int64_t out_row);

@@ -232,6 +232,49 @@ TEST_CASE("complex: views, writes and memory", "[complex]") {
   std::filesystem::remove(path);
 }
 
+TEST_CASE("complex: composites, random numbers and in-place writes", "[complex]") {
+  Tensor z = ctensor({{1, 0.5}, {-2, 3}}, kComplex64);
+  // var is the mean squared magnitude of the deviations; std its root; norms of magnitudes.
+  CHECK(z.var().item<double>() == Approx(7.625));
+  CHECK(z.std().item<double>() == Approx(std::sqrt(7.625)));
+  CHECK(z.var().dtype() == kFloat32);
+  CHECK(norm(z, 2, {0}, false).item<double>() == Approx(std::sqrt(1.25 + 13)));
+  check_close(z.cumsum(0), {{1, 0.5}, {-1, 3.5}}, 1e-6);
+  check_close(z.pow(2), {{0.75, 1}, {-5, -12}}, 1e-6);
+  check_close(z.sigmoid(),
+              {1.0 / (1.0 + std::exp(-cd(1, 0.5))), 1.0 / (1.0 + std::exp(-cd(-2, 3)))}, 1e-6);
+  check_close(where(tensor({true, false}), z, zeros({2})), {{1, 0.5}, {0, 0}}, 0);
+  check_close(cat({z, z.conj()}), {{1, 0.5}, {-2, 3}, {1, -0.5}, {-2, -3}}, 0);
+  // Random complex numbers: both parts drawn, E|z|^2 = 1 for randn.
+  manual_seed(5);
+  Tensor r = randn({20000}, kComplex64);
+  CHECK(r.dtype() == kComplex64);
+  CHECK(std::abs((r.abs() * r.abs()).mean().item<double>() - 1.0) < 0.05);
+  CHECK(std::abs(r.imag().mean().item<double>()) < 0.05);
+  Tensor u = rand({1000}, kComplex128);
+  CHECK(u.imag().min().item<double>() >= 0.0);
+  CHECK(u.imag().max().item<double>() < 1.0);
+  // In-place writes: complex into complex, real into complex; never complex into real.
+  Tensor w = z.clone();
+  w.mul_(z);
+  check_close(w, {{0.75, 1}, {-5, -12}}, 1e-6);
+  w.copy_(tensor({1.0f, 2.0f}));
+  check_close(w, {{1, 0}, {2, 0}}, 0);
+  w.fill_(Scalar(cd(1, 2)));
+  check_close(w, {{1, 2}, {1, 2}}, 0);
+  Tensor real = zeros({2});
+  CHECK_THROWS_WITH(real.add_(z), "result type ComplexFloat can't be cast to the desired output "
+                                  "type Float");
+  CHECK_THROWS_WITH(z.clone().abs_(), "In-place abs is not supported for complex tensors.");
+  // Explicit casts discard the imaginary part, as PyTorch's do; ops that take reals refuse.
+  CHECK(equal(z.to(kFloat32), tensor({1.0f, -2.0f})));
+  CHECK(equal(z.to(kInt64), tensor(std::vector<int64_t>{1, -2})));
+  CHECK(equal(ctensor({{0, 0}, {0, 1}}).to(kBool), tensor({false, true})));
+  CHECK_THROWS_WITH(nn::functional::softmax(z, 0), Contains("not implemented for 'ComplexFloat'"));
+  CHECK_THROWS_WITH(z.clamp(0, 1), "clamp is not supported for complex types");
+  CHECK_THROWS_WITH(z.sign(), Contains("torch.sign is not intended to support complex numbers"));
+}
+
 TEST_CASE("complex: the pairs of reals agree with the reference interpreter", "[complex][interp]") {
   manual_seed(7);
   Tensor x = randn({4, 5}, dtype(kFloat64)), y = randn({4, 5}, dtype(kFloat64));
@@ -279,6 +322,81 @@ TEST_CASE("complex: eig and eigvals", "[complex][linalg]") {
   CHECK_THROWS_WITH(linalg::eigvals(g), Contains("complex values are not supported yet"));
 }
 
+TEST_CASE("complex: linalg of complex matrices through LAPACK's c and z routines",
+          "[complex][linalg]") {
+  manual_seed(13);
+  auto mH = [](const Tensor& a) { return a.mT().conj(); };
+  for (DType t : {kComplex64, kComplex128}) {
+    const DType part = real_part_dtype(t);
+    const double tol = t == kComplex128 ? 1e-10 : 2e-4;
+    auto crand = [&](Shape s) { return complex(randn(s, dtype(part)), randn(s, dtype(part))); };
+    auto near = [&](const Tensor& a, const Tensor& b) { return allclose(a, b, tol, tol); };
+    for (const Shape& batch : {Shape{}, Shape{3}}) {
+      INFO(dtype_name(t) << " batch of " << batch.size() << " dims");
+      auto with = [&](std::initializer_list<int64_t> last) {
+        Shape s = batch;
+        s.insert(s.end(), last);
+        return s;
+      };
+      Tensor A = crand(with({4, 4})) + eye(4, dtype(t)) * 4.0, B = crand(with({4, 3}));
+      Tensor I = eye(4, dtype(t)).expand(A.sizes());
+      CHECK(near(A.matmul(linalg::solve(A, B)), B));
+      CHECK(near(A.matmul(linalg::inv(A)), I));
+      // det against slogdet, and against the product of the eigenvalues of a Hermitian matrix.
+      auto [sign, logabsdet] = linalg::slogdet(A);
+      CHECK(logabsdet.dtype() == part);
+      CHECK(near(linalg::det(A), sign * logabsdet.exp()));
+      Tensor H = A.matmul(mH(A)); // Hermitian positive-definite
+      auto [ev, V] = linalg::eigh(H);
+      CHECK(ev.dtype() == part);
+      CHECK(near(H.matmul(V), V * ev.to(t).unsqueeze(-2)));
+      CHECK(near(mH(V).matmul(V), I));
+      CHECK(allclose(linalg::det(H).real(), ev.prod(-1), tol, tol * 100));
+      CHECK(near(linalg::eigvalsh(H), ev));
+      Tensor L = linalg::cholesky(H), U = linalg::cholesky(H, true);
+      CHECK(near(L.matmul(mH(L)), H));
+      CHECK(near(mH(U).matmul(U), H));
+      CHECK(L.triu(1).abs().max().item<double>() == 0.0);
+      auto [Q, R] = linalg::qr(B);
+      CHECK(near(Q.matmul(R), B));
+      CHECK(near(mH(Q).matmul(Q), eye(3, dtype(t)).expand(with({3, 3}))));
+      auto [Us, S, Vh] = linalg::svd(B, false);
+      CHECK(S.dtype() == part);
+      CHECK(near(Us.matmul(S.to(t).unsqueeze(-1) * Vh), B));
+      CHECK(near(linalg::svdvals(B), S));
+      // Norms of complex matrices are real: the magnitudes' norms, the singular values' sums.
+      CHECK(near(linalg::matrix_norm(B), B.abs().pow(2).sum({-2, -1}).sqrt()));
+      CHECK(near(linalg::matrix_norm(B, "nuc"), S.sum(-1)));
+      CHECK(linalg::vector_norm(B).dtype() == part);
+      // eig of a complex matrix, lstsq by each driver, pinv and the rank.
+      auto [ew, EV] = linalg::eig(A);
+      CHECK(ew.dtype() == t);
+      CHECK(near(A.matmul(EV), EV * ew.unsqueeze(-2)));
+      CHECK(near(linalg::eigvals(A), ew));
+      Tensor tall = crand(with({6, 3})), rhs = crand(with({6, 2}));
+      Tensor normal = linalg::solve(mH(tall).matmul(tall), mH(tall).matmul(rhs));
+      for (const char* driver : {"gelsy", "gels", "gelsd", "gelss"}) {
+        INFO(driver);
+        linalg::LstsqResult r = linalg::lstsq(tall, rhs, std::string(driver));
+        CHECK(near(r.solution, normal));
+        if (std::string(driver) != "gels") CHECK(r.rank.dtype() == kInt64);
+        if (std::string(driver) == "gelsd") {
+          CHECK(r.singular_values.dtype() == part);
+          CHECK(near(r.residuals, (tall.matmul(r.solution) - rhs).abs().pow(2).sum(-2)));
+        }
+      }
+      Tensor P = linalg::pinv(tall);
+      CHECK(near(P.matmul(tall), eye(3, dtype(t)).expand(with({3, 3}))));
+      CHECK(near(linalg::pinv(H, /*hermitian=*/true), linalg::inv(H)));
+      CHECK(linalg::matrix_rank(tall.matmul(mH(tall))).eq(3).all().item<bool>());
+    }
+  }
+  // det of a complex matrix with exact entries.
+  Tensor M = complex(tensor({{1.0, 2.0}, {3.0, 4.0}}, dtype(kFloat64)),
+                     tensor({{0.0, 1.0}, {0.0, 0.0}}, dtype(kFloat64)));
+  CHECK(std::abs(linalg::det(M).item<cd>() - cd(-2, -3)) < 1e-14);
+}
+
 TEST_CASE("complex: errors in PyTorch's words", "[complex][errors]") {
   Tensor c = zeros({2}, kComplex64);
   CHECK_THROWS_WITH(ones({2}).imag(),
@@ -297,5 +415,6 @@ TEST_CASE("complex: errors in PyTorch's words", "[complex][errors]") {
   CHECK_THROWS_WITH(c.requires_grad_(), Contains("complex tensors are not supported yet"));
   CHECK_THROWS_WITH(complex(ones({2}).requires_grad_(), ones({2})),
                     Contains("complex values are not supported yet"));
-  CHECK_THROWS_WITH(linalg::inv(zeros({2, 2}, kComplex64)), Contains("complex matrices"));
+  CHECK_THROWS_WITH(linalg::inv(zeros({2, 2}, kComplex128)).eval(),
+                    Contains("The diagonal element 1 is zero"));
 }

@@ -523,3 +523,28 @@ TEST_CASE("CUDA: linalg factors through the CPU and returns to the device", "[cu
   linalg::inv(cpu_leaf).sum().backward();
   CHECK(allclose(leaf.grad().cpu(), cpu_leaf.grad(), 1e-12, 1e-12));
 }
+
+TEST_CASE("CUDA: complex values compute as pairs of reals on the device", "[cuda][gpu][complex]") {
+  if (!have_gpu()) return;
+  manual_seed(17);
+  for (DType t : {kComplex64, kComplex128}) {
+    const DType part = real_part_dtype(t);
+    Tensor a = complex(randn({4, 6}, dtype(part)), randn({4, 6}, dtype(part)));
+    Tensor b = complex(randn({6, 3}, dtype(part)), randn({6, 3}, dtype(part)));
+    Tensor ag = a.cuda(), bg = b.cuda();
+    const double tol = t == kComplex64 ? 1e-5 : 1e-12;
+    auto same = [&](const Tensor& cpu, const Tensor& gpu) {
+      INFO("cpu: " << cpu.str() << "\ncuda: " << gpu.str());
+      CHECK(gpu.device().is_cuda());
+      CHECK(allclose(gpu.cpu(), cpu, tol, tol));
+    };
+    same(a * a.conj() / (a + 1) + a.exp() - a.sqrt(),
+         ag * ag.conj() / (ag + 1) + ag.exp() - ag.sqrt());
+    same(a.abs() + a.angle(), ag.abs() + ag.angle());
+    same(a.sum(1), ag.sum(1));
+    same(a.matmul(b), ag.matmul(bg));
+    same(linalg::inv(a.narrow(1, 0, 4) + eye(4, dtype(t)) * 3),
+         linalg::inv(ag.narrow(1, 0, 4) + eye(4, dtype(t)).cuda() * 3));
+    CHECK(a.str() == ag.cpu().str());
+  }
+}

@@ -135,10 +135,27 @@ Tensor scalar_tensor(const Scalar& v, TensorOptions o, Caller caller) {
   return full({}, v, o);
 }
 
+namespace {
+// A complex random tensor: its real, then its imaginary parts drawn by `draw` in the parts'
+// dtype, scaled.
+template <class Draw>
+Tensor complex_random(IntArrayRef size, const TensorOptions& o, Draw draw, double scale) {
+  const DType t = o.dtype_or(default_dtype());
+  TensorOptions part = TensorOptions(real_part_dtype(t)).device(o.device());
+  Tensor re = draw(part), im = draw(part);
+  Tensor out = complex(re * scale, im * scale);
+  if (o.requires_grad()) out.requires_grad_(true); // PyTorch's error for a complex tensor
+  return out;
+}
+} // namespace
+
 Tensor rand(IntArrayRef size, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "rand");
   ir::check_sizes(size);
   Device dev = check_device(o);
+  if (is_complex(o.dtype_or(default_dtype()))) // both parts uniform on [0, 1)
+    return complex_random(
+        size, o, [&](TensorOptions p) { return rand(size, p); }, 1.0);
   DType t = float_dtype(o, "check_uniform_bounds");
   auto [seed, off] = take_counters(ir::numel(size));
   return finish(uniform(size, t, seed, off, 0, dev), o);
@@ -148,6 +165,9 @@ Tensor randn(IntArrayRef size, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "randn");
   ir::check_sizes(size);
   Device dev = check_device(o);
+  if (is_complex(o.dtype_or(default_dtype()))) // E|z|^2 = 1: each part of variance 1/2
+    return complex_random(
+        size, o, [&](TensorOptions p) { return randn(size, p); }, M_SQRT1_2);
   DType t = float_dtype(o, dev.is_cuda() ? "normal_kernel_cuda" : "normal_kernel_cpu");
   auto [seed, off] = take_counters(ir::numel(size));
   // Box-Muller on two independent uniforms from the same counter (words 0-1 and 2-3).

@@ -405,6 +405,7 @@ NodePtr bounded_above(const NodePtr& x, const NodePtr& hi) {
 Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi, Caller caller) {
   detail::CallSite site(caller, "clamp");
   if (!lo && !hi) throw Error("torch.clamp: At least one of 'min' or 'max' must not be None");
+  if (a.is_complex()) throw Error("clamp is not supported for complex types");
   Operand x = operand(a);
   DType t = lo && hi ? fe::result_type({x, operand(*lo), operand(*hi)})
             : lo     ? fe::result_type({x, operand(*lo)})
@@ -492,6 +493,9 @@ Tensor abs(const Tensor& a, Caller caller) {
 }
 Tensor sign(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "sign");
+  if (a.is_complex())
+    throw Error("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                "torch.sgn instead.");
   NodePtr x = node_of(a);
   if (x->dtype == kBool) return a;
   DType t = x->dtype;

@@ -49,8 +49,12 @@ NodePtr constant(const Scalar& v, DType t, Shape shape, Device device) {
   return ir::make_const(v, t, std::move(shape), device);
 }
 
-NodePtr cast(const NodePtr& x, DType t) {
+NodePtr cast(const NodePtr& x, DType t, bool discard_imag) {
   if (x->dtype == t) return x;
+  if (is_complex(x->dtype) && !is_complex(t) && !discard_imag)
+    throw Error(fmt::format("not implemented for '{}': the op takes real values (take real(), "
+                            "imag() or abs() of a complex tensor first)",
+                            cpp_type_name(x->dtype)));
   if (x->op == Op::Const) return constant(x->value, t, x->shape, x->device);
   return ir::make_node(Op::Cast, t, x->shape, {x});
 }

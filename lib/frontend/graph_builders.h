@@ -19,7 +19,10 @@ using ir::Shape;
 NodePtr constant(const Scalar& v, DType t, Shape shape = {}, Device device = kCPU);
 // PyTorch's error for operands on two devices.
 [[noreturn]] void throw_device_mismatch(Device a, Device b);
-NodePtr cast(const NodePtr& x, DType t);
+// To a complex dtype from a real one: a zero imaginary part. A complex value to a real dtype
+// only with `discard_imag` (Tensor::to, a copy into real memory): its real part, as PyTorch
+// does; otherwise that is an op given a complex tensor where it takes real ones, an error.
+NodePtr cast(const NodePtr& x, DType t, bool discard_imag = false);
 // PyTorch's "<op>_cpu" not implemented for 'ComplexFloat' where `t` is complex and `op` has no
 // complex meaning in passes/lower_complex.
 void check_complex_op(Op op, DType t);

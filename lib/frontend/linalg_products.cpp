@@ -111,7 +111,7 @@ Tensor multi_dot(const std::vector<Tensor>& tensors, Caller caller) {
 namespace {
 
 void check_float(const Tensor& x, const char* f) {
-  if (!is_floating_point(x.dtype()))
+  if (!is_floating_point(x.dtype()) && !x.is_complex())
     throw Error(fmt::format("{}: Expected a floating point or complex tensor as input. Got {}", f,
                             fe::cpp_type_name(x.dtype())));
 }
@@ -130,7 +130,8 @@ Tensor vector_norm(const Tensor& x, const Ord& ord, IntArrayRef dim, bool keepdi
   check_float(x, "linalg.vector_norm");
   if (ord.is_name())
     throw Error(fmt::format("linalg.vector_norm: ord must be a number, got '{}'", ord.name()));
-  return tj::norm(x, ord.number(), dim, keepdim);
+  // A complex vector's norm is its magnitudes' norm.
+  return tj::norm(x.is_complex() ? x.abs() : x, ord.number(), dim, keepdim);
 }
 
 Tensor matrix_norm(const Tensor& A, const Ord& ord, IntArrayRef dim, bool keepdim, Caller caller) {
@@ -146,7 +147,7 @@ Tensor matrix_norm(const Tensor& A, const Ord& ord, IntArrayRef dim, bool keepdi
     throw Error(
         fmt::format("linalg.matrix_norm: dims must be different. Got ({}, {})", dim[0], dim[1]));
   if (ord.is_name()) {
-    if (ord.name() == "fro") return tj::norm(A, 2, {d0, d1}, keepdim);
+    if (ord.name() == "fro") return tj::norm(A.is_complex() ? A.abs() : A, 2, {d0, d1}, keepdim);
     if (ord.name() != "nuc")
       throw Error(fmt::format("linalg.matrix_norm: Order {} not supported.", ord.name()));
   }
@@ -165,7 +166,7 @@ Tensor matrix_norm(const Tensor& A, const Ord& ord, IntArrayRef dim, bool keepdi
     throw Error(fmt::format("linalg.matrix_norm: Order {} not supported.", ord_str(ord)));
   // 1: the largest column sum of |A|; inf: the largest row sum; negative: the smallest.
   const int64_t summed = std::abs(p) == 1 ? d0 : d1, other = std::abs(p) == 1 ? d1 : d0;
-  Tensor sums = tj::norm(A, 1, {summed}, true);
+  Tensor sums = tj::norm(A.is_complex() ? A.abs() : A, 1, {summed}, true);
   Tensor r = p > 0 ? sums.amax({other}, true) : sums.amin({other}, true);
   if (!keepdim) r = r.squeeze(std::max(d0, d1)).squeeze(std::min(d0, d1));
   return r;

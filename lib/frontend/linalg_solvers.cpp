@@ -11,6 +11,7 @@
 #include "lib/frontend/promotion.h"
 #include "lib/frontend/tensor_impl.h"
 #include "tensorjit/functions.h"
+#include "tensorjit/indexing.h"
 #include "tensorjit/linalg.h"
 
 namespace tj::linalg {
@@ -35,12 +36,10 @@ void check_square(const Tensor& A, const char* f, const char* arg = "A") {
                             f, arg, A.size(-2), A.size(-1)));
 }
 
-// LAPACK computes float32 and float64 (complex dtypes are not yet tensorjit's).
+// LAPACK computes float32, float64, complex64 and complex128.
 void check_float(const Tensor& A, const char* f) {
   const DType t = A.dtype();
-  if (is_complex(t))
-    throw Error(fmt::format("{}: complex matrices are not supported yet (got {})", f,
-                            fe::cpp_type_name(t)));
+  if (is_complex(t)) return;
   if (!is_floating_point(t))
     throw Error(fmt::format("{}: Expected a floating point or complex tensor as input. Got {}", f,
                             fe::cpp_type_name(t)));
@@ -65,20 +64,40 @@ std::pair<Tensor, Tensor> broadcast_batch(const Tensor& A, const Tensor& B) {
           B.expand(with_batch(batch, {B.size(-2), B.size(-1)}))};
 }
 
-// The LU factors of A and the sign of its row permutation, without a gradient.
+// The LU factors of A and the sign of its row permutation (real), without a gradient.
 std::pair<Tensor, Tensor> lu_and_sign(const Tensor& A) {
   NoGradGuard no_grad;
   std::vector<Tensor> parts = factor(Routine::Lu, {A}, {});
   const int64_t n = A.size(-1);
-  Tensor steps = arange(1, n + 1, TensorOptions(A.dtype()).device(A.device()));
-  Tensor sign = (parts[1].ne(steps).to(A.dtype()) * -2 + 1).prod(-1);
+  const DType real = real_part_dtype(A.dtype());
+  Tensor steps = arange(1, n + 1, TensorOptions(real).device(A.device()));
+  Tensor sign = (parts[1].real().ne(steps).to(real) * -2 + 1).prod(-1);
   return {parts[0], sign};
+}
+
+// The product over the last dim. Complex numbers multiply in a tree of elementwise products
+// (a reduction combines reals only).
+Tensor product_last(Tensor x) {
+  if (!x.is_complex()) return x.prod(-1);
+  while (x.size(-1) > 1) {
+    if (x.size(-1) % 2) {
+      Shape one = x.sizes();
+      one.back() = 1;
+      x = tj::cat({x, ones(one, TensorOptions(x.dtype()).device(x.device()))}, -1);
+    }
+    const int64_t n = x.size(-1);
+    x = x.slice(-1, 0, n, 2) * x.slice(-1, 1, n, 2);
+  }
+  if (x.size(-1) == 0)
+    return ones(Shape(x.sizes().begin(), x.sizes().end() - 1),
+                TensorOptions(x.dtype()).device(x.device()));
+  return x.squeeze(-1);
 }
 
 // Machine epsilon of float32 or float64: PyTorch's cutoffs for small singular values scale it.
 double epsilon(DType t) {
-  return t == kFloat64 ? std::numeric_limits<double>::epsilon()
-                       : std::numeric_limits<float>::epsilon();
+  return real_part_dtype(t) == kFloat64 ? std::numeric_limits<double>::epsilon()
+                                        : std::numeric_limits<float>::epsilon();
 }
 
 // The inverse's transpose times g (batch...), as det's and slogdet's gradients take it.
@@ -131,7 +150,7 @@ Tensor det(const Tensor& A, Caller caller) {
   Tensor d;
   {
     NoGradGuard no_grad;
-    d = lu.diagonal(0, -2, -1).prod(-1) * sign;
+    d = product_last(lu.diagonal(0, -2, -1)) * sign;
   }
   // d(det A) = tr(adj(A) dA): gA = g adj(A)^T, the cofactors, which exist for a singular A too.
   // With A = U diag(S) Vh they are det(U) det(Vh) U diag(prod of the other S) Vh: no division.
@@ -158,7 +177,11 @@ SlogdetResult slogdet(const Tensor& A, Caller caller) {
   {
     NoGradGuard no_grad;
     Tensor diag = lu.diagonal(0, -2, -1);
-    sign = diag.sign().prod(-1) * perm;
+    // A complex diagonal's sign is each entry over its magnitude (0 for a zero entry).
+    Tensor unit = diag.is_complex()
+                      ? diag / where(diag.abs().eq(0), ones_like(diag.abs()), diag.abs())
+                      : diag.sign();
+    sign = product_last(unit) * perm;
     logabsdet = diag.abs().log().sum(-1);
   }
   autograd::record(
@@ -193,7 +216,7 @@ SvdResult svd(const Tensor& A, bool full_matrices, Caller caller) {
   check_matrix(A, "linalg.svd");
   check_float(A, "linalg.svd");
   std::vector<Tensor> parts = factor(Routine::Svd, {A}, {full_matrices ? 1 : 0, 1});
-  return {parts[0], parts[1], parts[2]};
+  return {parts[0], parts[1].real(), parts[2]};
 }
 
 Tensor svdvals(const Tensor& A, Caller caller) {
@@ -202,7 +225,7 @@ Tensor svdvals(const Tensor& A, Caller caller) {
   check_float(A, "linalg.svdvals");
   // The gradient needs the vectors.
   if (autograd::any_requires_grad({A})) return svd(A, false).S;
-  return factor(Routine::Svd, {A}, {0, 0})[0];
+  return factor(Routine::Svd, {A}, {0, 0})[0].real();
 }
 
 namespace {
@@ -218,7 +241,7 @@ EighResult eigh(const Tensor& A, const std::string& UPLO, Caller caller) {
   check_square(A, "linalg.eigh");
   check_float(A, "linalg.eigh");
   std::vector<Tensor> parts = factor(Routine::Eigh, {A}, {upper_of(UPLO), 1});
-  return {parts[0], parts[1]};
+  return {parts[0].real(), parts[1]};
 }
 
 Tensor eigvalsh(const Tensor& A, const std::string& UPLO, Caller caller) {
@@ -226,7 +249,7 @@ Tensor eigvalsh(const Tensor& A, const std::string& UPLO, Caller caller) {
   check_square(A, "linalg.eigvalsh");
   check_float(A, "linalg.eigvalsh");
   if (autograd::any_requires_grad({A})) return eigh(A, UPLO).eigenvalues;
-  return factor(Routine::Eigh, {A}, {upper_of(UPLO), 0})[0];
+  return factor(Routine::Eigh, {A}, {upper_of(UPLO), 0})[0].real();
 }
 
 namespace {
@@ -243,14 +266,15 @@ std::vector<Tensor> eig_parts(const Tensor& A, bool vectors, const char* name) {
 
 EigResult eig(const Tensor& A, Caller caller) {
   detail::CallSite site(caller, "linalg.eig");
+  // The parts (of a complex A's routine, complex numbers with no imaginary part) paired.
   std::vector<Tensor> p = eig_parts(A, true, "linalg.eig");
-  return {tj::complex(p[0], p[1]), tj::complex(p[2], p[3])};
+  return {tj::complex(p[0].real(), p[1].real()), tj::complex(p[2].real(), p[3].real())};
 }
 
 Tensor eigvals(const Tensor& A, Caller caller) {
   detail::CallSite site(caller, "linalg.eigvals");
   std::vector<Tensor> p = eig_parts(A, false, "linalg.eigvals");
-  return tj::complex(p[0], p[1]);
+  return tj::complex(p[0].real(), p[1].real());
 }
 
 LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<std::string> driver,
@@ -278,17 +302,18 @@ LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<std::string> d
   auto [a, b] = broadcast_batch(A, B2);
   const int64_t d = name == "gelsy" ? 0 : name == "gels" ? 1 : name == "gelsd" ? 2 : 3;
   std::vector<Tensor> parts = factor(Routine::Lstsq, {a, b}, {d});
-  const TensorOptions opts = TensorOptions(A.dtype()).device(A.device());
+  // Residuals and singular values are real, of a complex A too; the rank is an integer.
+  const TensorOptions opts = TensorOptions(real_part_dtype(A.dtype())).device(A.device());
   Tensor none = empty({0}, opts), no_rank = empty({0}, opts.dtype(kInt64));
   Tensor x = diff ? parts[0].squeeze(-1) : parts[0];
   const int64_t m = A.size(-2), n = A.size(-1);
-  if (d == 0) return {x, none, parts[1].squeeze(-1).to(kInt64), none};
-  if (d == 1) return {x, m > n ? parts[1] : none, no_rank, none};
+  if (d == 0) return {x, none, parts[1].squeeze(-1).real().to(kInt64), none};
+  if (d == 1) return {x, m > n ? parts[1].real() : none, no_rank, none};
   // The SVD drivers have residuals only where every matrix has full rank (PyTorch asks the rank
   // at once, as this does).
-  Tensor rank = parts[1].squeeze(-1).to(kInt64);
+  Tensor rank = parts[1].squeeze(-1).real().to(kInt64);
   const bool residuals = m > n && (rank.numel() == 0 || rank.eq(n).all().item<bool>());
-  return {x, residuals ? parts[3] : none, rank, parts[2]};
+  return {x, residuals ? parts[3].real() : none, rank, parts[2].real()};
 }
 
 Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
@@ -308,12 +333,12 @@ Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
     auto [L, U] = eigh(A);
     Tensor tol = L.abs().amax(-1, true) * rtol;
     Tensor Linv = where(L.abs() > tol, L.reciprocal(), zeros_like(L));
-    return (U * Linv.unsqueeze(-2)).matmul(U.mT());
+    return (U * Linv.unsqueeze(-2)).matmul(U.mT().conj());
   }
   auto [U, S, Vh] = svd(A, false);
   Tensor tol = S.narrow(-1, 0, 1) * rtol;
   Tensor Sinv = where(S > tol, S.reciprocal(), zeros_like(S));
-  return (Vh.mT() * Sinv.unsqueeze(-2)).matmul(U.mT());
+  return (Vh.mT().conj() * Sinv.unsqueeze(-2)).matmul(U.mT().conj());
 }
 
 Tensor matrix_rank(const Tensor& A, bool hermitian, Caller caller) {

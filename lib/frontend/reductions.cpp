@@ -399,6 +399,9 @@ Tensor argmin(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Caller 
 
 Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "var");
+  // A complex variance is the mean squared magnitude of the deviations: the parts' sum.
+  if (t.is_complex())
+    return var(t.real(), dims, correction, keepdim) + var(t.imag(), dims, correction, keepdim);
   NodePtr x = node_of(t);
   if (!is_floating_point(x->dtype))
     throw Error("std and var only support floating point and complex dtypes");
@@ -416,6 +419,7 @@ Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, 
 }
 Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "std");
+  if (t.is_complex()) return var(t, dims, correction, keepdim).sqrt();
   NodePtr x = node_of(t);
   if (!is_floating_point(x->dtype))
     throw Error("std and var only support floating point and complex dtypes");
@@ -436,6 +440,7 @@ Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, 
 
 Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "norm");
+  if (t.is_complex()) return norm(t.abs(), p, dims, keepdim); // the magnitudes' norm
   NodePtr x = node_of(t);
   check_float(x, "norm(): input dtype should be either floating point or complex. Got {} instead.");
   auto axes = normalize_dims(dims, x->ndim());

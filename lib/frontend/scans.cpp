@@ -71,7 +71,8 @@ Tensor cumulative(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool
   const int64_t nd = t.dim();
   const int64_t d = ir::wrap_dim(dim, nd);
   const DType out = dtype ? *dtype : is_integral(t.dtype(), true) ? kInt64 : t.dtype();
-  const DType acc = !is_floating_point(out)               ? kInt64
+  const DType acc = is_complex(out)                       ? out
+                    : !is_floating_point(out)             ? kInt64
                     : out == kFloat16 || out == kBFloat16 ? kFloat32
                     : t.device().type() == kCUDA          ? out
                                                           : kFloat64;

@@ -479,7 +479,7 @@ Tensor moved(const Tensor& x, Device dst) {
 Tensor Tensor::to(DType t, Caller caller) const {
   detail::CallSite site(caller, "to");
   if (t == dtype()) return *this;
-  Tensor out = wrap(fe::cast(node_of(*this), t));
+  Tensor out = wrap(fe::cast(node_of(*this), t, /*discard_imag=*/true));
   // The engine casts the gradient back to the input's dtype.
   autograd::record(
       "ToCopyBackward0", {*this}, {out}, {},

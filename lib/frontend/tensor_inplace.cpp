@@ -47,7 +47,9 @@ namespace {
 // PyTorch's rule for results written into an existing tensor: no float into
 // integers, nothing but bool into bool.
 bool can_cast(DType from, DType to) {
-  if (tj::is_floating_point(from) && !tj::is_floating_point(to)) return false;
+  if (tj::is_complex(from) && !tj::is_complex(to)) return false;
+  if (tj::is_floating_point(from) && !tj::is_floating_point(to) && !tj::is_complex(to))
+    return false;
   if (from != kBool && to == kBool) return false;
   return true;
 }
@@ -146,7 +148,7 @@ Tensor& mutate(Tensor& self, const std::vector<Tensor>& inputs, F&& make_value,
   if (v->shape != self.sizes()) v = fe::expand(v, self.sizes());
   Tensor written = record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v));
   if (written.impl() != value.impl()) v = node_of(written);
-  detail::write(self, fe::cast(v, self.dtype()), exclusive);
+  detail::write(self, fe::cast(v, self.dtype(), /*discard_imag=*/true), exclusive);
   // A parameter updated in place (an optimizer step) is computed now: the
   // next step's graph then reads it, rather than every earlier step's graph.
   if (self.impl()->requires_grad && self.is_leaf()) detail::realize({self.impl()->cell->node});
@@ -232,7 +234,11 @@ Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
     return mutate(*this, {}, [&] { return name(); });                                              \
   }
 TJ_INPLACE_UNARY(neg)
-TJ_INPLACE_UNARY(abs)
+Tensor& Tensor::abs_(Caller caller) {
+  detail::CallSite site(caller, "abs_");
+  if (is_complex()) throw Error("In-place abs is not supported for complex tensors.");
+  return mutate(*this, {}, [&] { return abs(); });
+}
 TJ_INPLACE_UNARY(sign)
 TJ_INPLACE_UNARY(ceil)
 TJ_INPLACE_UNARY(floor)

@@ -99,7 +99,11 @@ std::string call_mismatch(Routine r, const std::vector<NodePtr>& src,
     if (x->dtype != t)
       return fmt::format("an operand is {}, the result {}: all must agree",
                          short_dtype_name(x->dtype), short_dtype_name(t));
-  if (t != kFloat32 && t != kFloat64) return "computes in float32 or float64";
+  // Complex matrices factor as LAPACK's c/z routines do (a complex product is four real ones).
+  const bool complex_ok = r != Routine::Gemm;
+  if (t != kFloat32 && t != kFloat64 && !(complex_ok && is_complex(t)))
+    return complex_ok ? "computes in float32, float64, complex64 or complex128"
+                      : "computes in float32 or float64";
   for (const auto& x : src)
     if (x->ndim() < 2 || x->ndim() != src[0]->ndim())
       return fmt::format("operands of ranks {} and {}: both must be the same, at least 2",
