@@ -487,8 +487,7 @@ Tensor neg(const Tensor& a, Caller caller) {
 Tensor abs(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "abs");
   if (a.dtype() == kBool) throw Error("\"abs_cpu\" not implemented for 'Bool'");
-  if (a.is_complex()) // the magnitude, a real number
-    return wrap(ir::make_node(Op::Abs, real_part_dtype(a.dtype()), a.sizes(), {node_of(a)}));
+  if (a.is_complex()) return wrap(fe::unary(Op::Abs, node_of(a))); // its magnitude, real
   return recorded(Op::Abs, a, wrap(fe::unary(Op::Abs, node_of(a))));
 }
 Tensor sign(const Tensor& a, Caller caller) {

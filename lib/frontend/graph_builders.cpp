@@ -60,36 +60,18 @@ NodePtr cast(const NodePtr& x, DType t, bool discard_imag) {
 }
 
 void check_complex_op(Op op, DType t) {
-  if (!is_complex(t)) return;
-  switch (op) {
-  case Op::Neg:
-  case Op::Add:
-  case Op::Sub:
-  case Op::Mul:
-  case Op::Div:
-  case Op::Recip:
-  case Op::Exp:
-  case Op::Log:
-  case Op::Sqrt:
-  case Op::Sin:
-  case Op::Cos:
-  case Op::CmpEq:
-  case Op::CmpNe:
-    return;
-  default: {
-    std::string kernel(ir::name(op));
-    for (char& c : kernel)
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (kernel.starts_with("cmp")) kernel.erase(0, 3); // CmpLt: PyTorch's lt_cpu
-    throw Error(fmt::format("\"{}_cpu\" not implemented for '{}'", kernel,
-                            t == kComplex64 ? "ComplexFloat" : "ComplexDouble"));
-  }
-  }
+  if (!is_complex(t) || ir::takes_complex(op)) return;
+  std::string kernel(ir::name(op));
+  for (char& c : kernel)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (kernel.starts_with("cmp")) kernel.erase(0, 3); // CmpLt: PyTorch's lt_cpu
+  throw Error(fmt::format("\"{}_cpu\" not implemented for '{}'", kernel, cpp_type_name(t)));
 }
 
 NodePtr unary(Op op, const NodePtr& x) {
   check_complex_op(op, x->dtype);
-  DType out = op == Op::Not ? kBool : x->dtype;
+  // A complex value's Abs is its magnitude, a real number.
+  DType out = op == Op::Not ? kBool : op == Op::Abs ? real_part_dtype(x->dtype) : x->dtype;
   return ir::make_node(op, out, x->shape, {x});
 }
 

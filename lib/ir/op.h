@@ -129,6 +129,31 @@ constexpr const char* libm_name(Op op) {
     return nullptr;
   }
 }
+// The ALU ops that take complex operands: the ones passes/lower_complex turns into real
+// arithmetic on the parts (Abs of a complex value is its real magnitude; Where selects).
+constexpr bool takes_complex(Op op) {
+  switch (op) {
+  case Op::Neg:
+  case Op::Abs:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Recip:
+  case Op::Exp:
+  case Op::Log:
+  case Op::Sqrt:
+  case Op::Sin:
+  case Op::Cos:
+  case Op::CmpEq:
+  case Op::CmpNe:
+  case Op::Where:
+  case Op::Cast:
+    return true;
+  default:
+    return false;
+  }
+}
 // Leaves that are read through a strided view (Buffer, Iota, Philox).
 constexpr bool has_view(Op op) { return op == Op::Buffer || op == Op::Iota || op == Op::Philox; }
 

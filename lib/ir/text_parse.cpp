@@ -553,26 +553,8 @@ private:
       bool fl = is_floating_point(in), b = in == kBool;
       bool ok = true;
       if (is_complex(in)) { // passes/lower_complex lowers these
-        switch (op) {
-        case Op::Neg:
-        case Op::Abs:
-        case Op::Add:
-        case Op::Sub:
-        case Op::Mul:
-        case Op::Div:
-        case Op::Recip:
-        case Op::Exp:
-        case Op::Log:
-        case Op::Sqrt:
-        case Op::Sin:
-        case Op::Cos:
-        case Op::CmpEq:
-        case Op::CmpNe:
-        case Op::Where:
-          return;
-        default:
-          fail(fmt::format("does not take {}", short_dtype_name(in)));
-        }
+        if (!takes_complex(op)) fail(fmt::format("does not take {}", short_dtype_name(in)));
+        return;
       }
       switch (op) {
       case Op::Not:

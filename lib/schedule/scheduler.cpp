@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "lib/frontend/graph_builders.h"
 #include "lib/ir/scalar_semantics.h"
 #include "lib/passes/lower_complex.h"
 #include "runtime/machine.h"
@@ -929,8 +930,12 @@ std::vector<ir::Site> KernelInfo::sites() const {
 namespace {
 
 // The targets with complex values computed as pairs of reals (passes/lower_complex): a complex
-// target's memory holds its pairs, so its destination view is the pairs' view.
-std::vector<Target> lowered_targets(const std::vector<Target>& targets) {
+// target's memory holds its pairs, so its destination view is the pairs' view. The pair's dim
+// goes first in the kernel's domain, so that the loop runs along the values (a row of 2 would
+// leave the vector loop nothing to do): a complex result is written through a view of memory
+// allocated here, realized as complex memory (`fresh` receives the nodes given one).
+std::vector<Target> lowered_targets(const std::vector<Target>& targets,
+                                    std::vector<NodePtr>& fresh) {
   std::vector<NodePtr> roots;
   for (const auto& t : targets) {
     roots.push_back(t.compute);
@@ -944,7 +949,26 @@ std::vector<Target> lowered_targets(const std::vector<Target>& targets) {
     Target l = t;
     l.compute = low[k++];
     const bool pairs = is_complex(t.compute->dtype);
-    if (pairs && t.dest) l.dest_view = passes::pairs_view(t.dest_view);
+    if (pairs && !t.scatter) {
+      if (!t.dest) {
+        const NodePtr& m = t.mark;
+        l.dest =
+            rt::Storage::allocate(static_cast<size_t>(m->numel()) * itemsize(m->dtype), m->device);
+        l.dest_view = ir::View{ir::contiguous_strides(m->shape), 0};
+        m->realized = ir::make_buffer(l.dest, m->dtype, m->shape, l.dest_view);
+        m->realized->site.store(m->site.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        fresh.push_back(m);
+      }
+      l.dest_view = passes::pairs_view(l.dest_view);
+      std::vector<int64_t> perm{l.compute->ndim() - 1};
+      for (int64_t d = 0; d + 1 < l.compute->ndim(); ++d)
+        perm.push_back(d);
+      l.compute = fe::permute(l.compute, perm);
+      std::rotate(l.dest_view.strides.rbegin(), l.dest_view.strides.rbegin() + 1,
+                  l.dest_view.strides.rend());
+    } else if (pairs && t.dest) {
+      l.dest_view = passes::pairs_view(t.dest_view);
+    }
     if (t.scatter) {
       l.scatter->index = low[k++];
       if (pairs) {
@@ -963,7 +987,7 @@ std::vector<rt::Launch> schedule(const std::vector<Target>& targets, bool fusion
                                  std::vector<NodePtr>* marked, std::vector<KernelInfo>* info) {
   Scheduler s(fusion);
   try {
-    auto launches = s.run(lowered_targets(targets));
+    auto launches = s.run(lowered_targets(targets, s.marked_));
     if (marked) *marked = std::move(s.marked_);
     if (info) *info = std::move(s.info_);
     return launches;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -386,6 +387,32 @@ int bench(const Options& o) {
                    fused_unfused({"cumsum", m_shape, Kind::Memory, in_bytes, {}},
                                  [&] { return m.cumsum(1); });
                  }});
+  // Complex numbers: z * conj(w) + z over complex64, which kernels compute as pairs of floats
+  // (bytes: two reads and a write of 8-byte numbers), against the same arithmetic on the parts in
+  // a plain loop.
+  const int64_t nc = n / 2;
+  all.push_back(
+      {"complex", count_text(nc), [&] {
+         tj::Tensor z = tj::randn({nc}, on.dtype(tj::kComplex64));
+         tj::Tensor w = tj::randn({nc}, on.dtype(tj::kComplex64));
+         tj::eval({z, w});
+         fused_unfused({"complex", count_text(nc), Kind::Memory, 3.0 * double(nc) * 8, {}},
+                       [&] { return z * w.conj() + z; });
+         if (gpu) return;
+         const std::complex<float>* a = z.data_ptr<std::complex<float>>();
+         const std::complex<float>* b = w.data_ptr<std::complex<float>>();
+         std::vector<std::complex<float>> out(static_cast<size_t>(nc));
+         const int loop_reps = std::max(3, reps / 3);
+         double t = time_median(loop_reps, [&] {
+           for (int64_t i = 0; i < nc; ++i) {
+             const float ar = a[i].real(), ai = a[i].imag();
+             const float br = b[i].real(), bi = b[i].imag();
+             out[static_cast<size_t>(i)] = {ar * br + ai * bi + ar, ai * br - ar * bi + ai};
+           }
+         });
+         rows.back().variants.push_back(
+             {"c++ loop (1 thread)", Role::Baseline, 1e3 * t, loop_reps});
+       }});
   // Strided access: an elementwise op over a transposed matrix (strided reads, contiguous
   // writes).
   const std::string square = fmt::format("{}x{}", s, s);
