@@ -49,8 +49,11 @@ private:
     return pair({re, fe::constant(0, part, re->shape, re->device)});
   }
 
+  // The parts of an operand: those it was paired from where this pass paired it (taking them
+  // back out of the pairs would compute both at every element), else views of its pairs.
   Parts parts(const NodePtr& x, DType part) {
     NodePtr p = pairs(x, part);
+    if (auto it = paired_.find(p.get()); it != paired_.end()) return it->second;
     return {component(p, 0), component(p, 1)};
   }
 
@@ -76,7 +79,10 @@ private:
     NodePtr which = ir::make_node(Op::Iota, kInt64, s2, {}, {}, {}, nullptr, ir::View{strides, 0},
                                   v.re->device);
     NodePtr is_real = fe::binary(Op::CmpEq, which, fe::constant(0, kInt64));
-    return fe::where(is_real, spread(v.re), spread(v.im));
+    NodePtr p = fe::where(is_real, spread(v.re), spread(v.im));
+    paired_[p.get()] = v;
+    keep_.push_back(p);
+    return p;
   }
 
   static NodePtr spread(const NodePtr& x) { return along_pairs(x); }
@@ -263,8 +269,10 @@ private:
       const DType part = real_part_dtype(n.src[0]->dtype);
       switch (n.op) {
       case Op::Real:
-      case Op::Imag:
-        return component(run(n.src[0]), n.op == Op::Real ? 0 : 1);
+      case Op::Imag: {
+        Parts z = parts(n.src[0], part);
+        return n.op == Op::Real ? z.re : z.im;
+      }
       case Op::Abs:
         return magnitude(parts(n.src[0], part));
       case Op::CmpEq:
@@ -296,6 +304,7 @@ private:
 
   std::unordered_map<const ir::Node*, NodePtr> memo_;
   std::unordered_map<const ir::Node*, std::pair<NodePtr, int64_t>> components_;
+  std::unordered_map<const ir::Node*, Parts> paired_; // pairs made here -> their parts
   std::vector<NodePtr> keep_;
 };
 
