@@ -272,6 +272,11 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   return n;
 }
 
+NodePtr with_sources(const Node& n, std::vector<NodePtr> src) {
+  return make_node(n.op, n.dtype, n.shape, std::move(src), n.args, n.value, n.storage, n.view,
+                   n.device);
+}
+
 NodePtr make_const(const Scalar& v, DType dtype, Shape shape, Device device) {
   // The value the constant has in its dtype: folding, the interpreter and
   // kernels then all see the same number, and equal constants hash-cons.

@@ -101,6 +101,9 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
                   std::shared_ptr<rt::Storage> storage = nullptr, View view = {},
                   Device device = kCPU);
 
+// `n` over other operands: the same op, dtype, shape, attributes and leaf data.
+NodePtr with_sources(const Node& n, std::vector<NodePtr> src);
+
 // Convenience builders.
 NodePtr make_const(const Scalar& v, DType dtype, Shape shape = {}, Device device = kCPU);
 NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape shape, View view);

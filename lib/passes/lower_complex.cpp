@@ -91,15 +91,17 @@ private:
   static NodePtr un(Op op, const NodePtr& a) { return fe::unary(op, a); }
   static NodePtr num(double v, const NodePtr& like) { return fe::constant(v, like->dtype); }
 
+  // re^2 + im^2 of float32 parts, in float64: no overflow or underflow.
+  static NodePtr squares_in_double(const Parts& z) {
+    NodePtr re = fe::cast(z.re, kFloat64), im = fe::cast(z.im, kFloat64);
+    return bin(Op::Add, bin(Op::Mul, re, re), bin(Op::Mul, im, im));
+  }
+
   // |z| without overflow or underflow in the squares: float32 parts square in float64; float64
   // parts scale by the larger magnitude first.
   static NodePtr magnitude(const Parts& z) {
     const DType t = z.re->dtype;
-    if (t != kFloat64) {
-      NodePtr re = fe::cast(z.re, kFloat64), im = fe::cast(z.im, kFloat64);
-      NodePtr sq = bin(Op::Add, bin(Op::Mul, re, re), bin(Op::Mul, im, im));
-      return fe::cast(un(Op::Sqrt, sq), t);
-    }
+    if (t != kFloat64) return fe::cast(un(Op::Sqrt, squares_in_double(z)), t);
     NodePtr a = un(Op::Abs, z.re), b = un(Op::Abs, z.im);
     NodePtr hi = bin(Op::Max, a, b), lo = bin(Op::Min, a, b);
     NodePtr q = bin(Op::Div, lo, hi);
@@ -113,8 +115,7 @@ private:
   static NodePtr log_magnitude(const Parts& z) {
     const DType t = z.re->dtype;
     if (t == kFloat64) return un(Op::Log, magnitude(z));
-    NodePtr re = fe::cast(z.re, kFloat64), im = fe::cast(z.im, kFloat64);
-    NodePtr sq = bin(Op::Add, bin(Op::Mul, re, re), bin(Op::Mul, im, im));
+    NodePtr sq = squares_in_double(z);
     return fe::cast(bin(Op::Mul, num(0.5, sq), un(Op::Log, sq)), t);
   }
 
@@ -298,8 +299,7 @@ private:
     std::vector<NodePtr> src;
     for (const auto& s : n.src)
       src.push_back(run(s));
-    return ir::make_node(n.op, n.dtype, n.shape, std::move(src), n.args, n.value, n.storage, n.view,
-                         n.device);
+    return ir::with_sources(n, std::move(src));
   }
 
   std::unordered_map<const ir::Node*, NodePtr> memo_;

@@ -58,8 +58,7 @@ private:
       return ir::make_const(fold_constant(n->op, n->dtype, src), n->dtype, n->shape, n->device);
     if (NodePtr id = identity(n, src)) return id;
     if (!changed) return n;
-    return ir::make_node(n->op, n->dtype, n->shape, std::move(src), n->args, n->value, n->storage,
-                         n->view, n->device);
+    return ir::with_sources(*n, std::move(src));
   }
 
   // The simpler equal node for algebraic identities, or null.
