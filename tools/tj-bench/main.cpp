@@ -471,9 +471,9 @@ int bench(const Options& o) {
                    rows.push_back({"slice add_", slice_shape, Kind::Memory, mat_bytes, {}});
                    rows.back().variants.push_back({"in place", Role::Fused, 1e3 * t, reps});
                  }});
-  // Products as a linear layer computes them, y = x @ w.t(), against the FMA peak (CPU) and
-  // OpenBLAS's GEMM on the same data and threads where the library loads; the 1024^3 float32 row
-  // first, which the MLP step is compared with.
+  // Products as a linear layer computes them, y = x @ w.t(), against the FMA peak (CPU) and the
+  // GEMMs of OpenBLAS and oneDNN on the same data and threads where the libraries load; the 1024^3
+  // float32 row first, which the MLP step is compared with.
   all.push_back(
       {"matmul",
        gpu ? "1024x1024x1024, 8192x8192x8192"
@@ -498,7 +498,9 @@ int bench(const Options& o) {
          report.fma_isa = fma_peak_isa();
          report.fma_peak_f32 = fma_peak_gflops(false, report.threads, 3);
          report.fma_peak_f64 = fma_peak_gflops(true, report.threads, 3);
-         const Blas* blas = openblas(report.threads);
+         std::vector<const Blas*> peers;
+         for (const Blas* peer : {openblas(report.threads), onednn(report.threads)})
+           if (peer) peers.push_back(peer);
          const int runs = std::max(3, reps / 3);
          // m x k times (n x k)^T; `fused`: relu(x @ w.t() + b).
          // Dims scale with the matrices of the strided workloads (a small --size, small products).
@@ -521,39 +523,41 @@ int bench(const Options& o) {
            };
            row.variants.push_back(
                {"tensorjit", Role::Fused, 1e3 * time_median(runs, [&] { run(product()); }), runs});
-           if (blas && (dt == tj::kFloat32 || dt == tj::kFloat64)) {
-             std::vector<char> c(size_t(m * n) * tj::itemsize(dt));
-             // The library's product, then (fused rows) the bias and ReLU in one pass on as many
-             // threads.
-             auto epilogue = [&](auto* y, const auto* b) {
-               std::vector<std::thread> pool;
-               const int64_t per = (m + report.threads - 1) / report.threads;
-               for (int t = 0; t < report.threads; ++t)
-                 pool.emplace_back([&, t] {
-                   for (int64_t i = t * per; i < std::min(m, (t + 1) * per); ++i)
-                     for (int64_t j = 0; j < n; ++j)
-                       y[i * n + j] = std::max(y[i * n + j] + b[j], decltype(b[j])(0));
-                 });
-               for (auto& th : pool)
-                 th.join();
-             };
+           // Each library's product, then (fused rows) the bias and ReLU in one pass on as many
+           // threads.
+           auto epilogue = [&](auto* y, const auto* b) {
+             std::vector<std::thread> pool;
+             const int64_t per = (m + report.threads - 1) / report.threads;
+             for (int t = 0; t < report.threads; ++t)
+               pool.emplace_back([&, t] {
+                 for (int64_t i = t * per; i < std::min(m, (t + 1) * per); ++i)
+                   for (int64_t j = 0; j < n; ++j)
+                     y[i * n + j] = std::max(y[i * n + j] + b[j], decltype(b[j])(0));
+               });
+             for (auto& th : pool)
+               th.join();
+           };
+           std::vector<char> c(size_t(m * n) * tj::itemsize(dt));
+           for (const Blas* peer : peers) {
+             if (!(dt == tj::kFloat32 || (dt == tj::kFloat64 && peer->dgemm_nt))) continue;
              const double t = time_median(runs, [&] {
                if (dt == tj::kFloat32) {
                  auto* y = reinterpret_cast<float*>(c.data());
-                 blas->sgemm_nt(int(m), int(n), int(k), x.data_ptr<float>(), w.data_ptr<float>(),
+                 peer->sgemm_nt(int(m), int(n), int(k), x.data_ptr<float>(), w.data_ptr<float>(),
                                 y);
                  if (fused) epilogue(y, bias.data_ptr<float>());
                } else {
                  auto* y = reinterpret_cast<double*>(c.data());
-                 blas->dgemm_nt(int(m), int(n), int(k), x.data_ptr<double>(), w.data_ptr<double>(),
+                 peer->dgemm_nt(int(m), int(n), int(k), x.data_ptr<double>(), w.data_ptr<double>(),
                                 y);
                  if (fused) epilogue(y, bias.data_ptr<double>());
                }
              });
-             row.variants.push_back({blas->name + (fused ? ", then bias and relu" : ""),
+             row.variants.push_back({peer->name + (fused ? ", then bias and relu" : ""),
                                      Role::Baseline, 1e3 * t, runs});
-             // OpenBLAS's idle threads poll for about 2^28 cycles before they sleep: the next
-             // row waits until they do, not to share the cores with them.
+             // The libraries' idle threads spin a while before they sleep (OpenBLAS about 2^28
+             // cycles, OpenMP's teams a few hundred ms): the next timing waits until they do,
+             // not to share the cores with them.
              std::this_thread::sleep_for(std::chrono::milliseconds(300));
            }
            rows.push_back(std::move(row));

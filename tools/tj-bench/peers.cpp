@@ -72,6 +72,12 @@ using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, in
 SgemmFn g_sgemm = nullptr;
 DgemmFn g_dgemm = nullptr;
 
+// oneDNN's C API without its headers: row-major, op 'N' or 'T', dims int64 (dnnl_dim_t); returns
+// a dnnl_status_t (0: success).
+using DnnlSgemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                            const float*, int64_t, float, float*, int64_t);
+DnnlSgemmFn g_dnnl_sgemm = nullptr;
+
 } // namespace
 
 double fma_peak_gflops(bool float64, int threads, int reps) {
@@ -123,6 +129,28 @@ const Blas* openblas(int threads) {
     if (auto* set = reinterpret_cast<void (*)(int)>(dlsym(lib, "openblas_set_num_threads")))
       set(threads);
   }
+  return blas;
+}
+
+const Blas* onednn(int threads) {
+  static const Blas* blas = []() -> const Blas* {
+    void* lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) lib = dlopen("libdnnl.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return nullptr;
+    g_dnnl_sgemm = reinterpret_cast<DnnlSgemmFn>(dlsym(lib, "dnnl_sgemm"));
+    if (!g_dnnl_sgemm) return nullptr;
+    static Blas b{"oneDNN",
+                  [](int m, int n, int k, const float* a, const float* w, float* c) {
+                    g_dnnl_sgemm('N', 'T', m, n, k, 1.0f, a, k, w, k, 0.0f, c, n);
+                  },
+                  nullptr};
+    return &b;
+  }();
+  // Debian's oneDNN runs on OpenMP (libgomp, loaded with it): its team size is the library's.
+  if (blas)
+    if (void* gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD))
+      if (auto* set = reinterpret_cast<void (*)(int)>(dlsym(gomp, "omp_set_num_threads")))
+        set(threads);
   return blas;
 }
 

@@ -1,6 +1,6 @@
 // What tj-bench holds products to, measured in the same run: the FMA peak of the CPU's threads,
-// and OpenBLAS's GEMM where the machine has the library (loaded at run time: tj-bench runs
-// where it does not, without that peer).
+// and the GEMMs of OpenBLAS and oneDNN where the machine has the libraries (loaded at run time:
+// tj-bench runs where they are not, without those peers).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,14 +15,18 @@ double fma_peak_gflops(bool float64, int threads, int reps);
 // The vector instructions fma_peak_gflops used: "AVX-512", "AVX2", "scalar".
 std::string fma_peak_isa();
 
-// Row-major C = A B^T (a linear layer's product; B is n x k), through cblas_?gemm.
+// Row-major C = A B^T (a linear layer's product; B is n x k) by a library's GEMM.
 struct Blas {
   std::string name; // "OpenBLAS (Zen)": the kernels it chose
   void (*sgemm_nt)(int m, int n, int k, const float* a, const float* b, float* c);
+  // Null where the library has no float64 GEMM (oneDNN).
   void (*dgemm_nt)(int m, int n, int k, const double* a, const double* b, double* c);
 };
-// Null where libopenblas cannot be loaded. Its threads are set to `threads`.
+// cblas_?gemm. Null where libopenblas cannot be loaded. Its threads are set to `threads`.
 const Blas* openblas(int threads);
+// dnnl_sgemm (oneDNN's own x86 kernels, JIT-generated for the CPU). Null where libdnnl cannot be
+// loaded. Its OpenMP threads are set to `threads`.
+const Blas* onednn(int threads);
 
 // A plain loop over a batch of b row-major m x m float64 matrices `a`: each copied
 // column-major, then LAPACK's dgesv against its m x k right-hand sides `rhs` (svd: dgesdd with

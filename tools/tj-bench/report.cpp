@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tj::bench {
@@ -59,8 +60,11 @@ std::string count_text(int64_t n) {
 
 namespace {
 
-// "c++ loop (1 thread)" is "the c++ loop" in a sentence.
-std::string short_name(const std::string& variant) { return variant.substr(0, variant.find(" (")); }
+// "c++ loop (1 thread)" is "the c++ loop" in a sentence, "OpenBLAS (Zen), then bias and relu"
+// "the OpenBLAS".
+std::string short_name(const std::string& variant) {
+  return variant.substr(0, std::min(variant.find(" ("), variant.find(", ")));
+}
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -110,10 +114,14 @@ void print_table(const Report& r, std::ostream& out) {
         line += ";";
       }
       line.pop_back();
+      // Each peer's time over tensorjit's: above 1, tensorjit is faster.
       const Variant* f = row.find(Role::Fused);
-      const Variant* b = row.find(Role::Baseline);
-      if (f && b) line += fmt::format(" -> {:.2f}x the {}", b->ms / f->ms, short_name(b->name));
-      fmt::print(out, "{}\n", line);
+      std::string ratios;
+      for (const Variant& v : row.variants)
+        if (f && v.role == Role::Baseline)
+          ratios += fmt::format("{}{:.2f}x the {}", ratios.empty() ? " -> " : ", ", v.ms / f->ms,
+                                short_name(v.name));
+      fmt::print(out, "{}{}\n", line, ratios);
     } else if (row.kind == Kind::Compute) {
       const Variant* f = row.find(Role::Fused);
       const Variant* u = row.find(Role::Unfused);
