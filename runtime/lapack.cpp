@@ -357,7 +357,8 @@ template <class T> Failure eig_t(const Matrices& a, bool vectors, void* out, int
 }
 
 template <class T>
-Failure lstsq_t(const Matrices& a, const Matrices& b, int driver, void* out, int64_t out_row) {
+Failure lstsq_t(const Matrices& a, const Matrices& b, int driver, double rcond_in, void* out,
+                int64_t out_row) {
   const int64_t m = a.rows, n = a.cols, k = b.cols, ldb = std::max(m, n), kmin = std::min(m, n);
   static const char* const names[] = {"gelsy", "gels", "gelsd", "gelss"};
   return each<T>(names[driver], count_of(a), out, out_row, [&](int64_t e, T* o) {
@@ -365,9 +366,7 @@ Failure lstsq_t(const Matrices& a, const Matrices& b, int driver, void* out, int
     std::vector<Real<T>> s(static_cast<size_t>(std::max<int64_t>(kmin, 1)));
     load(a, e, w.data(), m);
     load(b, e, x.data(), ldb);
-    // PyTorch's default cutoff: the dtype's epsilon times the larger dim.
-    const Real<T> rcond =
-        std::numeric_limits<Real<T>>::epsilon() * static_cast<Real<T>>(std::max(m, n));
+    const auto rcond = static_cast<Real<T>>(rcond_in);
     lapack_int info = 0, rank = 0;
     switch (driver) {
     case 0: {
@@ -448,9 +447,10 @@ Failure eigh(DType dtype, const Matrices& a, bool upper, bool vectors, void* out
   return by_dtype(dtype,
                   [&](auto t) { return eigh_t<decltype(t)>(a, upper, vectors, out, out_row); });
 }
-Failure lstsq(DType dtype, const Matrices& a, const Matrices& b, int driver, void* out,
-              int64_t out_row) {
-  return by_dtype(dtype, [&](auto t) { return lstsq_t<decltype(t)>(a, b, driver, out, out_row); });
+Failure lstsq(DType dtype, const Matrices& a, const Matrices& b, int driver, double rcond,
+              void* out, int64_t out_row) {
+  return by_dtype(dtype,
+                  [&](auto t) { return lstsq_t<decltype(t)>(a, b, driver, rcond, out, out_row); });
 }
 
 } // namespace tj::rt::lapack

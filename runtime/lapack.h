@@ -46,7 +46,8 @@ Failure eigh(DType dtype, const Matrices& a, bool upper, bool vectors, void* out
 // eigenvectors' real and imaginary parts (n x n each, row-major), a conjugate pair's vectors
 // unpacked from LAPACK's two real columns (complex matrices: the parts as complex numbers).
 Failure eig(DType dtype, const Matrices& a, bool vectors, void* out, int64_t out_row);
-Failure lstsq(DType dtype, const Matrices& a, const Matrices& b, int driver, void* out,
-              int64_t out_row);
+// Singular values below `rcond` times the largest count as zero (ir/routine.h's Lstsq).
+Failure lstsq(DType dtype, const Matrices& a, const Matrices& b, int driver, double rcond,
+              void* out, int64_t out_row);
 
 } // namespace tj::rt::lapack

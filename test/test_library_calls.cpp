@@ -149,8 +149,14 @@ TEST_CASE("Call: the parser checks a routine's operands", "[calls]") {
                     Catch::Contains("missing attribute 'vectors'"));
   CHECK_THROWS_WITH(ir::parse(head + "%2 = Call qr %0 mode=3 : float32[12]\noutput %2\n"),
                     Catch::Contains("'mode' is 0..2, got 3"));
-  CHECK_THROWS_WITH(ir::parse(head + "%2 = Call inv %0 : float32[4]\noutput %2\n"),
+  CHECK_THROWS_WITH(ir::parse(head + "%2 = Call inv %0 tensor=0 : float32[4]\noutput %2\n"),
                     Catch::Contains("takes square matrices, got [2, 3]"));
+  // lstsq's cutoff, the one attribute that is a float.
+  CHECK_THROWS_WITH(ir::parse(head + "%2 = Call lstsq %0, %0 driver=0 : float32[4]\noutput %2\n"),
+                    Catch::Contains("missing attribute 'rcond'"));
+  CHECK_THROWS_WITH(
+      ir::parse(head + "%2 = Call svd %0 full=0 vectors=0 rcond=0.5 : float32[2]\noutput %2\n"),
+      Catch::Contains("Call has no attribute 'rcond'"));
 }
 
 TEST_CASE("Call: a write into a product's result does not reach an equal product", "[calls]") {

@@ -188,6 +188,27 @@ TEST_CASE("linalg: lstsq, pinv, matrix_rank", "[linalg]") {
     CHECK(linalg::lstsq(deficient, B.select(0, 0)).rank.item<int64_t>() == 2);
     CHECK(allclose(lr.solution, linalg::pinv(deficient).matmul(B.select(0, 0)), 100 * tol(dt),
                    100 * tol(dt)));
+    // A user's rcond: singular values 10, 1 and 1e-3; a cutoff of 1e-2 drops the last (the
+    // truncated SVD's solution), one of 1e-5 keeps it.
+    {
+      Tensor U = linalg::qr(randn({7, 3}, dtype(dt))).Q, V = linalg::qr(randn({3, 3}, dtype(dt))).Q;
+      Tensor s = tensor({10.0, 1.0, 1e-3}, dtype(dt));
+      Tensor M = (U * s).matmul(V.mT()), b = B.select(0, 0);
+      Tensor kept = tensor({0.1, 1.0, 0.0}, dtype(dt)); // 1/s where s is kept
+      Tensor truncated = (V * kept).matmul(U.mT()).matmul(b);
+      for (const char* driver : {"gelsy", "gelsd", "gelss"}) {
+        INFO(driver);
+        auto cut = linalg::lstsq(M, b, 1e-2, driver);
+        CHECK(cut.rank.item<int64_t>() == 2);
+        CHECK(linalg::lstsq(M, b, 1e-5, driver).rank.item<int64_t>() == 3);
+        if (std::string(driver) != "gelsy") // gelsy's rank comes from its own QR's estimate
+          CHECK(allclose(cut.solution, truncated, 100 * tol(dt), 100 * tol(dt)));
+      }
+      // The cutoff is an attribute of the Call, printed and parsed back.
+      const std::string text = ir::print({linalg::lstsq(M, b, 0.25).solution});
+      CHECK_THAT(text, Contains("rcond=0.25"));
+      CHECK(ir::print(ir::parse(text).outputs) == text);
+    }
     Tensor x = linalg::lstsq(A, B.select(-1, 0)).solution; // a vector right-hand side
     CHECK(near(x, r.solution.select(-1, 0), dt));
 
@@ -373,6 +394,11 @@ TEST_CASE("linalg: errors in PyTorch's words", "[linalg][errors]") {
       },
       "Expected self to satisfy the requirement prod(self.shape[ind:]) == "
       "prod(self.shape[:ind]), but got 2 != 3");
+  fails(
+      [&] {
+        return linalg::tensorinv(zeros({6, 2, 3}), 1).sum().item<float>();
+      },
+      Contains("Failed to invert the input tensor, because it is singular."));
   // Nothing was left half-computed: the same tensor fails again, and a good one computes.
   Tensor bad = linalg::inv(singular);
   CHECK_THROWS(bad.sum().item<float>());

@@ -66,8 +66,12 @@ Tensor multi_dot(const std::vector<Tensor>& tensors, Caller where = {});
 Tensor solve(const Tensor& A, const Tensor& B, bool left = true, Caller where = {});
 Tensor inv(const Tensor& A, Caller where = {});
 Tensor pinv(const Tensor& A, bool hermitian = false, Caller where = {});
+// rcond: singular values below rcond times the largest count as zero (default: the dtype's
+// epsilon times max(m, n)); the gels driver reads none.
 LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<std::string> driver = {},
                   Caller where = {});
+LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
+                  std::optional<std::string> driver = {}, Caller where = {});
 Tensor tensorsolve(const Tensor& A, const Tensor& B, IntArrayRef dims = {}, Caller where = {});
 Tensor tensorinv(const Tensor& A, int64_t ind = 2, Caller where = {});
 

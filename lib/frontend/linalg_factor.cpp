@@ -135,13 +135,13 @@ Grads lstsq_backward(const Grads& g, const Grads& s) {
 } // namespace
 
 std::vector<Tensor> factor(ir::Routine r, const std::vector<Tensor>& operands,
-                           const std::vector<int64_t>& params) {
+                           const std::vector<int64_t>& params, Scalar value) {
   const Device device = operands.at(0).device();
   if (device.is_cuda()) { // LAPACK reads host memory
     std::vector<Tensor> host;
     for (const Tensor& x : operands)
       host.push_back(x.to(kCPU));
-    std::vector<Tensor> parts = factor(r, host, params);
+    std::vector<Tensor> parts = factor(r, host, params, value);
     for (Tensor& p : parts)
       p = p.to(device);
     return parts;
@@ -152,7 +152,7 @@ std::vector<Tensor> factor(ir::Routine r, const std::vector<Tensor>& operands,
     src.push_back(node_of(x));
     shapes.push_back(x.sizes());
   }
-  ir::NodePtr call = ir::make_call(r, src, params);
+  ir::NodePtr call = ir::make_call(r, src, params, value);
   const Shape batch = ir::routine_batch(shapes[0]);
   const int64_t last = static_cast<int64_t>(batch.size());
   std::vector<Tensor> parts;

@@ -12,7 +12,8 @@ namespace tj::detail {
 // dims), each a tensor of (batch..., part): one Call node read through views. The routine's
 // gradient is recorded on the parts as one op (PyTorch's grad_fn), where it has one. On a CUDA
 // device the routine runs on copies in host memory.
+// `value`: the Call's (lstsq's rcond).
 std::vector<Tensor> factor(ir::Routine r, const std::vector<Tensor>& operands,
-                           const std::vector<int64_t>& params);
+                           const std::vector<int64_t>& params, Scalar value = {});
 
 } // namespace tj::detail

@@ -139,7 +139,7 @@ Tensor inv(const Tensor& A, Caller caller) {
   detail::CallSite site(caller, "linalg.inv");
   check_square(A, "linalg.inv");
   check_float(A, "linalg.inv");
-  return factor(Routine::Inv, {A}, {})[0];
+  return factor(Routine::Inv, {A}, {0})[0];
 }
 
 Tensor det(const Tensor& A, Caller caller) {
@@ -279,6 +279,11 @@ Tensor eigvals(const Tensor& A, Caller caller) {
 
 LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<std::string> driver,
                   Caller caller) {
+  return lstsq(A, B, std::nullopt, std::move(driver), caller);
+}
+
+LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
+                  std::optional<std::string> driver, Caller caller) {
   detail::CallSite site(caller, "linalg.lstsq");
   if (A.dim() < 2) throw Error("torch.linalg.lstsq: input must have at least 2 dimensions.");
   if (B.dim() < 1) throw Error("torch.linalg.lstsq: other must have at least 1 dimension.");
@@ -301,12 +306,15 @@ LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<std::string> d
                 "gelss)");
   auto [a, b] = broadcast_batch(A, B2);
   const int64_t d = name == "gelsy" ? 0 : name == "gels" ? 1 : name == "gelsd" ? 2 : 3;
-  std::vector<Tensor> parts = factor(Routine::Lstsq, {a, b}, {d});
+  const int64_t m = A.size(-2), n = A.size(-1);
+  // PyTorch's default cutoff: the dtype's epsilon times the larger dim.
+  const double cutoff =
+      rcond.value_or(epsilon(A.dtype()) * static_cast<double>(std::max<int64_t>({m, n, 1})));
+  std::vector<Tensor> parts = factor(Routine::Lstsq, {a, b}, {d}, Scalar(cutoff));
   // Residuals and singular values are real, of a complex A too; the rank is an integer.
   const TensorOptions opts = TensorOptions(real_part_dtype(A.dtype())).device(A.device());
   Tensor none = empty({0}, opts), no_rank = empty({0}, opts.dtype(kInt64));
   Tensor x = diff ? parts[0].squeeze(-1) : parts[0];
-  const int64_t m = A.size(-2), n = A.size(-1);
   if (d == 0) return {x, none, parts[1].squeeze(-1).real().to(kInt64), none};
   if (d == 1) return {x, m > n ? parts[1].real() : none, no_rank, none};
   // The SVD drivers have residuals only where every matrix has full rank (PyTorch asks the rank
@@ -391,7 +399,9 @@ Tensor tensorinv(const Tensor& A, int64_t ind, Caller caller) {
                             p, q));
   Shape out = back;
   out.insert(out.end(), front.begin(), front.end());
-  return inv(A.reshape({p, p})).reshape(out);
+  const Tensor a = A.reshape({p, p});
+  check_float(a, "linalg.inv");
+  return factor(Routine::Inv, {a}, {1})[0].reshape(out);
 }
 
 } // namespace tj::linalg

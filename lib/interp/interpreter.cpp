@@ -261,8 +261,7 @@ private:
       for (const HostArray* a : in)
         matrices.push_back(
             rt::lapack::strided(a->f.data(), a->shape, ir::contiguous_strides(a->shape), 0));
-      failure = pipeline::factor_with_lapack(ir::routine(n), ir::routine_params(n), kFloat64,
-                                             matrices, out.f.data(), n.shape.back());
+      failure = pipeline::factor_with_lapack(n, kFloat64, matrices, out.f.data(), n.shape.back());
     }
     if (failure)
       throw Error(fmt::format("interpreter: {} failed on batch entry {} (info {})",

@@ -127,7 +127,7 @@ std::string call_mismatch(Routine r, const std::vector<NodePtr>& src,
   return "";
 }
 
-NodePtr make_call(Routine r, std::vector<NodePtr> src, std::vector<int64_t> params) {
+NodePtr make_call(Routine r, std::vector<NodePtr> src, std::vector<int64_t> params, Scalar value) {
   const DType t = src.at(0)->dtype;
   Shape s;
   if (r == Routine::Gemm) {
@@ -148,7 +148,7 @@ NodePtr make_call(Routine r, std::vector<NodePtr> src, std::vector<int64_t> para
     throw Error(fmt::format("internal error: Call {}: {}", name(r), why));
   std::vector<int64_t> args{static_cast<int64_t>(r)};
   args.insert(args.end(), params.begin(), params.end());
-  return make_node(Op::Call, t, std::move(s), std::move(src), std::move(args));
+  return make_node(Op::Call, t, std::move(s), std::move(src), std::move(args), value);
 }
 
 std::string_view grad_fn(const Node& n) {

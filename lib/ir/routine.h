@@ -29,7 +29,8 @@ enum class Routine : uint8_t {
   Lu,
   // X with A X = B, A (n, n), B (n, k) (getrf, getrs): part X (n, k).
   Solve,
-  // A^-1 (a solve against the identity): part (n, n).
+  // A^-1 (a solve against the identity): part (n, n). tensor = 1: the matrix is a tensor's
+  // (linalg.tensorinv), which a singular one's error names.
   Inv,
   // L with A = L L^T from A's lower triangle, or U with A = U^T U from its upper one
   // (upper = 1) (potrf): part (n, n), zeros in the other triangle.
@@ -47,7 +48,10 @@ enum class Routine : uint8_t {
   // The least-squares solution X of A X = B, A (m, n), B (m, k), by LAPACK's driver: 0 gelsy
   // (rank-revealing QR): X (n, k), rank (1); 1 gels (QR, A of full rank): X (n, k), residuals
   // (k when m > n, else 0); 2 gelsd, 3 gelss (SVD): X, rank, singular values (min(m, n)),
-  // residuals. The residuals are the squared norms of B - A X's columns.
+  // residuals. The residuals are the squared norms of B - A X's columns. The Call's value is
+  // rcond (a float64, printed "rcond=1e-07"): gelsy, gelsd and gelss take singular values (or
+  // gelsy's condition estimates) below rcond times the largest as zero; negative: the dtype's
+  // epsilon (LAPACK's rule). gels reads none.
   Lstsq,
   // The eigenvalues and, with vectors = 1, the right eigenvectors (columns, each of norm 1) of a
   // general square A (geev), complex numbers as their parts: real and imaginary parts of the
@@ -69,7 +73,7 @@ inline constexpr RoutineInfo kRoutineInfo[] = {
     {"gemm", 2, "BmmBackward0"},
     {"lu", 1, "LinalgDetBackward0"},
     {"solve", 2, "LinalgSolveExBackward0"},
-    {"inv", 1, "LinalgInvExBackward0"},
+    {"inv", 1, "LinalgInvExBackward0", {"tensor"}, {1}},
     {"cholesky", 1, "LinalgCholeskyExBackward0", {"upper"}, {1}},
     {"qr", 1, "LinalgQrBackward0", {"mode"}, {2}},
     {"svd", 1, "LinalgSvdBackward0", {"full", "vectors"}, {1, 1}},
@@ -110,7 +114,8 @@ std::string call_mismatch(Routine r, const std::vector<NodePtr>& src,
 
 // A Call of `r` on `src`: the result's dtype and shape follow from the operands, which must
 // satisfy the routine's rules (an internal error otherwise).
-NodePtr make_call(Routine r, std::vector<NodePtr> src, std::vector<int64_t> params = {});
+NodePtr make_call(Routine r, std::vector<NodePtr> src, std::vector<int64_t> params = {},
+                  Scalar value = {});
 
 // The grad_fn name of a node's op (or of its routine, for a Call): empty where no gradient
 // flows.

@@ -435,11 +435,19 @@ private:
       }
     }
     std::map<std::string, std::pair<Token, std::vector<int64_t>>> attr;
+    std::optional<Token> rcond; // lstsq's, the one attribute that is a float
     while (tok_.kind == Token::Word) {
       Token at = tok_;
       std::string key = tok_.text;
       advance();
       expect_punct('=');
+      if (key == "rcond") {
+        if (rcond) fail(at, "attribute 'rcond' is given twice");
+        if (called != Routine::Lstsq) fail(at, fmt::format("{} has no attribute 'rcond'", op_name));
+        rcond = tok_;
+        word("a value");
+        continue;
+      }
       std::vector<int64_t> v = is_punct('[') ? int_list() : std::vector<int64_t>{integer()};
       if (!attr.emplace(key, std::make_pair(at, std::move(v))).second)
         fail(at, fmt::format("attribute '{}' is given twice", key));
@@ -464,7 +472,10 @@ private:
     }
 
     // A literal is read once its dtype is known.
-    Scalar v = *op == Op::Const ? value_of(literal_at, t) : Scalar();
+    if (called == Routine::Lstsq && !rcond) fail(op_at, "Call: missing attribute 'rcond'");
+    Scalar v = *op == Op::Const ? value_of(literal_at, t)
+               : rcond          ? value_of(*rcond, kFloat64)
+                                : Scalar();
     Checker c{*this, op_at, *op, t, s, src, attr, called};
     NodePtr n = c.build(storage_name, v, dev);
     // The place recorded where the graph was built (an equal node built

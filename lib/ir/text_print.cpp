@@ -87,6 +87,7 @@ std::string attrs(const Node& n) {
     const Routine r = routine(n);
     for (size_t i = 0; i < num_params(r); ++i)
       out += fmt::format(" {}={}", info(r).params[i], n.args[i + 1]);
+    if (r == Routine::Lstsq) out += " rcond=" + literal(n.value, kFloat64);
     return out;
   }
   case Op::Assign:

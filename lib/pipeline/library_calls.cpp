@@ -57,10 +57,12 @@ const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m
   return &cublas;
 }
 
-rt::lapack::Failure factor_with_lapack(ir::Routine r, const std::vector<int64_t>& p, DType t,
+rt::lapack::Failure factor_with_lapack(const ir::Node& call, DType t,
                                        const std::vector<rt::lapack::Matrices>& ops, void* o,
                                        int64_t row) {
   namespace la = rt::lapack;
+  const ir::Routine r = ir::routine(call);
+  const std::vector<int64_t> p = ir::routine_params(call);
   switch (r) {
   case ir::Routine::Lu:
     return la::lu(t, ops[0], o, row);
@@ -79,7 +81,7 @@ rt::lapack::Failure factor_with_lapack(ir::Routine r, const std::vector<int64_t>
   case ir::Routine::Eig:
     return la::eig(t, ops[0], p[0] != 0, o, row);
   case ir::Routine::Lstsq:
-    return la::lstsq(t, ops[0], ops[1], static_cast<int>(p[0]), o, row);
+    return la::lstsq(t, ops[0], ops[1], static_cast<int>(p[0]), call.value.to_double(), o, row);
   case ir::Routine::Gemm:
     break;
   }

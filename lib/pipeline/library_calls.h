@@ -46,11 +46,12 @@ public:
   ScopedGemmOverride& operator=(const ScopedGemmOverride&) = delete;
 };
 
-// Performs factorization `r` (not Gemm) with `params` through LAPACK on host matrices of `dtype`
-// (one per operand), writing its parts into `out`, `out_row` elements per batch entry. Nothing
-// to do for an empty result. Materialization and the reference interpreter both call it.
-rt::lapack::Failure factor_with_lapack(ir::Routine r, const std::vector<int64_t>& params,
-                                       DType dtype, const std::vector<rt::lapack::Matrices>& ops,
-                                       void* out, int64_t out_row);
+// Performs the factorization a Call node `call` names (not Gemm), with its attributes, through
+// LAPACK on host matrices of `dtype` (one per operand), writing its parts into `out`, `out_row`
+// elements per batch entry. Nothing to do for an empty result. Materialization and the reference
+// interpreter both call it.
+rt::lapack::Failure factor_with_lapack(const ir::Node& call, DType dtype,
+                                       const std::vector<rt::lapack::Matrices>& ops, void* out,
+                                       int64_t out_row);
 
 } // namespace tj::pipeline

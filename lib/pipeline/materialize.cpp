@@ -273,9 +273,10 @@ void Materializer::perform_call(const ir::NodePtr& c) {
 
 namespace {
 
-// PyTorch's words for a factorization that failed on entry `entry` of a batch (batched: the
-// operand has batch dims), LAPACK's `info` in them.
-std::string failure_message(ir::Routine r, int64_t entry, int64_t info, bool batched) {
+// PyTorch's words for a factorization with attributes `params` that failed on entry `entry` of
+// a batch (batched: the operand has batch dims), LAPACK's `info` in them.
+std::string failure_message(ir::Routine r, const std::vector<int64_t>& params, int64_t entry,
+                            int64_t info, bool batched) {
   const std::string batch = batched ? fmt::format(": (Batch element {})", entry) : "";
   switch (r) {
   case ir::Routine::Solve:
@@ -283,6 +284,7 @@ std::string failure_message(ir::Routine r, int64_t entry, int64_t info, bool bat
                        "singular.",
                        batch);
   case ir::Routine::Inv:
+    if (params[0]) return "Failed to invert the input tensor, because it is singular.";
     return fmt::format("linalg.inv{}: The diagonal element {} is zero, the inversion could not be "
                        "completed because the input matrix is singular.",
                        batch, info);
@@ -343,11 +345,13 @@ void Materializer::perform_factorization(const ir::NodePtr& c) {
     for (const auto& x : ops)
       matrices.push_back(
           rt::lapack::strided(x->storage->data(), x->shape, x->view.strides, x->view.offset));
-    failure = pipeline::factor_with_lapack(r, ir::routine_params(*c), c->dtype, matrices,
-                                           storage->data(), c->shape.back());
+    failure =
+        pipeline::factor_with_lapack(*c, c->dtype, matrices, storage->data(), c->shape.back());
     ++rt::counters().library_calls;
   }
-  if (failure) throw Error(failure_message(r, failure.entry, failure.info, c->ndim() > 1));
+  if (failure)
+    throw Error(
+        failure_message(r, ir::routine_params(*c), failure.entry, failure.info, c->ndim() > 1));
   c->realized = out;
 }
 

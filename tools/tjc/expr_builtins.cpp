@@ -626,9 +626,11 @@ void Tables::linalg() {
       [uplo](Args& a) { return la::eigvalsh(a.tensor(0, "A"), uplo(a)); });
   def({"torch.linalg.lstsq"}, 0, [named](Args& a) {
     Tensor A = a.tensor(0, "A"), B = a.tensor(1, "B");
-    a.get(2, "rcond"); // PyTorch's default cutoff only
+    const Value* rc = a.get(2, "rcond");
     const Value* d = a.get(Args::kKw, "driver");
-    auto r = la::lstsq(A, B, d ? std::optional(a.to_str(*d, "driver")) : std::nullopt);
+    auto r =
+        la::lstsq(A, B, rc ? std::optional(a.to_scalar(*rc, "rcond").to_double()) : std::nullopt,
+                  d ? std::optional(a.to_str(*d, "driver")) : std::nullopt);
     return named("linalg_lstsq", {r.solution, r.residuals, r.rank, r.singular_values},
                  {"solution", "residuals", "rank", "singular_values"});
   });
