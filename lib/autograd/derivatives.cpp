@@ -1,5 +1,9 @@
 // The vector-Jacobian products of the elementwise primitives. Written with
 // the public ops, so a backward with create_graph records them in turn.
+// Complex values follow PyTorch's convention: the gradient of a real loss L
+// at z = x + iy is dL/dx + i dL/dy, so a holomorphic f passes g * conj(f'(z))
+// back. conj() of a real tensor is the tensor itself: the real formulas are
+// unchanged.
 #include "lib/autograd/derivatives.h"
 
 #include <fmt/format.h>
@@ -17,7 +21,8 @@ Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
   switch (op) {
   case Op::Neg:
     return -g;
-  case Op::Abs:
+  case Op::Abs: // complex: the magnitude's gradient, g * z / |z| (0 at 0)
+    if (x.is_complex()) return g * where(x == 0, zeros_like(x), x / y);
     return g * x.sign();
   case Op::Floor:
   case Op::Ceil:
@@ -25,17 +30,17 @@ Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
   case Op::Trunc:
     return zeros_like(g);
   case Op::Sqrt:
-    return g / (2 * y);
+    return g / (2 * y.conj());
   case Op::Recip:
-    return -g * y * y;
+    return -g * y.conj() * y.conj();
   case Op::Exp:
-    return g * y;
+    return g * y.conj();
   case Op::Exp2:
     return g * y * M_LN2;
   case Op::Expm1:
     return g * (y + 1);
   case Op::Log:
-    return g / x;
+    return g / x.conj();
   case Op::Log2:
     return g / (x * M_LN2);
   case Op::Log10:
@@ -43,11 +48,11 @@ Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
   case Op::Log1p:
     return g / (x + 1);
   case Op::Sin:
-    return g * x.cos();
+    return g * x.cos().conj();
   case Op::Cos:
-    return -g * x.sin();
+    return -g * x.sin().conj();
   case Op::Tan:
-    return g * (1 + y * y);
+    return g * (1 + y * y).conj();
   case Op::Asin:
     return g * (1 - x * x).rsqrt();
   case Op::Acos:
@@ -59,7 +64,7 @@ Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
   case Op::Cosh:
     return g * x.sinh();
   case Op::Tanh:
-    return g * (1 - y * y);
+    return g * (1 - y * y).conj();
   case Op::Erf:
     return g * (M_2_SQRTPI * (-x * x).exp());
   default:
@@ -75,9 +80,9 @@ std::pair<Tensor, Tensor> binary_vjp(Op op, const Tensor& g, const Tensor& a, co
   case Op::Sub:
     return {g, -g};
   case Op::Mul:
-    return {g * b, g * a};
+    return {g * b.conj(), g * a.conj()};
   case Op::Div:
-    return {g / b, -g * a / (b * b)};
+    return {g / b.conj(), -g * a.conj() / (b * b).conj()};
   case Op::Pow: {
     // As PyTorch: 0 where the exponent is 0 (base) or the base is 0 with a
     // non-negative exponent (exponent).

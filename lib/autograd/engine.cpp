@@ -221,6 +221,8 @@ void prepare_roots(const std::vector<Tensor>& outputs, const std::vector<Tensor>
     Tensor g = i < grad_outputs.size() ? grad_outputs[i] : Tensor();
     if (!g.defined()) {
       if (t.numel() != 1) throw Error("grad can be implicitly created only for scalar outputs");
+      if (is_complex(t.dtype()))
+        throw Error("grad can be implicitly created only for real scalar outputs");
       g = ones_like(t);
     } else if (g.sizes() != t.sizes()) {
       throw Error(fmt::format("Mismatch in shape: grad_output[{}] has a shape of {} and output[{}] "

@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string_view>
+#include <unordered_set>
+
 #include "lib/autograd/formulas.h"
 
 #include "tensorjit/functions.h"
@@ -115,14 +119,48 @@ void set_history(const Tensor& t, const std::shared_ptr<FunctionNode>& fn, uint3
   if (impl.retains_grad && fn) fn->retained.emplace_back(output_nr, t.impl());
 }
 
+namespace {
+
+// The backward formulas that hold for complex values (derivatives.cpp states the convention):
+// linear maps with real coefficients (views, copies, sums, joins, selections), whose adjoint is
+// the same for complex numbers, and the formulas written with conjugates. Others (the
+// factorizations, the statistics, ...) refuse a complex input or result.
+bool complex_ready(std::string_view name) {
+  static const std::unordered_set<std::string_view> ready = {
+      // linear, real coefficients
+      "AddBackward0", "SubBackward0", "RsubBackward1", "NegBackward0", "SumBackward0",
+      "SumBackward1", "MeanBackward0", "MeanBackward1", "CumsumBackward0", "TraceBackward0",
+      "ViewBackward0", "UnsafeViewBackward0", "AliasBackward0", "PermuteBackward0",
+      "ExpandBackward0", "SliceBackward0", "SelectBackward0", "SqueezeBackward0",
+      "SqueezeBackward1", "SqueezeBackward4", "UnsqueezeBackward0", "TBackward0",
+      "TransposeBackward0", "AsStridedBackward0", "AsStridedScatterBackward0", "CloneBackward0",
+      "ToCopyBackward0", "CatBackward0", "StackBackward0", "FlipBackward0", "RollBackward0",
+      "RepeatBackward0", "DiagonalBackward0", "DiagEmbedBackward0", "TrilBackward0",
+      "TriuBackward0", "IndexBackward0", "IndexSelectBackward0", "IndexPutBackward0",
+      "GatherBackward0", "ScatterBackward0", "ScatterAddBackward0", "WhereBackward0",
+      "MaskedFillBackward0", "FillBackward0", "CopySlices",
+      // with conjugates
+      "MulBackward0", "DivBackward0", "PowBackward0", "AbsBackward0", "SqrtBackward0",
+      "RsqrtBackward0", "ReciprocalBackward0", "ExpBackward0", "LogBackward0", "SinBackward0",
+      "CosBackward0", "TanBackward0", "TanhBackward0", "SigmoidBackward0", "DotBackward0",
+      "MvBackward0", "MmBackward0", "BmmBackward0", "RealBackward0", "ImagBackward0",
+      "ConjBackward0", "AngleBackward0", "ComplexBackward0", "PolarBackward0",
+      "LinalgInvExBackward0", "LinalgSolveExBackward0"};
+  return ready.count(name) > 0;
+}
+
+} // namespace
+
 void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
             const std::vector<Tensor>& save, FunctionNode::Backward backward) {
   if (!any_requires_grad(inputs)) return;
-  for (const Tensor& y : outputs)
-    if (y.defined() && is_complex(y.dtype()))
-      throw Error(fmt::format("gradients through complex values are not supported yet: {} of a "
-                              "tensor that requires grad gives a complex result",
-                              name));
+  auto complex = [](const std::vector<Tensor>& ts) {
+    return std::any_of(ts.begin(), ts.end(),
+                       [](const Tensor& t) { return t.defined() && is_complex(t.dtype()); });
+  };
+  if ((complex(inputs) || complex(outputs)) && !complex_ready(name))
+    throw Error(
+        fmt::format("the derivative of {} is not implemented for complex tensors yet", name));
   auto fn = std::make_shared<FunctionNode>();
   fn->name_ = name;
   fn->site = ir::current_site();
@@ -145,7 +183,7 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     fn->outputs.push_back(meta(outputs[i]));
-    if (is_floating_point(outputs[i].dtype()))
+    if (is_floating_point(outputs[i].dtype()) || is_complex(outputs[i].dtype()))
       set_history(outputs[i], fn, static_cast<uint32_t>(i));
   }
   fn->backward = std::move(backward);

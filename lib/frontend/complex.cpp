@@ -38,13 +38,7 @@ void check_parts(const Tensor& re, const Tensor& im) {
   if (a == kFloat16) throw Error("complex32 (ComplexHalf) is not supported");
 }
 
-// Gradients do not flow into complex values yet: autograd::record refuses a complex result of
-// inputs that require grad, in its words.
-void record_complex_result(const char* name, const Tensor& out, const std::vector<Tensor>& in) {
-  autograd::record(name, in, {out}, {}, [](const std::vector<Tensor>&, const std::vector<Tensor>&) {
-    return std::vector<Tensor>{};
-  });
-}
+using Grads = std::vector<Tensor>;
 
 NodePtr pair(NodePtr re, NodePtr im) {
   ir::Shape shape = ir::broadcast_shapes(re->shape, im->shape);
@@ -56,29 +50,51 @@ NodePtr pair(NodePtr re, NodePtr im) {
 
 } // namespace
 
+// The gradients below follow derivatives.cpp's convention (dL/dx + i dL/dy); a real gradient
+// reaching a complex input is cast to it by the engine.
 Tensor real(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "real");
   if (!a.is_complex()) return a;
-  return wrap(part(Op::Real, node_of(a)));
+  Tensor out = wrap(part(Op::Real, node_of(a)));
+  autograd::record("RealBackward0", {a}, {out}, {},
+                   [](const Grads& g, const Grads&) { return Grads{g[0]}; });
+  return out;
 }
 
 Tensor imag(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "imag");
   if (!a.is_complex()) throw Error("imag is not implemented for tensors with non-complex dtypes.");
-  return wrap(part(Op::Imag, node_of(a)));
+  Tensor out = wrap(part(Op::Imag, node_of(a)));
+  autograd::record("ImagBackward0", {a}, {out}, {}, [](const Grads& g, const Grads&) {
+    return Grads{tj::complex(zeros_like(g[0]), g[0])}; // i g
+  });
+  return out;
 }
 
 Tensor conj(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "conj");
   if (!a.is_complex()) return a;
   NodePtr z = node_of(a);
-  return wrap(pair(part(Op::Real, z), fe::unary(Op::Neg, part(Op::Imag, z))));
+  Tensor out = wrap(pair(part(Op::Real, z), fe::unary(Op::Neg, part(Op::Imag, z))));
+  autograd::record("ConjBackward0", {a}, {out}, {},
+                   [](const Grads& g, const Grads&) { return Grads{g[0].conj()}; });
+  return out;
 }
 
 Tensor angle(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "angle");
   NodePtr x = node_of(a);
-  if (a.is_complex()) return wrap(fe::binary(Op::Atan2, part(Op::Imag, x), part(Op::Real, x)));
+  if (a.is_complex()) {
+    Tensor out = wrap(fe::binary(Op::Atan2, part(Op::Imag, x), part(Op::Real, x)));
+    // i g z / |z|^2, 0 at 0 (PyTorch's).
+    autograd::record("AngleBackward0", {a}, {out}, {a}, [](const Grads& g, const Grads& s) {
+      const Tensor& z = s[0];
+      Tensor r2 = z.real() * z.real() + z.imag() * z.imag();
+      Tensor iz = tj::complex(-z.imag(), z.real());
+      return Grads{where(r2 == 0, zeros_like(z), g[0] * iz / r2)};
+    });
+    return out;
+  }
   if (a.dtype() == kBool) throw Error("\"angle_cpu\" not implemented for 'Bool'");
   // A real number's angle: pi below zero, else 0; NaN stays NaN.
   const DType t = is_floating_point(a.dtype()) ? a.dtype() : default_dtype();
@@ -92,7 +108,9 @@ Tensor complex(const Tensor& re, const Tensor& im, Caller caller) {
   detail::CallSite site(caller, "complex");
   check_parts(re, im);
   Tensor out = wrap(pair(node_of(re), node_of(im)));
-  record_complex_result("ComplexBackward0", out, {re, im});
+  autograd::record("ComplexBackward0", {re, im}, {out}, {}, [](const Grads& g, const Grads&) {
+    return Grads{g[0].real(), g[0].imag()};
+  });
   return out;
 }
 
@@ -102,7 +120,15 @@ Tensor polar(const Tensor& abs, const Tensor& angle, Caller caller) {
   NodePtr r = node_of(abs), t = node_of(angle);
   Tensor out = wrap(pair(fe::binary(Op::Mul, r, fe::unary(Op::Cos, t)),
                          fe::binary(Op::Mul, r, fe::unary(Op::Sin, t))));
-  record_complex_result("PolarBackward0", out, {abs, angle});
+  // z = r e^(it): dz/dr = e^(it), dz/dt = i z; a real input's gradient is Re(g conj(dz)). (At
+  // r = 0 PyTorch's takes e^(it) as z's sign, 0; here it is e^(it), the derivative.)
+  autograd::record("PolarBackward0", {abs, angle}, {out}, {out, angle},
+                   [](const Grads& g, const Grads& s) {
+                     const Tensor &z = s[0], &t = s[1];
+                     Tensor gr = (g[0] * tj::complex(t.cos(), -t.sin())).real();
+                     Tensor gt = (g[0] * tj::complex(-z.imag(), z.real()).conj()).real();
+                     return Grads{gr, gt};
+                   });
   return out;
 }
 

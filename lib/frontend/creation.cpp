@@ -144,7 +144,7 @@ Tensor complex_random(IntArrayRef size, const TensorOptions& o, Draw draw, doubl
   TensorOptions part = TensorOptions(real_part_dtype(t)).device(o.device());
   Tensor re = draw(part), im = draw(part);
   Tensor out = complex(re * scale, im * scale);
-  if (o.requires_grad()) out.requires_grad_(true); // PyTorch's error for a complex tensor
+  if (o.requires_grad()) out.requires_grad_(true);
   return out;
 }
 } // namespace

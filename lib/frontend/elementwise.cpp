@@ -206,8 +206,8 @@ Tensor pow_impl(const Operand& a, const Operand& b) {
     ag::record("PowBackward0", {a.tensor}, {out}, {a.tensor}, [e](const Grads& g, const Saved& s) {
       if (e == 0.0) return Grads{zeros_like(g[0])};
       if (e == 1.0) return Grads{g[0]};
-      if (e == 2.0) return Grads{g[0] * s[0] * 2};
-      return Grads{g[0] * e * s[0].pow(e - 1)};
+      if (e == 2.0) return Grads{g[0] * s[0].conj() * 2};
+      return Grads{g[0] * e * s[0].pow(e - 1).conj()};
     });
     return out;
   }
@@ -487,8 +487,7 @@ Tensor neg(const Tensor& a, Caller caller) {
 Tensor abs(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "abs");
   if (a.dtype() == kBool) throw Error("\"abs_cpu\" not implemented for 'Bool'");
-  if (a.is_complex()) return wrap(fe::unary(Op::Abs, node_of(a))); // its magnitude, real
-  return recorded(Op::Abs, a, wrap(fe::unary(Op::Abs, node_of(a))));
+  return recorded(Op::Abs, a, wrap(fe::unary(Op::Abs, node_of(a)))); // complex: the magnitude
 }
 Tensor sign(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "sign");
@@ -563,8 +562,9 @@ Tensor sigmoid(const Tensor& a, Caller caller) {
   x = fe::cast(x, t);
   Tensor out = wrap(fe::unary(Op::Recip, fe::binary(Op::Add, fe::constant(1, t),
                                                     fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
-  ag::record("SigmoidBackward0", {a}, {out}, {out},
-             [](const Grads& g, const Saved& s) { return Grads{g[0] * s[0] * (1 - s[0])}; });
+  ag::record("SigmoidBackward0", {a}, {out}, {out}, [](const Grads& g, const Saved& s) {
+    return Grads{g[0] * s[0].conj() * (1 - s[0]).conj()};
+  });
   return out;
 }
 Tensor relu(const Tensor& a, Caller caller) {

@@ -132,8 +132,8 @@ void check_batched(const Tensor& a, const Tensor& b) {
 
 // Records out = a @ b, computed as the broadcast batched product of a seen
 // with shape la and b with shape lb (1-D operands lifted to matrices), with
-// result shape lo: the gradients are g @ b^T and a^T @ g, summed over the
-// batch dims an operand was broadcast along.
+// result shape lo: the gradients are g @ b^H and a^H @ g (conjugate
+// transposes), summed over the batch dims an operand was broadcast along.
 Tensor recorded_product(const char* name, const Tensor& a, const Tensor& b, Tensor out,
                         ir::Shape la, ir::Shape lb, ir::Shape lo) {
   autograd::record(name, {a, b}, {out}, {a, b},
@@ -141,8 +141,8 @@ Tensor recorded_product(const char* name, const Tensor& a, const Tensor& b, Tens
                      Tensor gl = g[0].reshape(lo);
                      Tensor al = s[0].reshape(la), bl = s[1].reshape(lb);
                      return std::vector<Tensor>{
-                         autograd::sum_to(matmul(gl, bl.mT()), la).reshape(s[0].sizes()),
-                         autograd::sum_to(matmul(al.mT(), gl), lb).reshape(s[1].sizes())};
+                         autograd::sum_to(matmul(gl, bl.mT().conj()), la).reshape(s[0].sizes()),
+                         autograd::sum_to(matmul(al.mT().conj(), gl), lb).reshape(s[1].sizes())};
                    });
   return out;
 }

@@ -25,15 +25,19 @@ Tensor diag_embed(const Tensor& v) { return v.unsqueeze(-2) * eye_like(v.size(-1
 // X M^-1, as (M^-T X^T)^T.
 Tensor solve_right(const Tensor& X, const Tensor& M) { return linalg::solve(M.mT(), X.mT()).mT(); }
 
-// X = A^-1 B: gB = A^-T gX, gA = -gB X^T.
+// The conjugate transpose (the transpose of a real matrix): the adjoints of complex matrices'
+// gradients (derivatives.cpp's convention).
+Tensor mH(const Tensor& t) { return t.mT().conj(); }
+
+// X = A^-1 B: gB = A^-H gX, gA = -gB X^H.
 Grads solve_backward(const Grads& g, const Grads& s) {
-  Tensor gB = linalg::solve(s[0].mT(), g[0]);
-  return {-gB.matmul(s[2].mT()), gB};
+  Tensor gB = linalg::solve(mH(s[0]), g[0]);
+  return {-gB.matmul(mH(s[2])), gB};
 }
 
-// gA = -A^-T g A^-T.
+// gA = -A^-H g A^-H.
 Grads inv_backward(const Grads& g, const Grads& s) {
-  Tensor t = s[1].mT();
+  Tensor t = mH(s[1]);
   return {-t.matmul(g[0]).matmul(t)};
 }
 

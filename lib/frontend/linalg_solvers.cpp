@@ -257,9 +257,7 @@ std::vector<Tensor> eig_parts(const Tensor& A, bool vectors, const char* name) {
   check_square(A, name);
   check_float(A, name);
   if (autograd::any_requires_grad({A}))
-    throw Error(fmt::format("gradients through complex values are not supported yet: {} of a "
-                            "tensor that requires grad gives complex results",
-                            name));
+    throw Error(fmt::format("the derivative of {} is not implemented yet", name));
   return factor(Routine::Eig, {A}, {vectors ? 1 : 0});
 }
 } // namespace

@@ -252,10 +252,7 @@ Tensor& Tensor::requires_grad_(bool b) {
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().");
   }
-  if (b && is_complex())
-    throw Error("gradients of complex tensors are not supported yet: only real floating point "
-                "tensors can require gradients");
-  if (b && !is_floating_point())
+  if (b && !is_floating_point() && !is_complex())
     throw Error("only Tensors of floating point dtype can require gradients");
   impl()->requires_grad = b;
   return *this;
