@@ -34,6 +34,8 @@ const char* stride_kind(StrideKind s) {
     return "broadcast";
   case StrideKind::Strided:
     return "strided";
+  case StrideKind::Pairs:
+    return "pairs";
   }
   return "?";
 }
@@ -43,7 +45,8 @@ const char* stride_kind(StrideKind s) {
 uint64_t Kernel::hash() const {
   uint64_t h = 0x243f6a8885a308d3ULL;
   for (const auto& s : slots)
-    h = mix(h, (uint64_t(s.stream) << 32) | (uint64_t(s.rstride) << 24) | (uint64_t(s.role) << 16) |
+    h = mix(h, (uint64_t(uint32_t(s.next_to)) << 40) | (uint64_t(s.stream) << 32) |
+                   (uint64_t(s.rstride) << 24) | (uint64_t(s.role) << 16) |
                    (uint64_t(s.dtype) << 8) | uint64_t(s.stride));
   for (auto p : params)
     h = mix(h, uint64_t(p));
@@ -81,6 +84,8 @@ std::string Kernel::difference(const Kernel& o) const {
                          stride_kind(b.rstride));
     if (a.stream != b.stream)
       return fmt::format("slot{} is {}written around the cache", i, a.stream ? "" : "not ");
+    if (a.next_to != b.next_to)
+      return fmt::format("slot{} lies next to slot{}, not slot{}", i, a.next_to, b.next_to);
   }
   if (params != o.params) return fmt::format("its parameters differ in number or dtype");
   for (size_t i = 0; i < std::min(values.size(), o.values.size()); ++i) {
@@ -185,11 +190,12 @@ LoopPlan plan_loops(const Kernel& k) {
 std::string Kernel::str() const {
   std::string s = fmt::format("kernel {} {{\n", name);
   for (size_t i = 0; i < slots.size(); ++i)
-    s += fmt::format("  slot{} = {} {} {}{}{}\n", i, slot_role(slots[i].role),
-                     short_dtype_name(slots[i].dtype), stride_kind(slots[i].stride),
-                     has_row_loops() ? fmt::format(", reduce {}", stride_kind(slots[i].rstride))
-                                     : "",
-                     slots[i].stream ? ", stream" : "");
+    s += fmt::format(
+        "  slot{} = {} {} {}{}{}{}\n", i, slot_role(slots[i].role),
+        short_dtype_name(slots[i].dtype), stride_kind(slots[i].stride),
+        has_row_loops() ? fmt::format(", reduce {}", stride_kind(slots[i].rstride)) : "",
+        slots[i].stream ? ", stream" : "",
+        slots[i].next_to >= 0 ? fmt::format(", next to slot{}", slots[i].next_to) : "");
   for (size_t i = 0; i < params.size(); ++i)
     s += fmt::format("  param{} : {}\n", i, short_dtype_name(params[i]));
   for (size_t i = 0; i < values.size(); ++i) {
@@ -282,6 +288,24 @@ void verify(const Kernel& k) {
                                         : slot.stride == StrideKind::Contiguous;
     if (slot.role != Slot::Role::Output || scatters || !runs)
       fail(fmt::format("slot{} streams, but is not an output written in contiguous runs", s));
+  }
+  // A slot next to another: an earlier one of its role, dtype and strides, neither gathered
+  // nor scattered.
+  for (size_t s = 0; s < k.slots.size(); ++s) {
+    const Slot& slot = k.slots[s];
+    if (slot.next_to < 0) continue;
+    auto placed = [&](int32_t x) {
+      return std::any_of(k.values.begin(), k.values.end(),
+                         [&](const Value& v) { return v.op == Op::Gather && v.slot == x; }) ||
+             std::any_of(k.stores.begin(), k.stores.end(),
+                         [&](const Store& st) { return st.slot == x && st.scatters(); });
+    };
+    if (size_t(slot.next_to) >= s || slot.role == Slot::Role::Index ||
+        k.slots[slot.next_to].role != slot.role || k.slots[slot.next_to].dtype != slot.dtype ||
+        k.slots[slot.next_to].stride != slot.stride ||
+        k.slots[slot.next_to].rstride != slot.rstride || placed(int32_t(s)) || placed(slot.next_to))
+      fail(fmt::format("slot{} lies next to slot{}, which is not an earlier slot like it", s,
+                       slot.next_to));
   }
   for (const auto& st : k.stores) {
     if (st.slot < 0 || size_t(st.slot) >= k.slots.size() ||

@@ -53,8 +53,9 @@ constexpr int32_t kErrDivideByZero = 1;
 constexpr int32_t kErrIndex = 2;
 
 // What is known of a slot's stride when the kernel is compiled; the value of
-// a Strided stride comes at run time.
-enum class StrideKind : uint8_t { Contiguous, Broadcast, Strided };
+// a Strided stride comes at run time. Pairs: 2 (a part of complex numbers,
+// the other part between), so that a backend can vectorize it as such.
+enum class StrideKind : uint8_t { Contiguous, Broadcast, Strided, Pairs };
 
 struct Slot {
   enum class Role : uint8_t { Input, Output, Index };
@@ -68,6 +69,12 @@ struct Slot {
   // element loop of a kernel without row loops, or along j of a row that the store loop writes;
   // one per kernel.
   bool stream = false;
+  // A slot whose every element lies one element after that of slot `next_to`: an earlier slot of
+  // the same role and dtype, over the same memory, with the same strides, neither gathered nor
+  // scattered (the imaginary parts of complex numbers next to their real parts). A backend may
+  // address it from that slot: the LLVM one does, so that the loop vectorizer sees the two as
+  // one interleaved access (a wide load and shuffles; a shuffle and a wide store). -1: none.
+  int32_t next_to = -1;
 };
 
 // One SSA value of the kernel body. Operands refer to earlier values.

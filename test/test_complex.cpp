@@ -523,3 +523,26 @@ TEST_CASE("complex: gradients (dL/dx + i dL/dy) against central differences",
                     Contains("the derivative of LinalgCholeskyExBackward0 is not implemented for "
                              "complex tensors yet"));
 }
+
+TEST_CASE("complex: a result's parts are one kernel's two outputs stored as pairs",
+          "[complex][fusion]") {
+  Tensor z = randn({1000}, kComplex64), w = randn({1000}, kComplex64);
+  eval({z, w});
+  Tensor y = z * w.conj() + z;
+  // Each part computed once, into every other element of the result's memory; the parts of z and
+  // w read as interleaved pairs (a slot next to the other).
+  const std::string kernels = ir::dump({y}, "kernel");
+  INFO(kernels);
+  CHECK(kernels.find("// kernel 1") == std::string::npos);
+  CHECK_THAT(kernels, Contains("out float32 pairs, next to slot"));
+  CHECK_THAT(kernels, Contains("in float32 pairs, next to slot"));
+  reset_stats();
+  y.eval();
+  CHECK(stats().kernels_launched == 1);
+  const auto a = z.to_vector<std::complex<float>>(), b = w.to_vector<std::complex<float>>();
+  const auto got = y.to_vector<std::complex<float>>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::complex<float> want = a[i] * std::conj(b[i]) + a[i];
+    CHECK(std::abs(got[i] - want) <= 1e-5f * (1 + std::abs(want)));
+  }
+}

@@ -688,6 +688,8 @@ void KernelLowering::prepare_slot(int s) {
       return b_.getInt64(1);
     case StrideKind::Broadcast:
       return b_.getInt64(0);
+    case StrideKind::Pairs:
+      return b_.getInt64(2);
     case StrideKind::Strided:
       return load_i64(array, what);
     }
@@ -1405,6 +1407,7 @@ llvm::Value* KernelLowering::element_index(int s) {
   case StrideKind::Broadcast:
     break;
   case StrideKind::Strided:
+  case StrideKind::Pairs:
     e = b_.CreateAdd(e, b_.CreateMul(i_, st.stride));
     break;
   }
@@ -1415,6 +1418,7 @@ llvm::Value* KernelLowering::element_index(int s) {
   case StrideKind::Broadcast:
     return e;
   case StrideKind::Strided:
+  case StrideKind::Pairs:
     return b_.CreateAdd(e, b_.CreateMul(j_, st.rstride));
   }
   return e;
@@ -1425,6 +1429,8 @@ llvm::Value* KernelLowering::element_address(int s) {
   const Slot& slot = k_.slots[s];
   llvm::Type* mt = ops_.mem_type(slot.dtype);
   if (s == stream_ && stream_k_) return b_.CreateInBoundsGEP(mt, stream_row_, stream_k_);
+  // One element after the other slot's: the loop vectorizer sees one interleaved access.
+  if (slot.next_to >= 0) return b_.CreateConstInBoundsGEP1_64(mt, element_address(slot.next_to), 1);
   if (s == stream_ && fused_row_) // j from the block's start, whose alignment LLVM then knows
     return b_.CreateInBoundsGEP(mt, fused_row_,
                                 b_.CreateAdd(block_start_aligned_, b_.CreateSub(j_, block_start_)));

@@ -29,6 +29,13 @@ struct Parts {
 
 class Lowering {
 public:
+  // The parts lowered pairs `p` were made of, where this pass paired them.
+  RootParts made_of(const NodePtr& p) const {
+    auto it = paired_.find(p.get());
+    if (it == paired_.end()) return {};
+    return {it->second.re, it->second.im};
+  }
+
   NodePtr run(const NodePtr& in) {
     NodePtr n = ir::resolve(in);
     if (!n->complex) return n;
@@ -174,9 +181,20 @@ private:
     case Op::Neg:
     case Op::Add:
     case Op::Sub: {
+      // Part by part where an operand's parts are values of this pass (so that the result's
+      // are too, and a kernel computes each once); the pairs themselves otherwise (of memory).
       std::vector<NodePtr> src;
-      for (const auto& s : n.src)
+      bool made = false;
+      for (const auto& s : n.src) {
         src.push_back(pairs(s, part));
+        made |= paired_.count(src.back().get()) > 0;
+      }
+      if (made) {
+        Parts a = operand(0);
+        if (n.op == Op::Neg) return pair({un(Op::Neg, a.re), un(Op::Neg, a.im)});
+        Parts b = operand(1);
+        return pair({bin(n.op, a.re, b.re), bin(n.op, a.im, b.im)});
+      }
       return ir::make_node(n.op, part, s2, std::move(src));
     }
     case Op::Mul:
@@ -324,7 +342,9 @@ NodePtr along_pairs(const NodePtr& x) {
   return fe::expand(fe::reshape(x, s1), paired(x->shape));
 }
 
-std::vector<NodePtr> lower_complex(const std::vector<NodePtr>& roots) {
+std::vector<NodePtr> lower_complex(const std::vector<NodePtr>& roots,
+                                   std::vector<RootParts>* parts) {
+  if (parts) parts->assign(roots.size(), {});
   bool any = false;
   for (const auto& r : roots)
     any |= ir::resolve(r)->complex;
@@ -332,8 +352,10 @@ std::vector<NodePtr> lower_complex(const std::vector<NodePtr>& roots) {
   Lowering l;
   std::vector<NodePtr> out;
   out.reserve(roots.size());
-  for (const auto& r : roots)
-    out.push_back(l.run(r));
+  for (size_t i = 0; i < roots.size(); ++i) {
+    out.push_back(l.run(roots[i]));
+    if (parts && is_complex(roots[i]->dtype)) (*parts)[i] = l.made_of(out.back());
+  }
   return out;
 }
 

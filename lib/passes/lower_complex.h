@@ -14,7 +14,15 @@ namespace tj::passes {
 // complex comes back as its pairs. Realized nodes are replaced by their buffers; graphs without
 // complex nodes come back unchanged. Kernels, libraries and the interpreter only ever see the
 // result.
-std::vector<ir::NodePtr> lower_complex(const std::vector<ir::NodePtr>& roots);
+// `parts`, when given, receives for each root the real nodes its pairs were made of by the pass
+// (each of the root's shape), or nulls: for a real root, and for one whose pairs lie as they are
+// (a Buffer's, a library call's, a reduction's). A kernel can compute and store such parts as
+// two real results, each value computed once.
+struct RootParts {
+  ir::NodePtr re, im;
+};
+std::vector<ir::NodePtr> lower_complex(const std::vector<ir::NodePtr>& roots,
+                                       std::vector<RootParts>* parts = nullptr);
 
 // Where a complex view's pairs lie in memory: strides and offset in parts, with the pair's
 // dim (stride 1) last.

@@ -266,6 +266,33 @@ public:
     k_.stores.push_back(st);
   }
 
+  // Marks each slot that lies one element after an earlier one like it (kir::Slot::next_to): the
+  // imaginary parts of complex numbers whose real parts the kernel also reads, or also writes.
+  void pair_slots() {
+    auto placed = [&](size_t x) {
+      const auto s = static_cast<int32_t>(x);
+      return std::any_of(k_.values.begin(), k_.values.end(),
+                         [&](const kir::Value& v) { return v.op == Op::Gather && v.slot == s; }) ||
+             std::any_of(k_.stores.begin(), k_.stores.end(),
+                         [&](const kir::Store& st) { return st.slot == s && st.scatters(); });
+    };
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      const Slot& slot = k_.slots[s];
+      if (slot.stride != kir::StrideKind::Pairs || slot.role == Slot::Role::Index || placed(s))
+        continue;
+      for (size_t o = 0; o < s; ++o)
+        if (k_.slots[o].role == slot.role && k_.slots[o].dtype == slot.dtype &&
+            k_.slots[o].stride == slot.stride && k_.slots[o].rstride == slot.rstride &&
+            k_.slots[o].next_to < 0 && slots_[o].storage &&
+            slots_[o].storage == slots_[s].storage && slots_[o].strides == slots_[s].strides &&
+            slots_[o].rstride == slots_[s].rstride && slots_[s].base == slots_[o].base + 1 &&
+            !placed(o)) {
+          k_.slots[s].next_to = static_cast<int32_t>(o);
+          break;
+        }
+    }
+  }
+
   // Whether a store into `s` could overwrite an element before the kernel reads it.
   bool reads_other_elements_of(const rt::Storage* s) const {
     const rt::SlotBinding* out = nullptr;
@@ -335,11 +362,12 @@ public:
                            : kir::StrideKind::Strided;
     };
     for (size_t s = 0; s < slots_.size(); ++s) {
-      k_.slots[s].stride = kind(st[s].back());
+      k_.slots[s].stride = st[s].back() == 2 ? kir::StrideKind::Pairs : kind(st[s].back());
       slots_[s].strides = st[s];
       slots_[s].rstride = red.empty() ? 0 : rst[s].back();
       k_.slots[s].rstride = kind(slots_[s].rstride);
     }
+    pair_slots();
     stream_large_outputs(dom, red.empty() ? 1 : red[0], !k_.has_row_loops(),
                          rows_ && red.size() == 1 && red[0] <= kir::kMaxStreamRow);
     kir::verify(k_);
@@ -783,14 +811,20 @@ public:
     // Reshapes at a target cost nothing: the source is computed into
     // contiguous memory, which the target then views.
     std::map<ir::Shape, std::vector<Target>> groups;
+    std::vector<std::vector<Target>> writes; // in order
     for (const auto& t : targets) {
       if (t.dest) {
-        write_target(t);
+        if (t.joins_previous && !writes.empty())
+          writes.back().push_back(t);
+        else
+          writes.push_back({t});
         continue;
       }
       NodePtr n = below_reshapes(ir::resolve(t.compute));
       groups[n->shape].push_back({t.mark, n, nullptr, {}, std::nullopt, t.why});
     }
+    for (const auto& w : writes)
+      write_targets(w);
     // Outputs per kernel are bounded: LLVM's code generation time grows
     // steeply with the size of one function.
     for (auto& [shape, group] : groups)
@@ -813,26 +847,34 @@ private:
       realize_group({{n, n}}, "fusion is off (TJ_FUSION=0): one kernel per op");
   }
 
-  // A kernel of its own stores the value into existing memory.
-  void write_target(const Target& t) {
+  // A kernel of its own stores the values into existing memory: one target's, or those of
+  // targets that join the first (of its shape, none scattering).
+  void write_targets(const std::vector<Target>& ts) {
+    const Target& t = ts.front();
     for (bool local = true;;) {
-      NodePtr c = ir::resolve(t.compute);
+      std::vector<NodePtr> cs;
+      for (const Target& w : ts)
+        cs.push_back(ir::resolve(w.compute));
+      const NodePtr& c = cs.front();
       try {
         // A scattering kernel computes no reduction: its elements run in order.
         KernelBuilder kb =
-            t.scatter ? KernelBuilder(c->shape, nullptr, false) : builder_for({c}, c->shape, local);
-        int32_t v = kb.lower(c, kb.root_access(c->ndim()));
-        if (t.scatter) {
-          kb.scatter_store(c, v, *t.scatter, t.dest, t.dest_view);
-        } else {
-          kb.store(c, v, t.dest, t.dest_view);
+            t.scatter ? KernelBuilder(c->shape, nullptr, false) : builder_for(cs, c->shape, local);
+        for (size_t i = 0; i < ts.size(); ++i) {
+          int32_t v = kb.lower(cs[i], kb.root_access(c->ndim()));
+          if (ts[i].scatter)
+            kb.scatter_store(cs[i], v, *ts[i].scatter, ts[i].dest, ts[i].dest_view);
+          else
+            kb.store(cs[i], v, ts[i].dest, ts[i].dest_view);
         }
-        if (kb.reads_other_elements_of(t.dest.get())) throw NeedsRealize{c, kWhyOverlap};
-        rt::Launch l = kb.finish(kernel_name({c}));
+        for (size_t i = 0; i < ts.size(); ++i)
+          if (kb.reads_other_elements_of(ts[i].dest.get())) throw NeedsRealize{cs[i], kWhyOverlap};
+        rt::Launch l = kb.finish(kernel_name(cs));
         if (c->numel() > 0)
-          add(std::move(l), kb, {c},
-              t.scatter ? "a scatter: values written where their index says, in order"
-                        : "an in-place write into existing memory");
+          add(std::move(l), kb, cs,
+              t.scatter       ? "a scatter: values written where their index says, in order"
+              : ts.size() > 1 ? t.why
+                              : "an in-place write into existing memory");
         return;
       } catch (const NeedsRealize& need) {
         realize_dependency(need);
@@ -930,10 +972,13 @@ std::vector<ir::Site> KernelInfo::sites() const {
 namespace {
 
 // The targets with complex values computed as pairs of reals (passes/lower_complex): a complex
-// target's memory holds its pairs, so its destination view is the pairs' view. The pair's dim
-// goes first in the kernel's domain, so that the loop runs along the values (a row of 2 would
-// leave the vector loop nothing to do): a complex result is written through a view of memory
-// allocated here, realized as complex memory (`fresh` receives the nodes given one).
+// target's memory holds its pairs, so its destination view is the pairs' view. A complex result
+// goes to memory allocated here, realized as complex memory (`fresh` receives the nodes given
+// one). Where the pass built its pairs from two parts, the parts are two targets of one kernel
+// over the values, each stored through a view of every other element: each part is computed
+// once, and the loop runs along the values. Otherwise (the pairs of memory, of a library call, of
+// a reduction; an in-place write, whose parts may read each other) the pair's dim goes first in
+// the kernel's domain, for the same reason (a row of 2 would leave the vector loop nothing to do).
 std::vector<Target> lowered_targets(const std::vector<Target>& targets,
                                     std::vector<NodePtr>& fresh) {
   std::vector<NodePtr> roots;
@@ -941,16 +986,19 @@ std::vector<Target> lowered_targets(const std::vector<Target>& targets,
     roots.push_back(t.compute);
     if (t.scatter) roots.push_back(t.scatter->index);
   }
-  std::vector<NodePtr> low = passes::lower_complex(roots);
+  std::vector<passes::RootParts> parts;
+  std::vector<NodePtr> low = passes::lower_complex(roots, &parts);
   if (low == roots) return targets;
   std::vector<Target> out;
   size_t k = 0;
   for (const auto& t : targets) {
     Target l = t;
+    const passes::RootParts made_of = parts[k];
     l.compute = low[k++];
     const bool pairs = is_complex(t.compute->dtype);
     if (pairs && !t.scatter) {
-      if (!t.dest) {
+      const bool fresh_memory = !t.dest;
+      if (fresh_memory) {
         const NodePtr& m = t.mark;
         l.dest =
             rt::Storage::allocate(static_cast<size_t>(m->numel()) * itemsize(m->dtype), m->device);
@@ -960,6 +1008,17 @@ std::vector<Target> lowered_targets(const std::vector<Target>& targets,
         fresh.push_back(m);
       }
       l.dest_view = passes::pairs_view(l.dest_view);
+      if (fresh_memory && made_of.re) {
+        l.dest_view.strides.pop_back(); // the pair's dim
+        Target im = l;
+        l.compute = made_of.re;
+        im.compute = made_of.im;
+        im.dest_view.offset += 1;
+        im.joins_previous = true;
+        out.push_back(std::move(l));
+        out.push_back(std::move(im));
+        continue;
+      }
       std::vector<int64_t> perm{l.compute->ndim() - 1};
       for (int64_t d = 0; d + 1 < l.compute->ndim(); ++d)
         perm.push_back(d);

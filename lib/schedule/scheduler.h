@@ -31,6 +31,9 @@ struct Target {
   ir::View dest_view = {};
   std::optional<Scatter> scatter = std::nullopt;
   const char* why = "the values asked for"; // for dumps: why its kernel exists
+  // A write (with `dest`, not scattering) computed by the previous target's kernel, which
+  // computes both (the two parts of a complex result, of one shape, into one memory).
+  bool joins_previous = false;
 };
 
 // What a kernel of a plan computes, for dumps: the graph nodes it lowers
