@@ -508,6 +508,38 @@ TEST_CASE("complex: gradients (dL/dx + i dL/dy) against central differences",
   Tensor A = randn({2, 3, 3}, C) + eye(3, kComplex128) * 3, B = randn({2, 3, 2}, C);
   complex_gradcheck("linalg.inv", [](const Xs& x) { return linalg::inv(x[0]); }, {A});
   complex_gradcheck("linalg.solve", [](const Xs& x) { return linalg::solve(x[0], x[1]); }, {A, B});
+  complex_gradcheck("linalg.det", [](const Xs& x) { return linalg::det(x[0]); }, {A});
+  complex_gradcheck("linalg.slogdet",
+                    [](const Xs& x) {
+                      auto [sign, logabsdet] = linalg::slogdet(x[0]);
+                      return sign * logabsdet;
+                    },
+                    {A});
+  // Factorizations of Hermitian matrices X X^H + 3 I (their functions read one triangle).
+  auto hermitian = [](const Tensor& X) {
+    return X.matmul(X.mT().conj()) + eye(X.size(-1), kComplex128) * 3;
+  };
+  complex_gradcheck("linalg.cholesky",
+                    [&](const Xs& x) { return linalg::cholesky(hermitian(x[0])); }, {A});
+  complex_gradcheck("linalg.cholesky (upper)",
+                    [&](const Xs& x) { return linalg::cholesky(hermitian(x[0]), true); }, {A});
+  // Eigen- and singular vectors are determined up to a phase each: losses of them that do not
+  // depend on it (their magnitudes, the projector U U^H).
+  complex_gradcheck("linalg.eigh",
+                    [&](const Xs& x) {
+                      auto [L, V] = linalg::eigh(hermitian(x[0]));
+                      return L.unsqueeze(-2) * V.abs();
+                    },
+                    {A});
+  Tensor W = randn({2, 4, 3}, C), H = randn({2, 3, 4}, C);
+  for (const Tensor& M : {W, H, A})
+    complex_gradcheck("linalg.svd",
+                      [](const Xs& x) {
+                        auto [U, S, Vh] = linalg::svd(x[0], false);
+                        Tensor P = U.matmul(Vh); // the polar factor: no phase of its own
+                        return P * S.sum(-1).unsqueeze(-1).unsqueeze(-1) + U.abs().sum();
+                      },
+                      {M});
   complex_gradcheck("casts", [](const Xs& x) { return (x[0].to(kFloat64) + x[1]).to(C) * x[0]; },
                     {z, r});
 
@@ -519,8 +551,8 @@ TEST_CASE("complex: gradients (dL/dx + i dL/dy) against central differences",
   // matrices have no gradient here yet.
   CHECK_THROWS_WITH((leaf * leaf).sum().backward(),
                     "grad can be implicitly created only for real scalar outputs");
-  CHECK_THROWS_WITH(linalg::cholesky(randn({2, 2}, C).requires_grad_()),
-                    Contains("the derivative of LinalgCholeskyExBackward0 is not implemented for "
+  CHECK_THROWS_WITH(linalg::qr(randn({2, 2}, C).requires_grad_()),
+                    Contains("the derivative of LinalgQrBackward0 is not implemented for "
                              "complex tensors yet"));
 }
 

@@ -145,7 +145,9 @@ bool complex_ready(std::string_view name) {
       "CosBackward0", "TanBackward0", "TanhBackward0", "SigmoidBackward0", "DotBackward0",
       "MvBackward0", "MmBackward0", "BmmBackward0", "RealBackward0", "ImagBackward0",
       "ConjBackward0", "AngleBackward0", "ComplexBackward0", "PolarBackward0",
-      "LinalgInvExBackward0", "LinalgSolveExBackward0"};
+      "LinalgInvExBackward0", "LinalgSolveExBackward0", "LinalgDetBackward0",
+      "LinalgSlogdetBackward0", "LinalgCholeskyExBackward0", "LinalgSvdBackward0",
+      "LinalgEighBackward0"};
   return ready.count(name) > 0;
 }
 

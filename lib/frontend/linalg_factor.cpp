@@ -41,13 +41,19 @@ Grads inv_backward(const Grads& g, const Grads& s) {
   return {-t.matmul(g[0]).matmul(t)};
 }
 
-// A = L L^T: gA = L^-T Phi(L^T gL) L^-1, Phi symmetrizing the lower triangle with half the
-// diagonal.
+// A = L L^H: gA = L^-H Phi(L^H gL) L^-1, Phi making the lower triangle with half the diagonal
+// Hermitian (PyTorch's; the diagonal's imaginary part drops).
 Grads cholesky_backward(const Grads& g, const Grads& s, bool upper) {
-  Tensor L = upper ? s[1].mT() : s[1], gL = upper ? g[0].mT() : g[0];
-  Tensor P = L.mT().matmul(gL).tril();
-  Tensor S = (P + P.tril(-1).mT()) * 0.5;
-  return {solve_right(linalg::solve(L.mT(), S), L)};
+  Tensor L = upper ? mH(s[1]) : s[1], gL = upper ? mH(g[0]) : g[0];
+  Tensor P = mH(L).matmul(gL).tril();
+  Tensor S;
+  if (P.is_complex()) {
+    Tensor phi = P.tril(-1) + diag_embed(P.diagonal(0, -2, -1) * 0.5);
+    S = (phi + mH(phi)) * 0.5;
+  } else {
+    S = (P + P.tril(-1).mT()) * 0.5;
+  }
+  return {solve_right(linalg::solve(mH(L), S), L)};
 }
 
 // A = QR with m >= n (Q m x n, R n x n): gA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q,
@@ -77,7 +83,8 @@ Grads qr_backward(const Grads& g, const Grads& s, int64_t mode) {
   return {cat({gX, Q.matmul(gV)}, -1)};
 }
 
-// PyTorch's svd_backward (real case), on the reduced factors.
+// PyTorch's svd_backward, on the reduced factors. Complex singular vectors are determined up to
+// a phase each: a loss that depends on it has no gradient (not checked).
 Grads svd_backward(const Grads& g, const Grads& s, bool full) {
   const Tensor& A = s[0];
   Tensor U = s[1], S = s[2], Vh = s[3], gU = g[0], gS = g[1], gVh = g[2];
@@ -86,34 +93,36 @@ Grads svd_backward(const Grads& g, const Grads& s, bool full) {
     U = U.narrow(-1, 0, k), gU = gU.narrow(-1, 0, k);
     Vh = Vh.narrow(-2, 0, k), gVh = gVh.narrow(-2, 0, k);
   }
-  auto skew = [](const Tensor& X) { return X - X.mT(); };
-  Tensor UhgU = skew(U.mT().matmul(gU)), VhgV = skew(Vh.matmul(gVh.mT()));
+  auto skew = [](const Tensor& X) { return X - mH(X); };
+  Tensor UhgU = skew(mH(U).matmul(gU)), VhgV = skew(Vh.matmul(mH(gVh)));
   Tensor S2 = S * S;
   Tensor E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye_like(k, S);
   Tensor gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E + diag_embed(gS);
+  if (A.is_complex()) gA = gA + diag_embed(UhgU.diagonal(0, -2, -1) / (2 * S));
   if (m > n) {
     gA = U.matmul(gA);
     Tensor gUSinv = gU / S.unsqueeze(-2);
-    gA = gA + gUSinv - U.matmul(U.mT().matmul(gUSinv));
+    gA = gA + gUSinv - U.matmul(mH(U).matmul(gUSinv));
     return {gA.matmul(Vh)};
   }
   if (m < n) {
     gA = gA.matmul(Vh);
     Tensor SinvgVh = gVh / S.unsqueeze(-1);
-    gA = gA + SinvgVh - SinvgVh.matmul(Vh.mT()).matmul(Vh);
+    gA = gA + SinvgVh - SinvgVh.matmul(mH(Vh)).matmul(Vh);
     return {U.matmul(gA)};
   }
   return {U.matmul(gA).matmul(Vh)};
 }
 
-// A = V diag(L) V^T: gA = V (diag(gL) + (V^T gV) / E) V^T, E_ij = L_j - L_i off the diagonal.
+// A = V diag(L) V^H: gA = V (diag(gL) + (V^H gV) / E) V^H, E_ij = L_j - L_i off the diagonal.
+// Complex eigenvectors are determined up to a phase each, as the singular vectors.
 Grads eigh_backward(const Grads& g, const Grads& s) {
   const Tensor &L = s[1], &V = s[2];
   const int64_t n = L.size(-1);
   Tensor I = eye_like(n, L);
   Tensor E = L.unsqueeze(-2) - L.unsqueeze(-1) + I;
-  Tensor inner = V.mT().matmul(g[1]) / E * (1 - I) + diag_embed(g[0]);
-  return {V.matmul(inner).matmul(V.mT())};
+  Tensor inner = mH(V).matmul(g[1]) / E * (1 - I) + diag_embed(g[0]);
+  return {V.matmul(inner).matmul(mH(V))};
 }
 
 // The gradient of pinv(A) (PyTorch's pinv_backward, real case), g pinv's gradient.

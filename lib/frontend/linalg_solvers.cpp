@@ -102,7 +102,7 @@ double epsilon(DType t) {
 
 // The inverse's transpose times g (batch...), as det's and slogdet's gradients take it.
 Tensor scaled_inverse_t(const Tensor& A, const Tensor& g) {
-  return inv(A).mT() * g.unsqueeze(-1).unsqueeze(-1);
+  return inv(A).mT().conj() * g.unsqueeze(-1).unsqueeze(-1);
 }
 
 } // namespace
@@ -152,8 +152,9 @@ Tensor det(const Tensor& A, Caller caller) {
     NoGradGuard no_grad;
     d = product_last(lu.diagonal(0, -2, -1)) * sign;
   }
-  // d(det A) = tr(adj(A) dA): gA = g adj(A)^T, the cofactors, which exist for a singular A too.
-  // With A = U diag(S) Vh they are det(U) det(Vh) U diag(prod of the other S) Vh: no division.
+  // d(det A) = tr(adj(A) dA): gA = g conj(adj(A)^T), the cofactors' conjugates, which exist for a
+  // singular A too. With A = U diag(S) Vh they are conj(det(U) det(Vh)) U diag(prod of the other
+  // S) Vh: no division.
   autograd::record("LinalgDetBackward0", {A}, {d}, {A}, [](const Grads& g, const Grads& s) {
     auto [U, S, Vh] = svd(s[0]);
     Tensor sign;
@@ -163,7 +164,7 @@ Tensor det(const Tensor& A, Caller caller) {
     }
     Tensor I = eye(S.size(-1), TensorOptions(S.dtype()).device(S.device()));
     Tensor others = (S.unsqueeze(-2) * (1 - I) + I).prod(-1);
-    return Grads{(U * (others * (sign * g[0]).unsqueeze(-1)).unsqueeze(-2)).matmul(Vh)};
+    return Grads{(U * (others * (sign.conj() * g[0]).unsqueeze(-1)).unsqueeze(-2)).matmul(Vh)};
   });
   return d;
 }
@@ -184,9 +185,13 @@ SlogdetResult slogdet(const Tensor& A, Caller caller) {
     sign = product_last(unit) * perm;
     logabsdet = diag.abs().log().sum(-1);
   }
-  autograd::record(
-      "LinalgSlogdetBackward0", {A}, {sign, logabsdet}, {A},
-      [](const Grads& g, const Grads& s) { return Grads{scaled_inverse_t(s[0], g[1])}; });
+  // A complex sign moves with A: its gradient turns the phase, i Im(g_sign conj(sign)).
+  autograd::record("LinalgSlogdetBackward0", {A}, {sign, logabsdet}, {A, sign},
+                   [](const Grads& g, const Grads& s) {
+                     Tensor c = g[1];
+                     if (s[1].is_complex()) c = complex(g[1], (g[0] * s[1].conj()).imag());
+                     return Grads{scaled_inverse_t(s[0], c)};
+                   });
   return {sign, logabsdet};
 }
 
