@@ -56,12 +56,14 @@ Grads cholesky_backward(const Grads& g, const Grads& s, bool upper) {
   return {solve_right(linalg::solve(mH(L), S), L)};
 }
 
-// A = QR with m >= n (Q m x n, R n x n): gA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q,
-// copyltu(M) M's lower triangle mirrored into its upper one.
+// A = QR with m >= n (Q m x n, R n x n, R's diagonal real as LAPACK makes it): gA = (gQ + Q
+// copyltu(M)) R^-H, M = R gR^H - gQ^H Q, copyltu(M) M's strict lower triangle mirrored
+// (conjugated) into its upper one, with the real part of M's diagonal.
 Tensor qr_deep_backward(const Tensor& Q, const Tensor& R, const Tensor& gQ, const Tensor& gR) {
-  Tensor M = R.matmul(gR.mT()) - gQ.mT().matmul(Q);
-  Tensor sym = M.tril() + M.tril(-1).mT();
-  return solve_right(gQ + Q.matmul(sym), R.mT());
+  Tensor M = R.matmul(mH(gR)) - mH(gQ).matmul(Q);
+  Tensor lower = M.tril(-1);
+  Tensor sym = lower + mH(lower) + diag_embed(M.diagonal(0, -2, -1).real().to(M.dtype()));
+  return solve_right(gQ + Q.matmul(sym), mH(R));
 }
 
 Grads qr_backward(const Grads& g, const Grads& s, int64_t mode) {
@@ -78,7 +80,7 @@ Grads qr_backward(const Grads& g, const Grads& s, int64_t mode) {
   // A = Q [U | V] with U square: X = A's first m columns as above, with Y = the rest feeding Q's
   // gradient through V; gY = Q gV.
   Tensor gV = g[1].narrow(-1, m, n - m);
-  Tensor gQ = g[0] + A.narrow(-1, m, n - m).matmul(gV.mT());
+  Tensor gQ = g[0] + A.narrow(-1, m, n - m).matmul(mH(gV));
   Tensor gX = qr_deep_backward(Q, R.narrow(-1, 0, m), gQ, g[1].narrow(-1, 0, m));
   return {cat({gX, Q.matmul(gV)}, -1)};
 }
