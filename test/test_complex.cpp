@@ -319,8 +319,6 @@ TEST_CASE("complex: eig and eigvals", "[complex][linalg]") {
     }
   }
   CHECK_THROWS_WITH(linalg::eig(ones({2, 3})), Contains("must be batches of square matrices"));
-  Tensor g = ones({2, 2}).requires_grad_();
-  CHECK_THROWS_WITH(linalg::eigvals(g), "the derivative of linalg.eigvals is not implemented yet");
 }
 
 TEST_CASE("complex: linalg of complex matrices through LAPACK's c and z routines",
@@ -531,6 +529,16 @@ TEST_CASE("complex: gradients (dL/dx + i dL/dy) against central differences",
                       return L.unsqueeze(-2) * V.abs();
                     },
                     {A});
+  // eig: its values, and its vectors' magnitudes (no phase), of real and complex matrices.
+  for (const Tensor& M : {A, randn({2, 3, 3}, kFloat64)}) {
+    complex_gradcheck("linalg.eig",
+                      [](const Xs& x) {
+                        auto [L, V] = linalg::eig(x[0]);
+                        return L.unsqueeze(-2) * V.abs();
+                      },
+                      {M});
+    complex_gradcheck("linalg.eigvals", [](const Xs& x) { return linalg::eigvals(x[0]); }, {M});
+  }
   Tensor W = randn({2, 4, 3}, C), H = randn({2, 3, 4}, C);
   for (const Tensor& M : {W, H, A})
     complex_gradcheck("linalg.qr",
@@ -558,8 +566,6 @@ TEST_CASE("complex: gradients (dL/dx + i dL/dy) against central differences",
   // matrices have no gradient here yet.
   CHECK_THROWS_WITH((leaf * leaf).sum().backward(),
                     "grad can be implicitly created only for real scalar outputs");
-  CHECK_THROWS_WITH(linalg::eig(randn({2, 2}, C).requires_grad_()).eigenvalues,
-                    "the derivative of linalg.eig is not implemented yet");
 }
 
 TEST_CASE("complex: a result's parts are one kernel's two outputs stored as pairs",

@@ -156,7 +156,7 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
     // The parts, each flattened after the batch dims, end to end: the Call's layout.
     std::vector<Tensor> flat;
     const int64_t batch = x.dim() - 2;
-    for (const Tensor& p : detail::factor(r, in, routine_params(n))) {
+    for (const Tensor& p : detail::factor(r, in, routine_params(n), n.value)) {
       const Shape ps = p.sizes();
       Shape s(ps.begin(), ps.begin() + batch);
       s.push_back(numel(Shape(ps.begin() + batch, ps.end())));

@@ -147,7 +147,7 @@ bool complex_ready(std::string_view name) {
       "ConjBackward0", "AngleBackward0", "ComplexBackward0", "PolarBackward0",
       "LinalgInvExBackward0", "LinalgSolveExBackward0", "LinalgDetBackward0",
       "LinalgSlogdetBackward0", "LinalgCholeskyExBackward0", "LinalgSvdBackward0",
-      "LinalgEighBackward0", "LinalgQrBackward0"};
+      "LinalgEighBackward0", "LinalgQrBackward0", "LinalgEigBackward0"};
   return ready.count(name) > 0;
 }
 

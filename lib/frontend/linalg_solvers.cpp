@@ -258,26 +258,46 @@ Tensor eigvalsh(const Tensor& A, const std::string& UPLO, Caller caller) {
 }
 
 namespace {
-std::vector<Tensor> eig_parts(const Tensor& A, bool vectors, const char* name) {
+// The eigenvalues and (with `vectors`) eigenvectors of A, complex: the routine's parts (of a
+// complex A's routine, complex numbers with no imaginary part) paired.
+std::vector<Tensor> eig_values(const Tensor& A, bool vectors, const char* name) {
   check_square(A, name);
   check_float(A, name);
-  if (autograd::any_requires_grad({A}))
-    throw Error(fmt::format("the derivative of {} is not implemented yet", name));
-  return factor(Routine::Eig, {A}, {vectors ? 1 : 0});
+  NoGradGuard no_grad; // eig records its gradient itself
+  std::vector<Tensor> p = factor(Routine::Eig, {A}, {vectors ? 1 : 0});
+  std::vector<Tensor> out{tj::complex(p[0].real(), p[1].real())};
+  if (vectors) out.push_back(tj::complex(p[2].real(), p[3].real()));
+  return out;
+}
+
+// PyTorch's linalg_eig_backward for eigenvectors of norm 1: gA = V^-H (diag(gL) + (V^H gV -
+// V^H V diag(Re(diag(V^H gV)))) / conj(E)) V^H, E_ij = L_j - L_i (1 on the diagonal). The
+// eigenvectors are determined up to a phase each: a loss must not depend on it. A real A takes
+// the real part (the engine casts it).
+Grads eig_backward(const Grads& g, const Grads& s) {
+  const Tensor &L = s[0], &V = s[1];
+  const Tensor Vh = V.mT().conj();
+  const Tensor I = eye(L.size(-1), TensorOptions(L.dtype()).device(L.device()));
+  Tensor VhgV = Vh.matmul(g[1]);
+  VhgV = VhgV - Vh.matmul(V * VhgV.diagonal(0, -2, -1).real().unsqueeze(-2));
+  const Tensor Lc = L.conj();
+  const Tensor E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + I;
+  const Tensor inner = VhgV / E + g[0].unsqueeze(-1) * I;
+  return {solve(Vh, inner.matmul(Vh))};
 }
 } // namespace
 
 EigResult eig(const Tensor& A, Caller caller) {
   detail::CallSite site(caller, "linalg.eig");
-  // The parts (of a complex A's routine, complex numbers with no imaginary part) paired.
-  std::vector<Tensor> p = eig_parts(A, true, "linalg.eig");
-  return {tj::complex(p[0].real(), p[1].real()), tj::complex(p[2].real(), p[3].real())};
+  std::vector<Tensor> p = eig_values(A, true, "linalg.eig");
+  autograd::record("LinalgEigBackward0", {A}, {p[0], p[1]}, {p[0], p[1]}, eig_backward);
+  return {p[0], p[1]};
 }
 
 Tensor eigvals(const Tensor& A, Caller caller) {
   detail::CallSite site(caller, "linalg.eigvals");
-  std::vector<Tensor> p = eig_parts(A, false, "linalg.eigvals");
-  return tj::complex(p[0].real(), p[1].real());
+  if (autograd::any_requires_grad({A})) return eig(A).eigenvalues; // the vectors' gradient
+  return eig_values(A, false, "linalg.eigvals")[0];
 }
 
 LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<std::string> driver,
