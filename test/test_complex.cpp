@@ -590,3 +590,37 @@ TEST_CASE("complex: a result's parts are one kernel's two outputs stored as pair
     CHECK(std::abs(got[i] - want) <= 1e-5f * (1 + std::abs(want)));
   }
 }
+
+TEST_CASE("complex: real() and imag() are views that write through", "[complex][views]") {
+  Tensor z = complex(tensor({1.f, 2.f, 3.f}), tensor({4.f, 5.f, 6.f}));
+  Tensor re = z.real(), im = z.imag();
+  CHECK(re.dtype() == kFloat32);
+  CHECK(re.stride() == std::vector<int64_t>{2});
+  CHECK(im.storage_offset() == 1);
+  re.mul_(2);
+  im.narrow(0, 1, 2).fill_(0);
+  CHECK(z.str() == "tensor([2.+4.j, 4.+0.j, 6.+0.j])");
+  CHECK(re.str() == "tensor([2., 4., 6.])");
+  // A write into z is seen through the views.
+  z.add_(complex(ones({3}), ones({3})));
+  CHECK(im.to_vector<float>() == std::vector<float>{5, 1, 1});
+  // Views of views, transposed parts, copies into parts.
+  Tensor m = complex(arange(6.f).reshape({2, 3}), zeros({2, 3}));
+  m.t().imag()[2].copy_(tensor({7.f, 8.f}));
+  CHECK(m.imag().to_vector<float>() == std::vector<float>{0, 0, 7, 0, 0, 8});
+  CHECK(m.real().to_vector<float>() == std::vector<float>{0, 1, 2, 3, 4, 5});
+  // Memory: the parts' pointer and numpy's strides in bytes.
+  auto* zp = reinterpret_cast<float*>(z.data_ptr<std::complex<float>>());
+  CHECK(im.data_ptr<float>() == zp + 1);
+  NumpyArray a = re.numpy();
+  CHECK(a.dtype == "<f4");
+  CHECK(a.strides == std::vector<int64_t>{8});
+  im.data_ptr<float>()[0] = -1; // memory handed out is written through
+  CHECK(z[0].item().imag() == -1.0);
+  // Autograd: the parts' gradients flow as before; a write through them into a tensor that
+  // requires grad is refused.
+  Tensor w = complex(ones({2}), ones({2})).requires_grad_();
+  Tensor y = w * 2;
+  CHECK_THROWS_WITH(y.real().mul_(2), Contains("through real() or imag() is not supported with "
+                                               "autograd"));
+}

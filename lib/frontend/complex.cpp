@@ -40,6 +40,15 @@ void check_parts(const Tensor& re, const Tensor& im) {
 
 using Grads = std::vector<Tensor>;
 
+// The real (k = 0) or imaginary (1) parts of complex `z`: a view of its memory, as PyTorch's, so
+// that writes through it change z.
+Tensor real_or_imag(const Tensor& z, int64_t k) {
+  std::vector<int64_t> strides;
+  for (int64_t s : z.stride())
+    strides.push_back(2 * s);
+  return detail::make_parts_view(z, z.sizes(), std::move(strides), 2 * z.storage_offset() + k);
+}
+
 NodePtr pair(NodePtr re, NodePtr im) {
   ir::Shape shape = ir::broadcast_shapes(re->shape, im->shape);
   re = fe::expand(re, shape);
@@ -55,7 +64,7 @@ NodePtr pair(NodePtr re, NodePtr im) {
 Tensor real(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "real");
   if (!a.is_complex()) return a;
-  Tensor out = wrap(part(Op::Real, node_of(a)));
+  Tensor out = real_or_imag(a, 0);
   autograd::record("RealBackward0", {a}, {out}, {},
                    [](const Grads& g, const Grads&) { return Grads{g[0]}; });
   return out;
@@ -64,7 +73,7 @@ Tensor real(const Tensor& a, Caller caller) {
 Tensor imag(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "imag");
   if (!a.is_complex()) throw Error("imag is not implemented for tensors with non-complex dtypes.");
-  Tensor out = wrap(part(Op::Imag, node_of(a)));
+  Tensor out = real_or_imag(a, 1);
   autograd::record("ImagBackward0", {a}, {out}, {}, [](const Grads& g, const Grads&) {
     return Grads{tj::complex(zeros_like(g[0]), g[0])}; // i g
   });

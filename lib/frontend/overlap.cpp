@@ -36,6 +36,7 @@ Overlap overlap(const Tensor& a, const Tensor& b) {
   if (!non_overlapping_and_dense(a) || !non_overlapping_and_dense(b)) return Overlap::TooHard;
   const TensorImpl &x = *a.impl(), &y = *b.impl();
   if (x.cell != y.cell) return Overlap::None;
+  if (x.parts != y.parts) return Overlap::TooHard; // parts and complex numbers count apart
   const int64_t x_end = x.offset + a.numel(), y_end = y.offset + b.numel();
   if (x.offset == y.offset && x_end == y_end)
     return x.strides == y.strides ? Overlap::Full : Overlap::Partial;

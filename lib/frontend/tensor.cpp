@@ -32,7 +32,7 @@ using ir::Op;
 namespace detail {
 
 bool TensorImpl::covers_cell() const {
-  return offset == 0 && ir::numel(sizes) == cell->node->numel() &&
+  return !parts && offset == 0 && ir::numel(sizes) == cell->node->numel() &&
          ir::is_contiguous(sizes, strides);
 }
 
@@ -52,9 +52,17 @@ Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, 
   impl->strides = std::move(strides);
   impl->offset = offset;
   impl->is_view = true;
+  impl->parts = base.impl()->parts;
   impl->base = base.impl()->is_view ? base.impl()->base : base.impl();
   impl->version = impl->base->version;
   return Tensor(std::move(impl));
+}
+
+Tensor make_parts_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides,
+                       int64_t offset) {
+  Tensor v = make_view(base, std::move(sizes), std::move(strides), offset);
+  v.impl()->parts = true;
+  return v;
 }
 
 Tensor alias(const Tensor& t) { return make_view(t, t.sizes(), t.stride(), t.storage_offset()); }
@@ -71,10 +79,46 @@ const ir::NodePtr& cell_node(StorageCell& cell) {
 }
 } // namespace
 
+namespace {
+// A complex node's parts, interleaved as complex memory holds them: real, of 2 * numel.
+ir::NodePtr as_parts(const ir::NodePtr& z) {
+  const DType t = real_part_dtype(z->dtype);
+  const int64_t n = z->numel();
+  ir::NodePtr flat = fe::reshape(z, {n, 1});
+  auto part = [&](Op op) { return fe::expand(ir::make_node(op, t, {n, 1}, {flat}), {n, 2}); };
+  ir::NodePtr which =
+      ir::make_node(Op::Iota, kInt64, {n, 2}, {}, {}, {}, nullptr, ir::View{{0, 1}, 0}, z->device);
+  ir::NodePtr is_real = fe::binary(Op::CmpEq, which, fe::constant(0, kInt64));
+  return fe::reshape(fe::where(is_real, part(Op::Real), part(Op::Imag)), {2 * n});
+}
+
+// The complex node of `shape` whose parts, interleaved, are `p`.
+ir::NodePtr from_parts(const ir::NodePtr& p, DType complex_t, const Shape& shape) {
+  const int64_t n = p->numel() / 2;
+  ir::NodePtr pairs = fe::reshape(p, {n, 2});
+  auto part = [&](int64_t k) { return fe::reshape(fe::slice(pairs, 1, k, k + 1, 1), {n}); };
+  return fe::reshape(ir::make_node(Op::Complex, complex_t, {n}, {part(0), part(1)}), shape);
+}
+} // namespace
+
 ir::NodePtr node_of(const Tensor& t) {
   check_defined(t, "tensor");
   const TensorImpl& impl = *t.impl();
-  const ir::NodePtr& base = cell_node(*impl.cell);
+  ir::NodePtr base = cell_node(*impl.cell);
+  if (impl.parts) {
+    // Only real or only imaginary parts (real(), imag() and most views of them): those of a
+    // complex view.
+    bool whole = true;
+    std::vector<int64_t> halves;
+    for (size_t d = 0; d < impl.sizes.size(); ++d) {
+      whole &= impl.strides[d] % 2 == 0 || impl.sizes[d] == 1;
+      halves.push_back(impl.strides[d] / 2);
+    }
+    if (whole)
+      return ir::make_node(impl.offset % 2 ? Op::Imag : Op::Real, real_part_dtype(base->dtype),
+                           impl.sizes, {fe::as_strided(base, impl.sizes, halves, impl.offset / 2)});
+    base = as_parts(base);
+  }
   if (impl.sizes == base->shape && impl.offset == 0 && ir::is_contiguous(impl.sizes, impl.strides))
     return base;
   return fe::as_strided(base, impl.sizes, impl.strides, impl.offset);
@@ -106,6 +150,21 @@ void write(const Tensor& self, ir::NodePtr value, bool exclusive) {
   TensorImpl& impl = *self.impl();
   StorageCell& cell = *impl.cell;
   ir::NodePtr base = cell_node(cell);
+  if (impl.parts) {
+    // Through parts of complex memory: the complex value of the whole storage with those parts
+    // replaced, written as any whole-storage value is.
+    std::vector<int64_t> args(impl.strides);
+    args.push_back(impl.offset);
+    args.push_back(0);
+    ir::NodePtr p = as_parts(base);
+    p = ir::make_node(Op::Assign, p->dtype, p->shape, {p, std::move(value)}, std::move(args));
+    auto whole = std::make_shared<TensorImpl>();
+    whole->cell = impl.cell;
+    whole->sizes = base->shape;
+    whole->strides = ir::contiguous_strides(base->shape);
+    write(Tensor(std::move(whole)), from_parts(p, base->dtype, base->shape), false);
+    return;
+  }
   const bool pinned = base->op == Op::Buffer && base->storage->pinned();
   // All of an unpinned storage is replaced: the new value is the storage.
   if (impl.covers_cell() && !pinned) {
@@ -214,7 +273,8 @@ int64_t Tensor::dim() const { return static_cast<int64_t>(sizes().size()); }
 int64_t Tensor::numel() const { return ir::numel(sizes()); }
 DType Tensor::dtype() const {
   detail::check_defined(*this, "tensor");
-  return impl_->cell->node->dtype;
+  const DType t = impl_->cell->node->dtype;
+  return impl_->parts ? real_part_dtype(t) : t;
 }
 Device Tensor::device() const {
   detail::check_defined(*this, "tensor");
@@ -350,7 +410,7 @@ template <typename T> constexpr DType dtype_of() {
 void* Tensor::data_ptr() const {
   const ir::Node& s = pinned_storage(*this);
   return static_cast<char*>(s.storage->data()) +
-         storage_offset() * static_cast<int64_t>(itemsize(s.dtype));
+         storage_offset() * static_cast<int64_t>(itemsize(dtype()));
 }
 
 template <typename T> T* Tensor::data_ptr() const {
@@ -378,10 +438,10 @@ NumpyArray Tensor::numpy() const {
   NumpyArray a;
   a.data = data_ptr();
   const ir::Node& s = *ir::resolve(impl_->cell->node);
-  a.dtype = numpy_str(s.dtype);
+  a.dtype = numpy_str(dtype());
   a.shape = sizes();
   for (int64_t st : stride())
-    a.strides.push_back(st * static_cast<int64_t>(itemsize(s.dtype)));
+    a.strides.push_back(st * static_cast<int64_t>(itemsize(dtype())));
   a.owner = s.storage;
   return a;
 }
@@ -420,7 +480,8 @@ TypedStorage Tensor::storage() const {
   const ir::Node& whole = *impl_->cell->node;
   auto flat = std::make_shared<detail::TensorImpl>();
   flat->cell = impl_->cell;
-  flat->sizes = {whole.numel()};
+  flat->parts = impl_->parts; // a view of parts sees the storage as parts
+  flat->sizes = {whole.numel() * (impl_->parts ? 2 : 1)};
   flat->strides = {1};
   return TypedStorage(std::move(flat));
 }

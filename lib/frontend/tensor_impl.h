@@ -39,6 +39,10 @@ struct TensorImpl {
   // Made by a view op: an in-place write through it changes its base (the
   // tensor, itself no view, whose storage it views) too.
   bool is_view = false;
+  // Views a complex cell as its real and imaginary parts, interleaved (real(),
+  // imag() and views of them): the sizes, strides and offset count parts, and
+  // the dtype is the parts'.
+  bool parts = false;
   std::shared_ptr<TensorImpl> base;
   // A base's count of in-place writes that changed its history; a view's
   // grad_fn is stale when the count it was made at differs from its base's.
@@ -52,8 +56,11 @@ struct TensorImpl {
 // config().max_graph_nodes are materialized here, so that a loop extending
 // one graph runs in bounded memory.
 Tensor wrap(ir::NodePtr node);
-// A view of `base`'s storage.
+// A view of `base`'s storage (in the units of base's view: parts, for a view of parts).
 Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, int64_t offset);
+// A view of the real and imaginary parts of complex `base`'s storage, in parts.
+Tensor make_parts_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides,
+                       int64_t offset);
 // A new handle on the same view of the same storage.
 Tensor alias(const Tensor& t);
 // The value the tensor reads now: its cell's node seen through its view.

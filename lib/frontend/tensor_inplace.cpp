@@ -78,6 +78,9 @@ Tensor record_inplace(const Tensor& self, Tensor value) {
                      [](const Grads& g, const Saved&) { return g; });
   }
   const detail::TensorImpl& impl = *self.impl();
+  if (impl.parts)
+    throw Error("an in-place operation through real() or imag() is not supported with autograd: "
+                "write into the complex tensor, or into a clone of the parts");
   if (impl.is_view) {
     Tensor base(impl.base);
     if (!base.impl()->covers_cell())
