@@ -624,3 +624,39 @@ TEST_CASE("complex: real() and imag() are views that write through", "[complex][
   CHECK_THROWS_WITH(y.real().mul_(2), Contains("through real() or imag() is not supported with "
                                                "autograd"));
 }
+
+TEST_CASE("complex: factorizations against the reference interpreter",
+          "[complex][linalg][interp]") {
+  manual_seed(5);
+  const auto C = kComplex128;
+  Tensor A = randn({2, 3, 3}, C) + eye(3, C) * 3, B = randn({2, 3, 2}, C);
+  Tensor H = A.matmul(A.mT().conj()) + eye(3, C);
+  auto qr = linalg::qr(A);
+  auto svd = linalg::svd(A);
+  const std::vector<std::pair<const char*, Tensor>> cases = {
+      {"inv", linalg::inv(A)},
+      {"solve", linalg::solve(A, B)},
+      {"det", linalg::det(A)},
+      {"cholesky", linalg::cholesky(H)},
+      {"eigvalsh", linalg::eigvalsh(H)},
+      {"svd", svd.U.matmul(svd.Vh) * svd.S.sum()},
+      {"qr", qr.Q.matmul(qr.R)},
+      {"eigvals", linalg::eigvals(A).abs()},
+      {"complex64", linalg::inv(A.to(kComplex64))}};
+  for (const auto& [name, t] : cases) {
+    INFO(name);
+    // The interpreter runs the graph (LAPACK's complex routines for its Calls) before the tensor
+    // is computed.
+    const interp::HostArray ref = interp::evaluate(detail::node_of(t));
+    std::vector<double> got;
+    if (t.is_complex())
+      for (const auto& v : t.to(kComplex128).to_vector<cd>())
+        got.insert(got.end(), {v.real(), v.imag()});
+    else
+      got = t.to(kFloat64).to_vector<double>();
+    REQUIRE(got.size() == ref.f.size());
+    const double tol = t.dtype() == kComplex64 ? 1e-5 : 1e-10;
+    for (size_t k = 0; k < got.size(); ++k)
+      CHECK(std::abs(got[k] - ref.f[k]) <= tol * (1 + std::abs(ref.f[k])));
+  }
+}

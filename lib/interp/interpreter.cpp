@@ -3,13 +3,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
+#include "lib/frontend/graph_builders.h"
 #include "lib/ir/routine.h"
 #include "lib/ir/scalar_semantics.h"
 #include "lib/passes/lower_complex.h"
 #include "lib/pipeline/library_calls.h"
+#include "runtime/lapack.h"
+#include "runtime/storage.h"
 #include "tensorjit/error.h"
 
 namespace tj::interp {
@@ -352,10 +356,56 @@ private:
   std::vector<NodePtr> keep_;
 };
 
+// The graph with every complex Call not yet performed replaced by its result, computed in
+// complex128 through LAPACK from operands the interpreter evaluates (and rounded to the Call's
+// dtype): lower_complex takes no Call, and LAPACK's complex routines want complex memory.
+class ComplexCalls {
+public:
+  NodePtr run(const NodePtr& in) {
+    NodePtr n = ir::resolve(in);
+    if (!n->complex) return n;
+    if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
+    std::vector<NodePtr> src;
+    for (const auto& s : n->src)
+      src.push_back(run(s));
+    NodePtr out = n->op == Op::Call && is_complex(n->dtype) ? perform(*n, src)
+                                                            : ir::with_sources(*n, std::move(src));
+    memo_.emplace(n.get(), out);
+    keep_.push_back(n);
+    return out;
+  }
+
+private:
+  static NodePtr perform(const Node& call, const std::vector<NodePtr>& src) {
+    std::vector<HostArray> ops;
+    std::vector<rt::lapack::Matrices> matrices;
+    for (const auto& s : src)
+      ops.push_back(evaluate(fe::cast(s, kComplex128))); // pairs of float64
+    for (size_t k = 0; k < ops.size(); ++k)
+      matrices.push_back(rt::lapack::strided(ops[k].f.data(), src[k]->shape,
+                                             ir::contiguous_strides(src[k]->shape), 0));
+    auto storage = rt::Storage::allocate(
+        static_cast<size_t>(std::max<int64_t>(call.numel(), 1)) * itemsize(kComplex128), kCPU);
+    if (call.numel() > 0) {
+      rt::lapack::Failure failure = pipeline::factor_with_lapack(
+          call, kComplex128, matrices, storage->data(), call.shape.back());
+      if (failure)
+        throw Error(fmt::format("interpreter: {} failed on batch entry {} (info {})",
+                                ir::name(ir::routine(call)), failure.entry, failure.info));
+    }
+    NodePtr b = ir::make_buffer(storage, kComplex128, call.shape,
+                                ir::View{ir::contiguous_strides(call.shape), 0});
+    return fe::cast(b, call.dtype);
+  }
+
+  std::unordered_map<const Node*, NodePtr> memo_;
+  std::vector<NodePtr> keep_;
+};
+
 } // namespace
 
 HostArray evaluate(const NodePtr& root) {
-  return Interpreter().eval(passes::lower_complex({root})[0]);
+  return Interpreter().eval(passes::lower_complex({ComplexCalls().run(root)})[0]);
 }
 
 } // namespace tj::interp

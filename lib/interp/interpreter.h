@@ -20,7 +20,8 @@ struct HostArray {
 
 // Evaluates `root` without the scheduler or any compiled code. Complex values are evaluated as
 // the pairs of reals passes/lower_complex makes of them: a complex root comes back as its pairs
-// (its parts' dtype, its shape with a trailing 2). Throws
+// (its parts' dtype, its shape with a trailing 2); a complex Call runs LAPACK's complex128
+// routine on its evaluated operands first. Throws
 // tj::Error("ZeroDivisionError") on integer division by zero.
 HostArray evaluate(const ir::NodePtr& root);
 
