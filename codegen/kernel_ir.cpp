@@ -67,6 +67,13 @@ uint64_t Kernel::hash() const {
   return h;
 }
 
+bool Kernel::placed_by_data(int32_t s) const {
+  return std::any_of(values.begin(), values.end(),
+                     [&](const Value& v) { return v.op == Op::Gather && v.slot == s; }) ||
+         std::any_of(stores.begin(), stores.end(),
+                     [&](const Store& st) { return st.slot == s && st.scatters(); });
+}
+
 std::string Kernel::difference(const Kernel& o) const {
   if (slots.size() != o.slots.size())
     return fmt::format("{} slots, not {}", slots.size(), o.slots.size());
@@ -294,16 +301,11 @@ void verify(const Kernel& k) {
   for (size_t s = 0; s < k.slots.size(); ++s) {
     const Slot& slot = k.slots[s];
     if (slot.next_to < 0) continue;
-    auto placed = [&](int32_t x) {
-      return std::any_of(k.values.begin(), k.values.end(),
-                         [&](const Value& v) { return v.op == Op::Gather && v.slot == x; }) ||
-             std::any_of(k.stores.begin(), k.stores.end(),
-                         [&](const Store& st) { return st.slot == x && st.scatters(); });
-    };
     if (size_t(slot.next_to) >= s || slot.role == Slot::Role::Index ||
         k.slots[slot.next_to].role != slot.role || k.slots[slot.next_to].dtype != slot.dtype ||
         k.slots[slot.next_to].stride != slot.stride ||
-        k.slots[slot.next_to].rstride != slot.rstride || placed(int32_t(s)) || placed(slot.next_to))
+        k.slots[slot.next_to].rstride != slot.rstride || k.placed_by_data(int32_t(s)) ||
+        k.placed_by_data(slot.next_to))
       fail(fmt::format("slot{} lies next to slot{}, which is not an earlier slot like it", s,
                        slot.next_to));
   }

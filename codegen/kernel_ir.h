@@ -131,6 +131,9 @@ struct Kernel {
   bool scatters() const;
   // Whether the kernel loops over j: it reduces or stores rows (it takes r and rstride).
   bool has_row_loops() const;
+  // Whether slot s is read by a Gather or written by a scattering store: where its elements lie
+  // depends on data.
+  bool placed_by_data(int32_t s) const;
 
   // Structural identity: equal kernels compile to the same code.
   uint64_t hash() const;

@@ -269,13 +269,7 @@ public:
   // Marks each slot that lies one element after an earlier one like it (kir::Slot::next_to): the
   // imaginary parts of complex numbers whose real parts the kernel also reads, or also writes.
   void pair_slots() {
-    auto placed = [&](size_t x) {
-      const auto s = static_cast<int32_t>(x);
-      return std::any_of(k_.values.begin(), k_.values.end(),
-                         [&](const kir::Value& v) { return v.op == Op::Gather && v.slot == s; }) ||
-             std::any_of(k_.stores.begin(), k_.stores.end(),
-                         [&](const kir::Store& st) { return st.slot == s && st.scatters(); });
-    };
+    auto placed = [&](size_t x) { return k_.placed_by_data(static_cast<int32_t>(x)); };
     for (size_t s = 0; s < slots_.size(); ++s) {
       const Slot& slot = k_.slots[s];
       if (slot.stride != kir::StrideKind::Pairs || slot.role == Slot::Role::Index || placed(s))
