@@ -14,8 +14,14 @@ using kir::Slot;
 using kir::StrideKind;
 using kir::Value;
 
-// Device-side helpers every kernel shares. Semantics follow the CPU lowering
-// (codegen/llvm/llvm_math.cpp) and the reference in lib/ir/scalar_semantics.cpp.
+// The scalar rules the host's reference shares with the kernels (lib/ir/scalar_rules.h), as the
+// build embeds its text: every kernel starts with them.
+constexpr const char* kScalarRules =
+#include "lib/ir/scalar_rules_text.inc"
+    ;
+
+// Device-side helpers every kernel shares, after the scalar rules. Semantics follow the CPU
+// lowering (codegen/llvm/llvm_math.cpp) and the reference in lib/ir/scalar_semantics.cpp.
 constexpr const char* kPrelude = R"(typedef long long i64;
 typedef unsigned long long u64;
 typedef unsigned int u32;
@@ -47,74 +53,11 @@ __device__ __forceinline__ u16 tj_f2bf(float f) {
 __device__ __forceinline__ i64 tj_f2i(float f) { return __float2ll_rz(f); }
 __device__ __forceinline__ i64 tj_f2i(double f) { return __double2ll_rz(f); }
 
-// NaN-propagating maximum/minimum with -0.0 < +0.0.
-template <class T> __device__ __forceinline__ T tj_fmax(T x, T y) {
-  if (x != x || y != y) return x + y;
-  if (x == y) return signbit(x) ? y : x;
-  return x > y ? x : y;
-}
-template <class T> __device__ __forceinline__ T tj_fmin(T x, T y) {
-  if (x != x || y != y) return x + y;
-  if (x == y) return signbit(x) ? x : y;
-  return x < y ? x : y;
-}
-
-// Integer division and remainder: by zero gives 0 and sets err; signed x / -1 wraps, x % -1 = 0.
-template <class T, class U> __device__ __forceinline__ T tj_sdiv(T x, T y, int& err) {
-  if (y == 0) { err |= 1; return 0; }
-  if (y == T(-1)) return T(U(0) - U(x));
-  return T(x / y);
-}
-template <class T> __device__ __forceinline__ T tj_smod(T x, T y, int& err) {
-  if (y == 0) { err |= 1; return 0; }
-  if (y == T(-1)) return 0;
-  return T(x % y);
-}
-template <class T> __device__ __forceinline__ T tj_udiv(T x, T y, int& err) {
-  if (y == 0) { err |= 1; return 0; }
-  return T(x / y);
-}
-template <class T> __device__ __forceinline__ T tj_umod(T x, T y, int& err) {
-  if (y == 0) { err |= 1; return 0; }
-  return T(x % y);
-}
-
-// Integer power by squaring, wrapping. A negative exponent gives 1 for base 1, +-1 for base -1,
-// and 0 otherwise.
-template <class T, class U> __device__ __forceinline__ T tj_ipow(T x, T y) {
-  if (y < 0) {
-    if (x == 1) return 1;
-    if (x == T(-1)) return (y & 1) ? T(-1) : T(1);
-    return 0;
-  }
-  U result = 1, base = U(x);
-  for (U e = U(y); e; e >>= 1) {
-    if (e & 1) result *= base;
-    base *= base;
-  }
-  return T(result);
-}
-
-// Philox4x32-10: word `w` of the block at a 64-bit counter and key.
+// Philox4x32-10: word `w` of the block at a 64-bit counter and key (the rounds: scalar rules).
 __device__ __forceinline__ i64 tj_philox(i64 ctr, i64 key, int w) {
   u32 c0 = u32(ctr), c1 = u32(u64(ctr) >> 32), c2 = 0, c3 = 0;
-  u32 k0 = u32(key), k1 = u32(u64(key) >> 32);
-#pragma unroll
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    u32 hi0 = __umulhi(c0, 0xD2511F53u), lo0 = c0 * 0xD2511F53u;
-    u32 hi1 = __umulhi(c2, 0xCD9E8D57u), lo1 = c2 * 0xCD9E8D57u;
-    u32 n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
-  }
-  u32 r = w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3;
-  return i64(r);
+  tj_philox_rounds(c0, c1, c2, c3, u32(key), u32(u64(key) >> 32));
+  return i64(w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3);
 }
 
 // Adds to an element that other threads may add to (a scattering store that accumulates).
@@ -377,6 +320,7 @@ public:
     reduces_ = k_.has_row_loops();
     classify();
     std::string& o = out_;
+    o += kScalarRules;
     o += kPrelude;
     o += fmt::format("\n// {}\n", k_.name);
     args_struct();
@@ -417,23 +361,13 @@ private:
     line(0, "};");
   }
 
-  // Which values the reduction loop computes (what the Reduce values need) and
-  // which come after it (what the stores need, from the Reduce values up).
+  // kir::split_at_reduction: what the reduction loop computes and what comes after it; and
+  // whether the kernel can fail (an integer division, a gather or scatter out of bounds).
   void classify() {
-    const size_t nv = k_.values.size();
-    in_loop_.assign(nv, 0);
-    after_loop_.assign(nv, 0);
-    for (const auto& st : k_.stores)
-      for (int32_t v : st.operands())
-        if (v >= 0) after_loop_[v] = 1;
-    for (size_t v = nv; v-- > 0;) {
-      const Value& x = k_.values[v];
-      const bool reduce = ir::is_reduce(x.op);
-      for (int32_t s : x.src) {
-        if (s < 0) continue;
-        if (reduce || in_loop_[v]) in_loop_[s] = 1;
-        if (after_loop_[v] && !reduce) after_loop_[s] = 1;
-      }
+    kir::LoopSplit split = kir::split_at_reduction(k_);
+    in_loop_ = std::move(split.in_loop);
+    after_loop_ = std::move(split.after_loop);
+    for (const Value& x : k_.values) {
       if ((x.op == Op::Div || x.op == Op::Fmod) && !is_float(x.dtype)) may_fail_ = true;
       if (x.op == Op::Gather) may_fail_ = true;
     }

@@ -6,6 +6,8 @@
 #include <complex>
 #include <limits>
 
+#include "lib/ir/scalar_rules.h"
+
 namespace tj::ir {
 
 uint16_t float_to_half_bits(float f) {
@@ -179,29 +181,15 @@ double eval_float(Op op, double a, double b) {
   case Op::Pow:
     return std::pow(a, b);
   case Op::Max:
-    return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN()
-                                          : (a == b ? (std::signbit(a) ? b : a) : (a > b ? a : b));
+    return rules::tj_fmax(a, b);
   case Op::Min:
-    return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN()
-                                          : (a == b ? (std::signbit(a) ? a : b) : (a < b ? a : b));
+    return rules::tj_fmin(a, b);
   case Op::Atan2:
     return std::atan2(a, b);
   default:
     return std::numeric_limits<double>::quiet_NaN();
   }
 }
-
-namespace {
-int64_t ipow(int64_t base, int64_t exp) {
-  if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
-  uint64_t r = 1, b = static_cast<uint64_t>(base);
-  for (uint64_t e = static_cast<uint64_t>(exp); e; e >>= 1) {
-    if (e & 1) r *= b;
-    b *= b;
-  }
-  return static_cast<int64_t>(r);
-}
-} // namespace
 
 int64_t eval_int(Op op, DType t, int64_t a, int64_t b, bool* div_by_zero) {
   // Arithmetic in uint64 wraps without undefined behaviour; wrap_to_dtype narrows.
@@ -230,18 +218,18 @@ int64_t eval_int(Op op, DType t, int64_t a, int64_t b, bool* div_by_zero) {
     r = static_cast<int64_t>(ua * ub);
     break;
   case Op::Div:
-  case Op::Fmod:
-    if (b == 0) {
+  case Op::Fmod: {
+    int err = 0;
+    r = op == Op::Div ? rules::tj_sdiv<int64_t, uint64_t>(a, b, err)
+                      : rules::tj_smod<int64_t>(a, b, err);
+    if (err) {
       if (div_by_zero) *div_by_zero = true;
       return 0;
     }
-    if (b == -1)
-      r = op == Op::Div ? static_cast<int64_t>(0 - ua) : 0;
-    else
-      r = op == Op::Div ? a / b : a % b;
     break;
+  }
   case Op::Pow:
-    r = ipow(a, b);
+    r = rules::tj_ipow<int64_t, uint64_t>(a, b);
     break;
   case Op::Max:
     r = a > b ? a : b;
@@ -341,21 +329,10 @@ int64_t load_int(const void* p, DType t) {
 }
 
 void philox4x32(uint64_t counter, uint64_t key, uint32_t out[4]) {
-  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
-  uint32_t c2 = 0, c3 = 0;
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-  for (int round = 0; round < 10; ++round) {
-    uint64_t p0 = uint64_t{0xD2511F53u} * c0;
-    uint64_t p1 = uint64_t{0xCD9E8D57u} * c2;
-    uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
-    uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
+  unsigned c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
+  unsigned c2 = 0, c3 = 0;
+  rules::tj_philox_rounds(c0, c1, c2, c3, static_cast<uint32_t>(key),
+                          static_cast<uint32_t>(key >> 32));
   out[0] = c0;
   out[1] = c1;
   out[2] = c2;

@@ -1,6 +1,7 @@
 // What each op means on one scalar, per dtype: the single definition used by
-// the constant folder and the reference interpreter (the LLVM lowering
-// implements the same rules; test/test_jit_vs_interp.cpp holds them together).
+// the constant folder and the reference interpreter. The rules CUDA kernels need
+// as well live in lib/ir/scalar_rules.h, shared as text; the LLVM lowering builds
+// the same rules as IR, and test/test_ops_vs_interp.cpp holds them together.
 #pragma once
 #include <complex>
 #include <cstdint>
