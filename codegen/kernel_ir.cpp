@@ -135,6 +135,26 @@ bool Kernel::has_row_loops() const {
   return false;
 }
 
+LoopSplit split_at_reduction(const Kernel& k) {
+  const size_t nv = k.values.size();
+  LoopSplit r{std::vector<char>(nv, 0), std::vector<char>(nv, 0)};
+  for (const Store& st : k.stores)
+    for (int32_t v : st.operands())
+      if (v >= 0) r.after_loop[size_t(v)] = 1;
+  // Values only read values before them: one pass from the last spreads both marks.
+  for (size_t v = nv; v-- > 0;) {
+    const Value& x = k.values[v];
+    const bool reduce = ir::is_reduce(x.op);
+    for (int32_t s : x.src) {
+      if (s < 0) continue;
+      if (reduce || r.in_loop[v]) r.in_loop[size_t(s)] = 1;
+      if (r.after_loop[v] && !reduce) r.after_loop[size_t(s)] = 1;
+    }
+    if (reduce) r.after_loop[v] = 0;
+  }
+  return r;
+}
+
 LoopPlan plan_loops(const Kernel& k) {
   const size_t nv = k.values.size();
   LoopPlan p;

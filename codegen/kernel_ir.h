@@ -163,6 +163,14 @@ struct LoopPlan {
   bool several() const { return reduce_loops > 1 || store_loop; }
 };
 LoopPlan plan_loops(const Kernel& k);
+// The two contexts of an elementwise kernel or a kernel with one reduction loop: in_loop[v],
+// v is computed per element of the loop (a Reduce value reads it, transitively); after_loop[v],
+// v is computed after the loop (the stores need it, up to the Reduce values, which the loop
+// delivers). Elementwise kernels compute their after_loop values.
+struct LoopSplit {
+  std::vector<char> in_loop, after_loop;
+};
+LoopSplit split_at_reduction(const Kernel& k);
 // Whether slot s moves along j (its rstride is not Broadcast) in a kernel that loops over j.
 inline bool moves_along_j(const Slot& s) { return s.rstride != StrideKind::Broadcast; }
 

@@ -709,29 +709,15 @@ void KernelLowering::prepare_slot(int s) {
     st.invariant = ops_.to_reg(annotate(b_.CreateLoad(mt, st.row), s), slot.dtype);
 }
 
-// Which values each context computes: kir::plan_loops for the element loop; for the tiled nest,
-// the operands of the Reduce values (transitively) in the reduction loop and what the stores need,
-// up to the Reduce values, after it.
+// Which values each context computes: kir::plan_loops for the element loop, and
+// kir::split_at_reduction for the tiled nest.
 void KernelLowering::classify() {
   plan_ = kir::plan_loops(k_);
   choose_kept();
   const size_t nv = k_.values.size();
-  in_loop_.assign(nv, 0);
-  after_loop_.assign(nv, 0);
-  for (const kir::Store& st : k_.stores)
-    for (int32_t v : st.operands())
-      if (v >= 0) after_loop_[v] = 1;
-  for (size_t v = nv; v-- > 0;) {
-    const kir::Value& x = k_.values[v];
-    bool reduce = ir::is_reduce(x.op);
-    for (int32_t src : x.src) {
-      if (src < 0) continue;
-      if (reduce || in_loop_[v]) in_loop_[src] = 1;
-      if (after_loop_[v] && !reduce) after_loop_[src] = 1;
-    }
-  }
-  for (size_t v = 0; v < nv; ++v)
-    if (ir::is_reduce(k_.values[v].op)) after_loop_[v] = 0; // results of the reduction loop
+  kir::LoopSplit split = kir::split_at_reduction(k_);
+  in_loop_ = std::move(split.in_loop);
+  after_loop_ = std::move(split.after_loop);
   // Values of the reduction loop that do not depend on i: computed once per j for a whole tile.
   per_j_.assign(nv, 0);
   for (size_t v = 0; v < nv; ++v) {
