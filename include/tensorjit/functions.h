@@ -117,11 +117,9 @@ Tensor ge(const Tensor& a, const Tensor& b, Caller where = {});
 Tensor logical_and(const Tensor& a, const Tensor& b, Caller where = {});
 Tensor logical_or(const Tensor& a, const Tensor& b, Caller where = {});
 Tensor logical_xor(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor logical_not(const Tensor& a, Caller where = {});
 Tensor bitwise_and(const Tensor& a, const Tensor& b, Caller where = {});
 Tensor bitwise_or(const Tensor& a, const Tensor& b, Caller where = {});
 Tensor bitwise_xor(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor bitwise_not(const Tensor& a, Caller where = {});
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
              Caller where = {});
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
@@ -136,46 +134,16 @@ Tensor complex(const Tensor& real, const Tensor& imag, Caller where = {});
 Tensor polar(const Tensor& abs, const Tensor& angle, Caller where = {});
 inline bool is_complex(const Tensor& t) { return t.is_complex(); }
 
-#define TJ_DECLARE_UNARY(name) Tensor name(const Tensor& a, Caller where = {});
-TJ_DECLARE_UNARY(neg)
-TJ_DECLARE_UNARY(abs)
-TJ_DECLARE_UNARY(real)
-TJ_DECLARE_UNARY(imag)
-TJ_DECLARE_UNARY(conj)
-TJ_DECLARE_UNARY(angle)
-TJ_DECLARE_UNARY(sign)
-TJ_DECLARE_UNARY(ceil)
-TJ_DECLARE_UNARY(floor)
-TJ_DECLARE_UNARY(round)
-TJ_DECLARE_UNARY(trunc)
-TJ_DECLARE_UNARY(sqrt)
-TJ_DECLARE_UNARY(rsqrt)
-TJ_DECLARE_UNARY(exp)
-TJ_DECLARE_UNARY(exp2)
-TJ_DECLARE_UNARY(expm1)
-TJ_DECLARE_UNARY(log)
-TJ_DECLARE_UNARY(log2)
-TJ_DECLARE_UNARY(log10)
-TJ_DECLARE_UNARY(log1p)
-TJ_DECLARE_UNARY(sin)
-TJ_DECLARE_UNARY(cos)
-TJ_DECLARE_UNARY(tan)
-TJ_DECLARE_UNARY(asin)
-TJ_DECLARE_UNARY(acos)
-TJ_DECLARE_UNARY(atan)
-TJ_DECLARE_UNARY(sinh)
-TJ_DECLARE_UNARY(cosh)
-TJ_DECLARE_UNARY(tanh)
-TJ_DECLARE_UNARY(sigmoid)
-TJ_DECLARE_UNARY(relu)
-TJ_DECLARE_UNARY(gelu)
-TJ_DECLARE_UNARY(erf)
-TJ_DECLARE_UNARY(reciprocal)
-TJ_DECLARE_UNARY(square)
-TJ_DECLARE_UNARY(isnan)
-TJ_DECLARE_UNARY(isinf)
-TJ_DECLARE_UNARY(isfinite)
-#undef TJ_DECLARE_UNARY
+Tensor real(const Tensor& a, Caller where = {});
+Tensor imag(const Tensor& a, Caller where = {});
+Tensor conj(const Tensor& a, Caller where = {});
+Tensor angle(const Tensor& a, Caller where = {});
+
+// neg, abs, sign, ..., exp, log, sin, ..., erf: the functions of one tensor named in
+// unary_functions.def.
+#define TJ_UNARY_FN(name, has_inplace) Tensor name(const Tensor& a, Caller where = {});
+#define TJ_MATH_FN(name, op, grad_fn) Tensor name(const Tensor& a, Caller where = {});
+#include "tensorjit/unary_functions.def"
 
 // --- reductions (see the Tensor members) ---
 Tensor sum(const Tensor& t, std::optional<DType> dtype = std::nullopt, Caller where = {});

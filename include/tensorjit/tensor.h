@@ -252,52 +252,21 @@ public:
   Tensor logical_and(const Tensor& o, Caller where = {}) const;
   Tensor logical_or(const Tensor& o, Caller where = {}) const;
   Tensor logical_xor(const Tensor& o, Caller where = {}) const;
-  Tensor logical_not(Caller where = {}) const;
   Tensor bitwise_and(const Tensor& o, Caller where = {}) const;
   Tensor bitwise_or(const Tensor& o, Caller where = {}) const;
   Tensor bitwise_xor(const Tensor& o, Caller where = {}) const;
-  Tensor bitwise_not(Caller where = {}) const;
 
-  Tensor neg(Caller where = {}) const;
-  Tensor abs(Caller where = {}) const;
   // Complex numbers (a real tensor's real() is itself, its conj() itself). real() and imag() are
-  // new tensors, not views that write through to this one as PyTorch's are.
+  // views that write through to this tensor, as PyTorch's are.
   Tensor real(Caller where = {}) const;
   Tensor imag(Caller where = {}) const;
   Tensor conj(Caller where = {}) const;
   Tensor angle(Caller where = {}) const;
-  Tensor sign(Caller where = {}) const;
-  Tensor ceil(Caller where = {}) const;
-  Tensor floor(Caller where = {}) const;
-  Tensor round(Caller where = {}) const;
-  Tensor trunc(Caller where = {}) const;
-  Tensor sqrt(Caller where = {}) const;
-  Tensor rsqrt(Caller where = {}) const;
-  Tensor exp(Caller where = {}) const;
-  Tensor exp2(Caller where = {}) const;
-  Tensor expm1(Caller where = {}) const;
-  Tensor log(Caller where = {}) const;
-  Tensor log2(Caller where = {}) const;
-  Tensor log10(Caller where = {}) const;
-  Tensor log1p(Caller where = {}) const;
-  Tensor sin(Caller where = {}) const;
-  Tensor cos(Caller where = {}) const;
-  Tensor tan(Caller where = {}) const;
-  Tensor asin(Caller where = {}) const;
-  Tensor acos(Caller where = {}) const;
-  Tensor atan(Caller where = {}) const;
-  Tensor sinh(Caller where = {}) const;
-  Tensor cosh(Caller where = {}) const;
-  Tensor tanh(Caller where = {}) const;
-  Tensor sigmoid(Caller where = {}) const;
-  Tensor relu(Caller where = {}) const;
-  Tensor gelu(Caller where = {}) const;
-  Tensor erf(Caller where = {}) const;
-  Tensor reciprocal(Caller where = {}) const;
-  Tensor square(Caller where = {}) const;
-  Tensor isnan(Caller where = {}) const;
-  Tensor isinf(Caller where = {}) const;
-  Tensor isfinite(Caller where = {}) const;
+  // neg(), abs(), sign(), ..., exp(), log(), sin(), ..., erf(): the functions of one tensor
+  // named in unary_functions.def (also free functions, functions.h).
+#define TJ_UNARY_FN(name, has_inplace) Tensor name(Caller where = {}) const;
+#define TJ_MATH_FN(name, op, grad_fn) Tensor name(Caller where = {}) const;
+#include "tensorjit/unary_functions.def"
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
                Caller where = {}) const;
   Tensor clamp_min(const Scalar& min, Caller where = {}) const {
@@ -372,38 +341,14 @@ public:
   // The in-place form of every elementwise op: the result is cast to this
   // tensor's dtype when PyTorch allows it (not float into int), and broadcast
   // to its shape when it can be.
-  Tensor& neg_(Caller where = {});
-  Tensor& abs_(Caller where = {});
-  Tensor& sign_(Caller where = {});
-  Tensor& ceil_(Caller where = {});
-  Tensor& floor_(Caller where = {});
-  Tensor& round_(Caller where = {});
-  Tensor& trunc_(Caller where = {});
-  Tensor& sqrt_(Caller where = {});
-  Tensor& rsqrt_(Caller where = {});
-  Tensor& exp_(Caller where = {});
-  Tensor& exp2_(Caller where = {});
-  Tensor& expm1_(Caller where = {});
-  Tensor& log_(Caller where = {});
-  Tensor& log2_(Caller where = {});
-  Tensor& log10_(Caller where = {});
-  Tensor& log1p_(Caller where = {});
-  Tensor& sin_(Caller where = {});
-  Tensor& cos_(Caller where = {});
-  Tensor& tan_(Caller where = {});
-  Tensor& asin_(Caller where = {});
-  Tensor& acos_(Caller where = {});
-  Tensor& atan_(Caller where = {});
-  Tensor& sinh_(Caller where = {});
-  Tensor& cosh_(Caller where = {});
-  Tensor& tanh_(Caller where = {});
-  Tensor& sigmoid_(Caller where = {});
-  Tensor& relu_(Caller where = {});
-  Tensor& erf_(Caller where = {});
-  Tensor& reciprocal_(Caller where = {});
-  Tensor& square_(Caller where = {});
-  Tensor& logical_not_(Caller where = {});
-  Tensor& bitwise_not_(Caller where = {});
+  // neg_(), abs_(), ..., exp_(), ...: the in-place forms of unary_functions.def's functions.
+#define TJ_UNARY_INPLACE_0(name)
+#define TJ_UNARY_INPLACE_1(name) Tensor& name##_(Caller where = {});
+#define TJ_UNARY_FN(name, has_inplace) TJ_UNARY_INPLACE_##has_inplace(name)
+#define TJ_MATH_FN(name, op, grad_fn) Tensor& name##_(Caller where = {});
+#include "tensorjit/unary_functions.def"
+#undef TJ_UNARY_INPLACE_1
+#undef TJ_UNARY_INPLACE_0
   Tensor& pow_(const Tensor& e, Caller where = {});
   Tensor& pow_(const Scalar& e, Caller where = {});
   Tensor& floor_divide_(const Tensor& o, Caller where = {});

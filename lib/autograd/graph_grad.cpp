@@ -47,40 +47,10 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
     return x.sqrt();
   case Op::Recip:
     return x.reciprocal();
-  case Op::Exp:
-    return x.exp();
-  case Op::Exp2:
-    return exp2(x);
-  case Op::Expm1:
-    return expm1(x);
-  case Op::Log:
-    return x.log();
-  case Op::Log2:
-    return log2(x);
-  case Op::Log10:
-    return log10(x);
-  case Op::Log1p:
-    return log1p(x);
-  case Op::Sin:
-    return x.sin();
-  case Op::Cos:
-    return x.cos();
-  case Op::Tan:
-    return x.tan();
-  case Op::Asin:
-    return x.asin();
-  case Op::Acos:
-    return x.acos();
-  case Op::Atan:
-    return x.atan();
-  case Op::Sinh:
-    return x.sinh();
-  case Op::Cosh:
-    return x.cosh();
-  case Op::Tanh:
-    return x.tanh();
-  case Op::Erf:
-    return x.erf();
+#define TJ_MATH_FN(name, op, grad_fn)                                                              \
+  case Op::op:                                                                                     \
+    return tj::name(x);
+#include "tensorjit/unary_functions.def"
   case Op::Add:
     return x + in[1];
   case Op::Sub:

@@ -525,24 +525,9 @@ TJ_ROUNDING(trunc, Op::Trunc)
     return float_unary(op, a);                                                                     \
   }
 TJ_FLOAT_UNARY(sqrt, Op::Sqrt)
-TJ_FLOAT_UNARY(exp, Op::Exp)
-TJ_FLOAT_UNARY(exp2, Op::Exp2)
-TJ_FLOAT_UNARY(expm1, Op::Expm1)
-TJ_FLOAT_UNARY(log, Op::Log)
-TJ_FLOAT_UNARY(log2, Op::Log2)
-TJ_FLOAT_UNARY(log10, Op::Log10)
-TJ_FLOAT_UNARY(log1p, Op::Log1p)
-TJ_FLOAT_UNARY(sin, Op::Sin)
-TJ_FLOAT_UNARY(cos, Op::Cos)
-TJ_FLOAT_UNARY(tan, Op::Tan)
-TJ_FLOAT_UNARY(asin, Op::Asin)
-TJ_FLOAT_UNARY(acos, Op::Acos)
-TJ_FLOAT_UNARY(atan, Op::Atan)
-TJ_FLOAT_UNARY(sinh, Op::Sinh)
-TJ_FLOAT_UNARY(cosh, Op::Cosh)
-TJ_FLOAT_UNARY(tanh, Op::Tanh)
-TJ_FLOAT_UNARY(erf, Op::Erf)
 TJ_FLOAT_UNARY(reciprocal, Op::Recip)
+#define TJ_MATH_FN(name, op, grad_fn) TJ_FLOAT_UNARY(name, Op::op)
+#include "tensorjit/unary_functions.def"
 #undef TJ_FLOAT_UNARY
 
 Tensor rsqrt(const Tensor& a, Caller caller) {
@@ -757,7 +742,6 @@ Tensor Tensor::logical_or(const Tensor& o, Caller caller) const {
 Tensor Tensor::logical_xor(const Tensor& o, Caller caller) const {
   return tj::logical_xor(*this, o, caller);
 }
-Tensor Tensor::logical_not(Caller caller) const { return tj::logical_not(*this, caller); }
 Tensor Tensor::bitwise_and(const Tensor& o, Caller caller) const {
   return tj::bitwise_and(*this, o, caller);
 }
@@ -767,43 +751,11 @@ Tensor Tensor::bitwise_or(const Tensor& o, Caller caller) const {
 Tensor Tensor::bitwise_xor(const Tensor& o, Caller caller) const {
   return tj::bitwise_xor(*this, o, caller);
 }
-Tensor Tensor::bitwise_not(Caller caller) const { return tj::bitwise_not(*this, caller); }
 #define TJ_MEMBER_UNARY(name)                                                                      \
   Tensor Tensor::name(Caller caller) const { return tj::name(*this, caller); }
-TJ_MEMBER_UNARY(neg)
-TJ_MEMBER_UNARY(abs)
-TJ_MEMBER_UNARY(sign)
-TJ_MEMBER_UNARY(ceil)
-TJ_MEMBER_UNARY(floor)
-TJ_MEMBER_UNARY(round)
-TJ_MEMBER_UNARY(trunc)
-TJ_MEMBER_UNARY(sqrt)
-TJ_MEMBER_UNARY(rsqrt)
-TJ_MEMBER_UNARY(exp)
-TJ_MEMBER_UNARY(exp2)
-TJ_MEMBER_UNARY(expm1)
-TJ_MEMBER_UNARY(log)
-TJ_MEMBER_UNARY(log2)
-TJ_MEMBER_UNARY(log10)
-TJ_MEMBER_UNARY(log1p)
-TJ_MEMBER_UNARY(sin)
-TJ_MEMBER_UNARY(cos)
-TJ_MEMBER_UNARY(tan)
-TJ_MEMBER_UNARY(asin)
-TJ_MEMBER_UNARY(acos)
-TJ_MEMBER_UNARY(atan)
-TJ_MEMBER_UNARY(sinh)
-TJ_MEMBER_UNARY(cosh)
-TJ_MEMBER_UNARY(tanh)
-TJ_MEMBER_UNARY(sigmoid)
-TJ_MEMBER_UNARY(relu)
-TJ_MEMBER_UNARY(gelu)
-TJ_MEMBER_UNARY(erf)
-TJ_MEMBER_UNARY(reciprocal)
-TJ_MEMBER_UNARY(square)
-TJ_MEMBER_UNARY(isnan)
-TJ_MEMBER_UNARY(isinf)
-TJ_MEMBER_UNARY(isfinite)
+#define TJ_UNARY_FN(name, has_inplace) TJ_MEMBER_UNARY(name)
+#define TJ_MATH_FN(name, op, grad_fn) TJ_MEMBER_UNARY(name)
+#include "tensorjit/unary_functions.def"
 #undef TJ_MEMBER_UNARY
 Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi, Caller caller) const {
   return tj::clamp(*this, lo, hi, caller);

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 #include <ostream>
+#include <string_view>
 
 #include "lib/autograd/formulas.h"
 #include "lib/autograd/node.h"
@@ -231,47 +232,21 @@ Tensor& Tensor::operator=(const Scalar& v) && { return fill_(v); }
 Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
 
 // In-place forms: each is its op's result written back through mutate().
+// (abs of a complex tensor is real: it cannot be written back, as in PyTorch.)
 #define TJ_INPLACE_UNARY(name)                                                                     \
   Tensor& Tensor::name##_(Caller caller) {                                                         \
     detail::CallSite site(caller, #name "_");                                                      \
+    if (std::string_view(#name) == "abs" && is_complex())                                          \
+      throw Error("In-place abs is not supported for complex tensors.");                           \
     return mutate(*this, {}, [&] { return name(); });                                              \
   }
-TJ_INPLACE_UNARY(neg)
-Tensor& Tensor::abs_(Caller caller) {
-  detail::CallSite site(caller, "abs_");
-  if (is_complex()) throw Error("In-place abs is not supported for complex tensors.");
-  return mutate(*this, {}, [&] { return abs(); });
-}
-TJ_INPLACE_UNARY(sign)
-TJ_INPLACE_UNARY(ceil)
-TJ_INPLACE_UNARY(floor)
-TJ_INPLACE_UNARY(round)
-TJ_INPLACE_UNARY(trunc)
-TJ_INPLACE_UNARY(sqrt)
-TJ_INPLACE_UNARY(rsqrt)
-TJ_INPLACE_UNARY(exp)
-TJ_INPLACE_UNARY(exp2)
-TJ_INPLACE_UNARY(expm1)
-TJ_INPLACE_UNARY(log)
-TJ_INPLACE_UNARY(log2)
-TJ_INPLACE_UNARY(log10)
-TJ_INPLACE_UNARY(log1p)
-TJ_INPLACE_UNARY(sin)
-TJ_INPLACE_UNARY(cos)
-TJ_INPLACE_UNARY(tan)
-TJ_INPLACE_UNARY(asin)
-TJ_INPLACE_UNARY(acos)
-TJ_INPLACE_UNARY(atan)
-TJ_INPLACE_UNARY(sinh)
-TJ_INPLACE_UNARY(cosh)
-TJ_INPLACE_UNARY(tanh)
-TJ_INPLACE_UNARY(sigmoid)
-TJ_INPLACE_UNARY(relu)
-TJ_INPLACE_UNARY(erf)
-TJ_INPLACE_UNARY(reciprocal)
-TJ_INPLACE_UNARY(square)
-TJ_INPLACE_UNARY(logical_not)
-TJ_INPLACE_UNARY(bitwise_not)
+#define TJ_INPLACE_UNARY_0(name)
+#define TJ_INPLACE_UNARY_1(name) TJ_INPLACE_UNARY(name)
+#define TJ_UNARY_FN(name, has_inplace) TJ_INPLACE_UNARY_##has_inplace(name)
+#define TJ_MATH_FN(name, op, grad_fn) TJ_INPLACE_UNARY(name)
+#include "tensorjit/unary_functions.def"
+#undef TJ_INPLACE_UNARY_1
+#undef TJ_INPLACE_UNARY_0
 #undef TJ_INPLACE_UNARY
 
 #define TJ_INPLACE_BINARY(name, Other)                                                             \

@@ -87,40 +87,10 @@ constexpr Op combine_op(Op reduce) {
 // backends call these under these names.
 constexpr const char* libm_name(Op op) {
   switch (op) {
-  case Op::Exp:
-    return "exp";
-  case Op::Exp2:
-    return "exp2";
-  case Op::Expm1:
-    return "expm1";
-  case Op::Log:
-    return "log";
-  case Op::Log2:
-    return "log2";
-  case Op::Log10:
-    return "log10";
-  case Op::Log1p:
-    return "log1p";
-  case Op::Sin:
-    return "sin";
-  case Op::Cos:
-    return "cos";
-  case Op::Tan:
-    return "tan";
-  case Op::Asin:
-    return "asin";
-  case Op::Acos:
-    return "acos";
-  case Op::Atan:
-    return "atan";
-  case Op::Sinh:
-    return "sinh";
-  case Op::Cosh:
-    return "cosh";
-  case Op::Tanh:
-    return "tanh";
-  case Op::Erf:
-    return "erf";
+#define TJ_MATH_FN(name, op, grad_fn)                                                              \
+  case Op::op:                                                                                     \
+    return #name;
+#include "tensorjit/unary_functions.def"
   case Op::Pow:
     return "pow";
   case Op::Atan2:

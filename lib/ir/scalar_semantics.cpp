@@ -134,40 +134,10 @@ double eval_float(Op op, double a, double b) {
     return std::sqrt(a);
   case Op::Recip:
     return 1.0 / a;
-  case Op::Exp:
-    return std::exp(a);
-  case Op::Exp2:
-    return std::exp2(a);
-  case Op::Expm1:
-    return std::expm1(a);
-  case Op::Log:
-    return std::log(a);
-  case Op::Log2:
-    return std::log2(a);
-  case Op::Log10:
-    return std::log10(a);
-  case Op::Log1p:
-    return std::log1p(a);
-  case Op::Sin:
-    return std::sin(a);
-  case Op::Cos:
-    return std::cos(a);
-  case Op::Tan:
-    return std::tan(a);
-  case Op::Asin:
-    return std::asin(a);
-  case Op::Acos:
-    return std::acos(a);
-  case Op::Atan:
-    return std::atan(a);
-  case Op::Sinh:
-    return std::sinh(a);
-  case Op::Cosh:
-    return std::cosh(a);
-  case Op::Tanh:
-    return std::tanh(a);
-  case Op::Erf:
-    return std::erf(a);
+#define TJ_MATH_FN(name, op, grad_fn)                                                              \
+  case Op::op:                                                                                     \
+    return std::name(a);
+#include "tensorjit/unary_functions.def"
   case Op::Add:
     return a + b;
   case Op::Sub:

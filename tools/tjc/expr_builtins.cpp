@@ -295,44 +295,16 @@ void Tables::elementwise() {
     Tensor (*fn)(const Tensor&, Caller);
     Tensor& (Tensor::*inplace)(Caller);
   };
-  // The unary functions of functions.h, with their in-place methods.
-  static const Unary unary[] = {{"neg", tj::neg, &Tensor::neg_},
-                                {"abs", tj::abs, &Tensor::abs_},
-                                {"sign", tj::sign, &Tensor::sign_},
-                                {"ceil", tj::ceil, &Tensor::ceil_},
-                                {"floor", tj::floor, &Tensor::floor_},
-                                {"round", tj::round, &Tensor::round_},
-                                {"trunc", tj::trunc, &Tensor::trunc_},
-                                {"sqrt", tj::sqrt, &Tensor::sqrt_},
-                                {"rsqrt", tj::rsqrt, &Tensor::rsqrt_},
-                                {"exp", tj::exp, &Tensor::exp_},
-                                {"exp2", tj::exp2, &Tensor::exp2_},
-                                {"expm1", tj::expm1, &Tensor::expm1_},
-                                {"log", tj::log, &Tensor::log_},
-                                {"log2", tj::log2, &Tensor::log2_},
-                                {"log10", tj::log10, &Tensor::log10_},
-                                {"log1p", tj::log1p, &Tensor::log1p_},
-                                {"sin", tj::sin, &Tensor::sin_},
-                                {"cos", tj::cos, &Tensor::cos_},
-                                {"tan", tj::tan, &Tensor::tan_},
-                                {"asin", tj::asin, &Tensor::asin_},
-                                {"acos", tj::acos, &Tensor::acos_},
-                                {"atan", tj::atan, &Tensor::atan_},
-                                {"sinh", tj::sinh, &Tensor::sinh_},
-                                {"cosh", tj::cosh, &Tensor::cosh_},
-                                {"tanh", tj::tanh, &Tensor::tanh_},
-                                {"sigmoid", tj::sigmoid, &Tensor::sigmoid_},
-                                {"relu", tj::relu, &Tensor::relu_},
-                                {"erf", tj::erf, &Tensor::erf_},
-                                {"square", tj::square, &Tensor::square_},
-                                {"reciprocal", tj::reciprocal, &Tensor::reciprocal_},
-                                {"logical_not", tj::logical_not, &Tensor::logical_not_},
-                                {"bitwise_not", tj::bitwise_not, &Tensor::bitwise_not_},
-                                {"negative", tj::neg, &Tensor::neg_},
-                                {"gelu", tj::gelu, nullptr},
-                                {"isnan", tj::isnan, nullptr},
-                                {"isinf", tj::isinf, nullptr},
-                                {"isfinite", tj::isfinite, nullptr}};
+  // The functions of one tensor (tensorjit/unary_functions.def), with their in-place methods.
+#define TJ_UNARY_INPLACE_0(name) nullptr
+#define TJ_UNARY_INPLACE_1(name) &Tensor::name##_
+#define TJ_UNARY_FN(name, has_inplace) {#name, tj::name, TJ_UNARY_INPLACE_##has_inplace(name)},
+#define TJ_MATH_FN(name, op, grad_fn) {#name, tj::name, &Tensor::name##_},
+  static const Unary unary[] = {
+#include "tensorjit/unary_functions.def"
+      {"negative", tj::neg, &Tensor::neg_}};
+#undef TJ_UNARY_INPLACE_1
+#undef TJ_UNARY_INPLACE_0
   for (const Unary& u : unary) {
     std::string_view n = u.name;
     bool functional = n == "relu" || n == "gelu" || n == "sigmoid" || n == "tanh";
