@@ -65,8 +65,16 @@ Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
     return g * x.sinh();
   case Op::Tanh:
     return g * (1 - y * y).conj();
+  case Op::Asinh:
+    return g * (x * x + 1).rsqrt();
+  case Op::Acosh:
+    return g * (x * x - 1).rsqrt();
+  case Op::Atanh:
+    return g / (1 - x * x);
   case Op::Erf:
     return g * (M_2_SQRTPI * (-x * x).exp());
+  case Op::Erfc:
+    return g * (-M_2_SQRTPI * (-x * x).exp());
   default:
     throw Error(fmt::format("the derivative for '{}' is not implemented.", ir::name(op)));
   }
