@@ -1,0 +1,357 @@
+// LLVM lowering of a kernel's reduction loops: accumulators, blocked sums, float extrema, the
+// store loop over a row.
+#include "codegen/llvm/kernel_lowering.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tj::llvmjit::detail {
+
+KernelLowering::Accumulator KernelLowering::make_accumulator(int v) {
+  const kir::Value& x = k_.values[v];
+  Accumulator a{v, x.dtype, nullptr, nullptr};
+  if (x.dtype == kFloat32 && (x.op == Op::ReduceSum || x.op == Op::ReduceProd)) a.acc = kFloat64;
+  a.ty = ops_.reg_type(a.acc);
+  if (is_floating_point(a.acc)) {
+    double init = x.op == Op::ReduceSum    ? 0.0
+                  : x.op == Op::ReduceProd ? 1.0
+                  : x.op == Op::ReduceMax  ? -HUGE_VAL
+                                           : HUGE_VAL;
+    a.init = llvm::ConstantFP::get(a.ty, init);
+  } else {
+    unsigned bits = a.ty->getIntegerBitWidth();
+    bool uns = a.acc == kBool || a.acc == kUInt8;
+    llvm::APInt init(bits, 0);
+    switch (x.op) {
+    case Op::ReduceSum:
+      break;
+    case Op::ReduceProd:
+      init = llvm::APInt(bits, 1);
+      break;
+    case Op::ReduceMax:
+      init = uns ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits);
+      break;
+    default:
+      init = uns ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits);
+    }
+    a.init = llvm::ConstantInt::get(a.ty, init);
+  }
+  a.part = a.acc, a.part_ty = a.ty, a.part_init = a.init;
+  if (x.op == Op::ReduceSum && x.dtype == kFloat32) {
+    a.part = kFloat32, a.part_ty = ops_.reg_type(kFloat32);
+    a.part_init = llvm::ConstantFP::get(a.part_ty, 0.0);
+  }
+  return a;
+}
+
+// acc (op) x. Floating sums and products may be reassociated inside a block (that is what lets
+// them vectorize); max/min are exact in any order.
+llvm::Value* KernelLowering::accumulate(const Accumulator& a, llvm::Value* acc, llvm::Value* x,
+                                        bool reassoc) {
+  Op op = k_.values[a.value].op;
+  if (a.bits != llvm::Intrinsic::not_intrinsic) return b_.CreateBinaryIntrinsic(a.bits, acc, x);
+  if (!is_floating_point(a.acc)) {
+    Op alu = op == Op::ReduceSum    ? Op::Add
+             : op == Op::ReduceProd ? Op::Mul
+             : op == Op::ReduceMax  ? Op::Max
+                                    : Op::Min;
+    return ops_.binary(alu, a.acc, acc, x); // wrapping; bool: or, and
+  }
+  if (op == Op::ReduceMax) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, x);
+  if (op == Op::ReduceMin) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, x);
+  llvm::Value* r = op == Op::ReduceSum ? b_.CreateFAdd(acc, x) : b_.CreateFMul(acc, x);
+  if (reassoc) llvm::cast<llvm::Instruction>(r)->setHasAllowReassoc(true);
+  return r;
+}
+
+// Reduction loop `loop`, from the current block of the element loop. On return the builder is
+// after the nest, where that loop's Reduce values hold their results.
+void KernelLowering::reduction_loop(int loop) {
+  if (std::find(kept_from_.begin(), kept_from_.end(), loop) != kept_from_.end()) {
+    if (keep_scratch_ && !keep_row_) { // once per row; rows longer than the scratch keep in place
+      llvm::Type* mt = ops_.mem_type(k_.slots[stream_].dtype);
+      llvm::Value* in_place =
+          b_.CreateInBoundsGEP(mt, slots_[stream_].ptr, element_index(stream_), "keep.in.place");
+      keep_row_ = b_.CreateSelect(b_.CreateICmpSLE(arg(kR), b_.getInt64(kKeepScratch)),
+                                  keep_scratch_, in_place, "keep.row");
+    }
+  }
+  auto* i64 = b_.getInt64Ty();
+  llvm::Value* r = arg(kR);
+  auto* outer = b_.GetInsertBlock();
+  auto* block = llvm::BasicBlock::Create(ctx_, "red.block", f_, done_);
+  auto* inner = llvm::BasicBlock::Create(ctx_, "red.loop", f_, done_);
+  auto* block_end = llvm::BasicBlock::Create(ctx_, "red.block.end", f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, "red.after", f_, done_);
+  llvm::Value* err_outer = ops_.err;
+  const std::vector<llvm::Value*> outer_vals = vals_; // per i: visible inside the loop and after
+  std::vector<Accumulator> accs;
+  int64_t block_len = kReduceBlock;
+  for (size_t v = 0; v < k_.values.size(); ++v) {
+    if (plan_.loop_of[v] != loop) continue;
+    std::vector<Accumulator> bits = float_extremum_bits(int(v));
+    if (!bits.empty()) {
+      accs.insert(accs.end(), bits.begin(), bits.end());
+      continue;
+    }
+    accs.push_back(make_accumulator(int(v)));
+    if (accs.back().part != accs.back().acc) block_len = kNarrowReduceBlock;
+  }
+  b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), block, after);
+
+  // Block header: [jb, jend).
+  b_.SetInsertPoint(block);
+  auto* jb = b_.CreatePHI(i64, 2, "jb");
+  auto* err_block = b_.CreatePHI(err_ty(), 2, "err.block");
+  for (Accumulator& a : accs)
+    a.block_total = b_.CreatePHI(a.ty, 2, "red.total");
+  llvm::Value* jend = b_.CreateBinaryIntrinsic(
+      llvm::Intrinsic::smin, b_.CreateAdd(jb, b_.getInt64(block_len), "", true, true), r);
+  if (loop > 0 && loop == plan_.reduce_loops - 1 && block_len == kNarrowReduceBlock)
+    prefetch_next_row(jb, jend);
+  const bool fuses = fused_store_ && loop == plan_.reduce_loops - 1;
+  if (fuses) {
+    block_start_ = jb;
+    block_start_aligned_ = b_.CreateAnd(jb, b_.getInt64(~(block_len - 1)), "jb.aligned");
+  }
+  llvm::BasicBlock* block_tail = b_.GetInsertBlock();
+  b_.CreateBr(inner);
+
+  // The inner loop over j: the values feeding the reductions, and the partial accumulations.
+  b_.SetInsertPoint(inner);
+  auto* j = b_.CreatePHI(i64, 2, "j");
+  auto* err_inner = b_.CreatePHI(err_ty(), 2, "err.inner");
+  for (Accumulator& a : accs)
+    a.partial = b_.CreatePHI(a.part_ty, 2, "red.partial");
+  j_ = j;
+  ops_.err = err_inner;
+  vals_ = outer_vals;
+  loop_values(loop);
+  for (Accumulator& a : accs) {
+    const kir::Value& v = k_.values[a.value];
+    llvm::Value* x =
+        a.bits != llvm::Intrinsic::not_intrinsic
+            ? b_.CreateBitCast(ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, v.dtype), a.ty)
+            : ops_.cast(vals_[v.src[0]], k_.values[v.src[0]].dtype, a.part);
+    a.partial_next = accumulate(a, a.partial, x, /*reassoc=*/true);
+  }
+  if (fuses) fused_store_();
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
+  llvm::BasicBlock* inner_latch = b_.GetInsertBlock();
+  // Four vectors a step, whatever the body: the order of a block's sum is then the same in the
+  // pipelined rows (whose body is longer, and which LLVM would interleave less) as in the plain.
+  loop_hint(b_.CreateCondBr(b_.CreateICmpEQ(j_next, jend), block_end, inner),
+            "llvm.loop.interleave.count", llvm::ConstantAsMetadata::get(b_.getInt32(4)));
+  llvm::Value* err_loop = ops_.err;
+  j->addIncoming(jb, block_tail);
+  j->addIncoming(j_next, inner_latch);
+  err_inner->addIncoming(err_block, block_tail);
+  err_inner->addIncoming(err_loop, inner_latch);
+  for (Accumulator& a : accs) {
+    a.partial->addIncoming(a.part_init, block_tail);
+    a.partial->addIncoming(a.partial_next, inner_latch);
+  }
+
+  // Block end: add the block's partial to the total, in order.
+  b_.SetInsertPoint(block_end);
+  for (Accumulator& a : accs)
+    a.total_next = accumulate(a, a.block_total, ops_.cast(a.partial_next, a.part, a.acc),
+                              /*reassoc=*/false);
+  no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(jend, r), after, block));
+  jb->addIncoming(b_.getInt64(0), outer);
+  jb->addIncoming(jend, block_end);
+  err_block->addIncoming(err_outer, outer);
+  err_block->addIncoming(err_loop, block_end);
+  for (Accumulator& a : accs) {
+    a.block_total->addIncoming(a.init, outer);
+    a.block_total->addIncoming(a.total_next, block_end);
+  }
+
+  // After the nest: the results (the initial values when r <= 0).
+  b_.SetInsertPoint(after);
+  j_ = nullptr;
+  vals_ = outer_vals;
+  auto* err_after = b_.CreatePHI(err_ty(), 2, "err.after");
+  err_after->addIncoming(err_outer, outer);
+  err_after->addIncoming(err_loop, block_end);
+  ops_.err = err_loop == err_inner ? err_outer : err_after; // no division inside: unchanged
+  std::vector<llvm::PHINode*> results;
+  for (Accumulator& a : accs) {
+    results.push_back(b_.CreatePHI(a.ty, 2, "red.result"));
+    results.back()->addIncoming(a.init, outer);
+    results.back()->addIncoming(a.total_next, block_end);
+  }
+  for (size_t x = 0; x < accs.size(); ++x) {              // after all the phis
+    if (accs[x].bits != llvm::Intrinsic::not_intrinsic) { // smax, umax, umin
+      vals_[accs[x].value] =
+          float_extremum(accs[x].value, results[x], results[x + 1], results[x + 2]);
+      x += 2;
+      continue;
+    }
+    vals_[accs[x].value] = ops_.cast(results[x], accs[x].acc, k_.values[accs[x].value].dtype);
+  }
+}
+
+namespace {
+// The bits of +inf and -inf of float type `fty`.
+std::pair<llvm::APInt, llvm::APInt> inf_bits(llvm::Type* fty) {
+  llvm::APInt pinf = llvm::APFloat::getInf(fty->getFltSemantics()).bitcastToAPInt();
+  llvm::APInt ninf = pinf;
+  ninf.setSignBit();
+  return {pinf, ninf};
+}
+} // namespace
+
+// A float32 or float64 max or min along a row, exact (NaN propagates, -0 < +0) from the signed
+// maximum, the unsigned maximum and the unsigned minimum of its values' bits: three integer
+// operations per vector, where LLVM expands a vector llvm.maximum into six. Bits in signed order
+// rank the non-negative floats (+NaN above +inf); in unsigned order, every negative float above
+// every other, ranked by magnitude (-NaN above -inf). Empty rows give -inf and +inf.
+std::vector<KernelLowering::Accumulator> KernelLowering::float_extremum_bits(int v) {
+  const kir::Value& x = k_.values[v];
+  const bool is_max = x.op == Op::ReduceMax;
+  if ((!is_max && x.op != Op::ReduceMin) || (x.dtype != kFloat32 && x.dtype != kFloat64)) return {};
+  const DType it = x.dtype == kFloat32 ? kInt32 : kInt64;
+  llvm::Type* ty = ops_.reg_type(it);
+  const unsigned w = ty->getIntegerBitWidth();
+  const auto [pinf, ninf] = inf_bits(ops_.reg_type(x.dtype));
+  std::vector<Accumulator> accs;
+  for (auto [id, init] : {std::pair{llvm::Intrinsic::smax, llvm::APInt::getSignedMinValue(w)},
+                          std::pair{llvm::Intrinsic::umax, llvm::APInt::getZero(w)},
+                          std::pair{llvm::Intrinsic::umin, is_max ? ninf : pinf}}) {
+    Accumulator a{v, it, ty, llvm::ConstantInt::get(ty, init)};
+    a.part = it, a.part_ty = ty, a.part_init = a.init, a.bits = id;
+    accs.push_back(a);
+  }
+  return accs;
+}
+
+llvm::Value* KernelLowering::float_extremum(int v, llvm::Value* smax, llvm::Value* umax,
+                                            llvm::Value* umin) {
+  const kir::Value& x = k_.values[v];
+  llvm::Type* fty = ops_.reg_type(x.dtype);
+  llvm::Type* ty = smax->getType();
+  const auto [pinf, ninf] = inf_bits(fty);
+  llvm::Value* nan = b_.CreateOr(b_.CreateICmpSGT(smax, llvm::ConstantInt::get(ty, pinf)),
+                                 b_.CreateICmpUGT(umax, llvm::ConstantInt::get(ty, ninf)));
+  // max: the largest non-negative, else the negative of least magnitude; min: the negative of
+  // greatest magnitude, else the least non-negative.
+  llvm::Value* bits =
+      x.op == Op::ReduceMax
+          ? b_.CreateSelect(b_.CreateICmpSGE(smax, llvm::ConstantInt::get(ty, 0)), smax, umin)
+          : b_.CreateSelect(b_.CreateICmpSLT(umax, llvm::ConstantInt::get(ty, 0)), umax, umin);
+  return b_.CreateSelect(nan, llvm::ConstantFP::getNaN(fty), b_.CreateBitCast(bits, fty));
+}
+
+// In a kernel with several loops over row i, the first reads the row from memory and the later
+// ones work in the cache. When the last reduction loop is not the first and runs in short
+// blocks (a float32 sum: softmax, log_softmax, layer_norm), each of its blocks [first, end)
+// prefetches the same elements of row i + 1 that the first loop reads, so that memory is read
+// while the later loops compute, a few lines at a time. (All of row i + 1 at once, after the
+// first loop, waited for free line-fill buffers: softmax 4096 x 2048 ran 8% slower than with no
+// prefetch.)
+void KernelLowering::prefetch_next_row(llvm::Value* first, llvm::Value* end) {
+  std::vector<int> rows;
+  for (size_t v = 0; v < k_.values.size(); ++v) {
+    const kir::Value& x = k_.values[v];
+    if (x.op != Op::Buffer || !plan_.in_loop[0][v]) continue;
+    const Slot& slot = k_.slots[x.slot];
+    if (slot.rstride == StrideKind::Contiguous && slot.stride != StrideKind::Broadcast &&
+        std::find(rows.begin(), rows.end(), x.slot) == rows.end())
+      rows.push_back(x.slot);
+  }
+  if (rows.empty()) return;
+  auto* i64 = b_.getInt64Ty();
+  auto* outer = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "prefetch", f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, "prefetch.after", f_, done_);
+  b_.CreateCondBr(b_.CreateICmpSLT(first, end), loop, after);
+  b_.SetInsertPoint(loop);
+  auto* j = b_.CreatePHI(i64, 2, "pj");
+  llvm::Value* next_i = b_.CreateAdd(i_, b_.getInt64(1));
+  for (int s : rows) {
+    const SlotState& st = slots_[s];
+    // Past the last row the address lies outside the buffer: a prefetch never faults, and the
+    // address is not inbounds.
+    llvm::Value* e = b_.CreateAdd(b_.CreateAdd(st.base, b_.CreateMul(next_i, st.stride)), j);
+    llvm::Value* p = b_.CreateGEP(ops_.mem_type(k_.slots[s].dtype), st.ptr, e);
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
+                       {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+  }
+  size_t item = 8; // a line per step of the narrowest row
+  for (int s : rows)
+    item = std::min(item, itemsize(k_.slots[s].dtype));
+  const int64_t step = 64 / int64_t(item);
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(step));
+  no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(j_next, end), loop, after));
+  j->addIncoming(first, outer);
+  j->addIncoming(j_next, loop);
+  b_.SetInsertPoint(after);
+}
+
+// The store loop, from the current block of the element loop: for j in [0, r), the row elements
+// and their stores. The values per i are computed before it.
+void KernelLowering::store_loop() {
+  auto body = [&] {
+    loop_values(plan_.reduce_loops);
+    store_outputs(/*rows=*/true);
+  };
+  if (stream_ < 0) {
+    row_loop("row", body);
+  } else { // the row's elements before its first 64-byte boundary through the cache
+    llvm::Value* row = b_.CreateInBoundsGEP(ops_.mem_type(k_.slots[stream_].dtype),
+                                            slots_[stream_].ptr, element_index(stream_));
+    llvm::Value* head = align_stream_row(row, arg(kR));
+    row_loop("row.head", body, nullptr, head, /*cached=*/true);
+    row_loop("row", body, head, b_.CreateSub(arg(kR), head), /*cached=*/false);
+  }
+  keep_row_ = nullptr;
+}
+
+// A plain loop over j in [0, r) from the current block of the element loop, with `body` lowering
+// what it computes; the values per i are visible inside, the loop's own values not after it.
+void KernelLowering::row_loop(const char* name, const std::function<void()>& body,
+                              llvm::Value* first, llvm::Value* count, bool cached) {
+  auto* i64 = b_.getInt64Ty();
+  llvm::Value* r = count ? count : arg(kR);
+  auto* outer = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, fmt::format("{}.loop", name), f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, fmt::format("{}.after", name), f_, done_);
+  llvm::Value* err_outer = ops_.err;
+  const std::vector<llvm::Value*> outer_vals = vals_;
+  b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), loop, after);
+
+  b_.SetInsertPoint(loop);
+  auto* j = b_.CreatePHI(i64, 2, "j");
+  auto* err_in = b_.CreatePHI(err_ty(), 2, "err.row");
+  j_ = first ? b_.CreateAdd(first, j, "", /*HasNUW=*/true, /*HasNSW=*/true) : j;
+  stream_k_ = cached ? nullptr : j;
+  ops_.err = err_in;
+  body();
+  stream_k_ = nullptr;
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  auto* br = b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), after, loop);
+  if (count && cached) head_loop(br);
+  llvm::Value* err_loop = ops_.err;
+  j->addIncoming(b_.getInt64(0), outer);
+  j->addIncoming(j_next, latch);
+  err_in->addIncoming(err_outer, outer);
+  err_in->addIncoming(err_loop, latch);
+
+  b_.SetInsertPoint(after);
+  j_ = nullptr;
+  vals_ = outer_vals;
+  if (err_loop == err_in) { // nothing divides integers inside: the flag is unchanged
+    err_in->replaceAllUsesWith(err_outer);
+    err_in->eraseFromParent();
+    ops_.err = err_outer;
+    return;
+  }
+  auto* err_after = b_.CreatePHI(err_ty(), 2, "err.row.after");
+  err_after->addIncoming(err_outer, outer);
+  err_after->addIncoming(err_loop, latch);
+  ops_.err = err_after;
+}
+
+} // namespace tj::llvmjit::detail
