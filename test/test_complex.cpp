@@ -188,6 +188,16 @@ TEST_CASE("complex: views, writes and memory", "[complex]") {
   Tensor z = ctensor({{1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12}}).reshape({2, 3});
   CHECK(z.t().is_contiguous() == false);
   check_close(z.t().reshape({6}), {{1, 2}, {7, 8}, {3, 4}, {9, 10}, {5, 6}, {11, 12}}, 0);
+  // The conjugate transpose, mH and adjoint(); of a real matrix, its transpose.
+  check_close(z.mH().reshape({6}), {{1, -2}, {7, -8}, {3, -4}, {9, -10}, {5, -6}, {11, -12}}, 0);
+  check_close(z.unsqueeze(0).adjoint().reshape({6}),
+              {{1, -2}, {7, -8}, {3, -4}, {9, -10}, {5, -6}, {11, -12}}, 0);
+  Tensor r = arange(6, kFloat64).reshape({2, 3});
+  CHECK(equal(r.mH(), r.mT()));
+  CHECK_THROWS_WITH(r[0].mH(), "tensor.mH is only supported on matrices or batches of matrices. "
+                               "Got 1-D tensor.");
+  CHECK_THROWS_WITH(r[0].adjoint(), "tensor.adjoint() is only supported on matrices or batches "
+                                    "of matrices. Got 1-D tensor.");
   check_close(z.slice(1, 0, 3, 2).reshape({4}), {{1, 2}, {5, 6}, {7, 8}, {11, 12}}, 0);
   check_close(z.select(0, 1).flip({0}), {{11, 12}, {9, 10}, {7, 8}}, 0);
   check_close(z[0].unsqueeze(0).expand({2, 3}).sum(0), {{2, 4}, {6, 8}, {10, 12}}, 0);

@@ -165,6 +165,9 @@ public:
   Tensor t(Caller where = {}) const;
   Tensor T(Caller where = {}) const;  // all dims reversed
   Tensor mT(Caller where = {}) const; // the last two dims swapped
+  // The conjugate transpose of the last two dims (mT of a real tensor); adjoint() is the same.
+  Tensor mH(Caller where = {}) const;
+  Tensor adjoint(Caller where = {}) const;
   Tensor& t_(Caller where = {});
   Tensor& transpose_(int64_t d0, int64_t d1, Caller where = {});
   Tensor& squeeze_(Caller where = {});

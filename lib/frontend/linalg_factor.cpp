@@ -25,45 +25,41 @@ Tensor diag_embed(const Tensor& v) { return v.unsqueeze(-2) * eye_like(v.size(-1
 // X M^-1, as (M^-T X^T)^T.
 Tensor solve_right(const Tensor& X, const Tensor& M) { return linalg::solve(M.mT(), X.mT()).mT(); }
 
-// The conjugate transpose (the transpose of a real matrix): the adjoints of complex matrices'
-// gradients (derivatives.cpp's convention).
-Tensor mH(const Tensor& t) { return t.mT().conj(); }
-
 // X = A^-1 B: gB = A^-H gX, gA = -gB X^H.
 Grads solve_backward(const Grads& g, const Grads& s) {
-  Tensor gB = linalg::solve(mH(s[0]), g[0]);
-  return {-gB.matmul(mH(s[2])), gB};
+  Tensor gB = linalg::solve(s[0].mH(), g[0]);
+  return {-gB.matmul(s[2].mH()), gB};
 }
 
 // gA = -A^-H g A^-H.
 Grads inv_backward(const Grads& g, const Grads& s) {
-  Tensor t = mH(s[1]);
+  Tensor t = s[1].mH();
   return {-t.matmul(g[0]).matmul(t)};
 }
 
 // A = L L^H: gA = L^-H Phi(L^H gL) L^-1, Phi making the lower triangle with half the diagonal
 // Hermitian (PyTorch's; the diagonal's imaginary part drops).
 Grads cholesky_backward(const Grads& g, const Grads& s, bool upper) {
-  Tensor L = upper ? mH(s[1]) : s[1], gL = upper ? mH(g[0]) : g[0];
-  Tensor P = mH(L).matmul(gL).tril();
+  Tensor L = upper ? s[1].mH() : s[1], gL = upper ? g[0].mH() : g[0];
+  Tensor P = L.mH().matmul(gL).tril();
   Tensor S;
   if (P.is_complex()) {
     Tensor phi = P.tril(-1) + diag_embed(P.diagonal(0, -2, -1) * 0.5);
-    S = (phi + mH(phi)) * 0.5;
+    S = (phi + phi.mH()) * 0.5;
   } else {
     S = (P + P.tril(-1).mT()) * 0.5;
   }
-  return {solve_right(linalg::solve(mH(L), S), L)};
+  return {solve_right(linalg::solve(L.mH(), S), L)};
 }
 
 // A = QR with m >= n (Q m x n, R n x n, R's diagonal real as LAPACK makes it): gA = (gQ + Q
 // copyltu(M)) R^-H, M = R gR^H - gQ^H Q, copyltu(M) M's strict lower triangle mirrored
 // (conjugated) into its upper one, with the real part of M's diagonal.
 Tensor qr_deep_backward(const Tensor& Q, const Tensor& R, const Tensor& gQ, const Tensor& gR) {
-  Tensor M = R.matmul(mH(gR)) - mH(gQ).matmul(Q);
+  Tensor M = R.matmul(gR.mH()) - gQ.mH().matmul(Q);
   Tensor lower = M.tril(-1);
-  Tensor sym = lower + mH(lower) + diag_embed(M.diagonal(0, -2, -1).real().to(M.dtype()));
-  return solve_right(gQ + Q.matmul(sym), mH(R));
+  Tensor sym = lower + lower.mH() + diag_embed(M.diagonal(0, -2, -1).real().to(M.dtype()));
+  return solve_right(gQ + Q.matmul(sym), R.mH());
 }
 
 Grads qr_backward(const Grads& g, const Grads& s, int64_t mode) {
@@ -80,7 +76,7 @@ Grads qr_backward(const Grads& g, const Grads& s, int64_t mode) {
   // A = Q [U | V] with U square: X = A's first m columns as above, with Y = the rest feeding Q's
   // gradient through V; gY = Q gV.
   Tensor gV = g[1].narrow(-1, m, n - m);
-  Tensor gQ = g[0] + A.narrow(-1, m, n - m).matmul(mH(gV));
+  Tensor gQ = g[0] + A.narrow(-1, m, n - m).matmul(gV.mH());
   Tensor gX = qr_deep_backward(Q, R.narrow(-1, 0, m), gQ, g[1].narrow(-1, 0, m));
   return {cat({gX, Q.matmul(gV)}, -1)};
 }
@@ -95,8 +91,8 @@ Grads svd_backward(const Grads& g, const Grads& s, bool full) {
     U = U.narrow(-1, 0, k), gU = gU.narrow(-1, 0, k);
     Vh = Vh.narrow(-2, 0, k), gVh = gVh.narrow(-2, 0, k);
   }
-  auto skew = [](const Tensor& X) { return X - mH(X); };
-  Tensor UhgU = skew(mH(U).matmul(gU)), VhgV = skew(Vh.matmul(mH(gVh)));
+  auto skew = [](const Tensor& X) { return X - X.mH(); };
+  Tensor UhgU = skew(U.mH().matmul(gU)), VhgV = skew(Vh.matmul(gVh.mH()));
   Tensor S2 = S * S;
   Tensor E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye_like(k, S);
   Tensor gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E + diag_embed(gS);
@@ -104,13 +100,13 @@ Grads svd_backward(const Grads& g, const Grads& s, bool full) {
   if (m > n) {
     gA = U.matmul(gA);
     Tensor gUSinv = gU / S.unsqueeze(-2);
-    gA = gA + gUSinv - U.matmul(mH(U).matmul(gUSinv));
+    gA = gA + gUSinv - U.matmul(U.mH().matmul(gUSinv));
     return {gA.matmul(Vh)};
   }
   if (m < n) {
     gA = gA.matmul(Vh);
     Tensor SinvgVh = gVh / S.unsqueeze(-1);
-    gA = gA + SinvgVh - SinvgVh.matmul(mH(Vh)).matmul(Vh);
+    gA = gA + SinvgVh - SinvgVh.matmul(Vh.mH()).matmul(Vh);
     return {U.matmul(gA)};
   }
   return {U.matmul(gA).matmul(Vh)};
@@ -123,8 +119,8 @@ Grads eigh_backward(const Grads& g, const Grads& s) {
   const int64_t n = L.size(-1);
   Tensor I = eye_like(n, L);
   Tensor E = L.unsqueeze(-2) - L.unsqueeze(-1) + I;
-  Tensor inner = mH(V).matmul(g[1]) / E * (1 - I) + diag_embed(g[0]);
-  return {V.matmul(inner).matmul(mH(V))};
+  Tensor inner = V.mH().matmul(g[1]) / E * (1 - I) + diag_embed(g[0]);
+  return {V.matmul(inner).matmul(V.mH())};
 }
 
 // The gradient of pinv(A) (PyTorch's pinv_backward, real case), g pinv's gradient.

@@ -102,7 +102,7 @@ double epsilon(DType t) {
 
 // The inverse's transpose times g (batch...), as det's and slogdet's gradients take it.
 Tensor scaled_inverse_t(const Tensor& A, const Tensor& g) {
-  return inv(A).mT().conj() * g.unsqueeze(-1).unsqueeze(-1);
+  return inv(A).mH() * g.unsqueeze(-1).unsqueeze(-1);
 }
 
 } // namespace
@@ -276,7 +276,7 @@ std::vector<Tensor> eig_values(const Tensor& A, bool vectors, const char* name) 
 // the real part (the engine casts it).
 Grads eig_backward(const Grads& g, const Grads& s) {
   const Tensor &L = s[0], &V = s[1];
-  const Tensor Vh = V.mT().conj();
+  const Tensor Vh = V.mH();
   const Tensor I = eye(L.size(-1), TensorOptions(L.dtype()).device(L.device()));
   Tensor VhgV = Vh.matmul(g[1]);
   VhgV = VhgV - Vh.matmul(V * VhgV.diagonal(0, -2, -1).real().unsqueeze(-2));
@@ -364,12 +364,12 @@ Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
     auto [L, U] = eigh(A);
     Tensor tol = L.abs().amax(-1, true) * rtol;
     Tensor Linv = where(L.abs() > tol, L.reciprocal(), zeros_like(L));
-    return (U * Linv.unsqueeze(-2)).matmul(U.mT().conj());
+    return (U * Linv.unsqueeze(-2)).matmul(U.mH());
   }
   auto [U, S, Vh] = svd(A, false);
   Tensor tol = S.narrow(-1, 0, 1) * rtol;
   Tensor Sinv = where(S > tol, S.reciprocal(), zeros_like(S));
-  return (Vh.mT().conj() * Sinv.unsqueeze(-2)).matmul(U.mT().conj());
+  return (Vh.mH() * Sinv.unsqueeze(-2)).matmul(U.mH());
 }
 
 Tensor matrix_rank(const Tensor& A, bool hermitian, Caller caller) {

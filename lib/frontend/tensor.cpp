@@ -84,12 +84,9 @@ namespace {
 ir::NodePtr as_parts(const ir::NodePtr& z) {
   const DType t = real_part_dtype(z->dtype);
   const int64_t n = z->numel();
-  ir::NodePtr flat = fe::reshape(z, {n, 1});
-  auto part = [&](Op op) { return fe::expand(ir::make_node(op, t, {n, 1}, {flat}), {n, 2}); };
-  ir::NodePtr which =
-      ir::make_node(Op::Iota, kInt64, {n, 2}, {}, {}, {}, nullptr, ir::View{{0, 1}, 0}, z->device);
-  ir::NodePtr is_real = fe::binary(Op::CmpEq, which, fe::constant(0, kInt64));
-  return fe::reshape(fe::where(is_real, part(Op::Real), part(Op::Imag)), {2 * n});
+  ir::NodePtr flat = fe::reshape(z, {n});
+  auto part = [&](Op op) { return ir::make_node(op, t, {n}, {flat}); };
+  return fe::reshape(fe::interleave(part(Op::Real), part(Op::Imag)), {2 * n});
 }
 
 // The complex node of `shape` whose parts, interleaved, are `p`.
@@ -842,6 +839,23 @@ Tensor Tensor::mT(Caller caller) const {
                             "{}-D tensor.",
                             dim()));
   return transpose(-2, -1);
+}
+namespace {
+Tensor conj_transpose(const Tensor& t, const char* name) {
+  if (t.dim() < 2)
+    throw Error(fmt::format("tensor.{} is only supported on matrices or batches of matrices. Got "
+                            "{}-D tensor.",
+                            name, t.dim()));
+  return t.transpose(-2, -1).conj();
+}
+} // namespace
+Tensor Tensor::mH(Caller caller) const {
+  detail::CallSite site(caller, "mH");
+  return conj_transpose(*this, "mH");
+}
+Tensor Tensor::adjoint(Caller caller) const {
+  detail::CallSite site(caller, "adjoint");
+  return conj_transpose(*this, "adjoint()");
 }
 // The in-place view ops change this tensor's own view of its storage.
 Tensor& Tensor::t_(Caller caller) {

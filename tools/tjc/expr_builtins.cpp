@@ -184,6 +184,7 @@ Tables::Tables() {
            {"device", [](const Tensor& t) { return Value(t.device()); }},
            {"T", [](const Tensor& t) { return Value(t.T()); }},
            {"mT", [](const Tensor& t) { return Value(t.mT()); }},
+           {"mH", [](const Tensor& t) { return Value(t.mH()); }},
            {"grad", [](const Tensor& t) { return Value(t.grad()); }},
            {"data", [](const Tensor& t) { return Value(t.detach()); }},
            {"requires_grad", [](const Tensor& t) { return Value(t.requires_grad()); }},
@@ -488,6 +489,7 @@ void Tables::shapes() {
     return t.transpose_(a.i64(1, "dim0"), a.i64(2, "dim1"));
   });
   def({"t"}, TM, [](Args& a) { return a.self().t(); });
+  def({"adjoint"}, TM, [](Args& a) { return a.self().adjoint(); });
   def({"t_"}, kMethod, [](Args& a) {
     Tensor t = a.self();
     return t.t_();
