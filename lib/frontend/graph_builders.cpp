@@ -238,4 +238,16 @@ NodePtr moved(const ir::Node& n, const NodePtr& src) {
   }
 }
 
+NodePtr interleave(const NodePtr& re, const NodePtr& im) {
+  Shape s1 = re->shape, s2 = re->shape;
+  s1.push_back(1);
+  s2.push_back(2);
+  std::vector<int64_t> strides(s2.size(), 0);
+  strides.back() = 1; // the index of the part: 0 real, 1 imaginary
+  NodePtr which =
+      ir::make_node(Op::Iota, kInt64, s2, {}, {}, {}, nullptr, ir::View{strides, 0}, re->device);
+  auto spread = [&](const NodePtr& x) { return expand(reshape(x, s1), s2); };
+  return where(binary(Op::CmpEq, which, constant(0, kInt64)), spread(re), spread(im));
+}
+
 } // namespace tj::fe

@@ -47,5 +47,8 @@ NodePtr slice(const NodePtr& x, int64_t dim, int64_t start, int64_t stop, int64_
 // Movement node `n` (ops.def) applied to `src` in its operand's place, through the builders
 // above: a view of a leaf stays a leaf.
 NodePtr moved(const ir::Node& n, const NodePtr& src);
+// The real values `re` and `im` (one shape S, one dtype) interleaved: shape S + [2], (re, im)
+// at each element, as complex memory lays out a complex value's parts.
+NodePtr interleave(const NodePtr& re, const NodePtr& im);
 
 } // namespace tj::fe

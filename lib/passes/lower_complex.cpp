@@ -80,13 +80,7 @@ private:
     if (a != components_.end() && b != components_.end() && a->second.first == b->second.first &&
         a->second.second == 0 && b->second.second == 1)
       return a->second.first; // the parts of one value, paired again
-    const Shape s2 = paired(v.re->shape);
-    std::vector<int64_t> strides(s2.size(), 0);
-    strides.back() = 1;
-    NodePtr which = ir::make_node(Op::Iota, kInt64, s2, {}, {}, {}, nullptr, ir::View{strides, 0},
-                                  v.re->device);
-    NodePtr is_real = fe::binary(Op::CmpEq, which, fe::constant(0, kInt64));
-    NodePtr p = fe::where(is_real, spread(v.re), spread(v.im));
+    NodePtr p = fe::interleave(v.re, v.im);
     paired_[p.get()] = v;
     keep_.push_back(p);
     return p;
