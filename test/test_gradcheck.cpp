@@ -225,6 +225,8 @@ TEST_CASE("gradcheck: binary elementwise ops with broadcasting", "[autograd][gra
       true);
   gradcheck(
       "atan2", [](const auto& x) { return atan2(x[0], x[1]); }, {c, b}, true);
+  gradcheck(
+      "hypot", [](const auto& x) { return hypot(x[0], x[1]); }, {c, b}, true);
   gradcheck("fmod", [](const auto& x) { return fmod(x[0], x[1]); },
             {uniform({3, 4}, 0.1, 0.9) + 2, tensor({0.7, 1.3, 1.9, 0.45}, f64)});
   gradcheck("remainder", [](const auto& x) { return remainder(x[0], x[1]); },

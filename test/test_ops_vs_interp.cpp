@@ -423,9 +423,9 @@ std::vector<UnaryOp> unary_ops() {
       {"rsqrt", TJ_FN(tj::rsqrt), R::Float, A::Exact, accepts_all()},
       {"reciprocal", TJ_FN(tj::reciprocal), R::Float, A::Exact, accepts_all()},
       {"square", TJ_FN(tj::square), R::Square, A::Exact, accepts_all()},
-  // Every function of the C math library (tensorjit/unary_functions.def).
+  // Every function of the C math library (tensorjit/elementwise_functions.def).
 #define TJ_MATH_FN(name, op, grad_fn) math(#name, TJ_FN(tj::name)),
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
       // exp, + and reciprocal each round: a few ulps of the dtype.
       {"sigmoid", TJ_FN(tj::sigmoid), R::Float, A::Transcendental, accepts_all(), 4},
       {"relu", TJ_FN(tj::relu), R::Same, A::Exact,
@@ -484,6 +484,14 @@ BinaryRejectFn bool_result_rejected(const char* kernel) {
     return r == tj::kBool ? not_implemented(kernel, r) : std::string();
   };
 }
+BinaryRejectFn int_result_rejected(const char* kernel) {
+  return [kernel](DType r, DType, DType) {
+    return is_float(r) ? std::string() : not_implemented(kernel, r);
+  };
+}
+BinaryRejectFn no_rejection() {
+  return [](DType, DType, DType) { return std::string(); };
+}
 BinaryRejectFn float_result_rejected(const char* kernel) {
   return [kernel](DType r, DType, DType) {
     return is_float(r) ? not_implemented(kernel, r) : std::string();
@@ -528,8 +536,13 @@ std::vector<BinaryOp> binary_ops() {
        A::Exact},
       {"minimum", [](T a, T b) { return tj::minimum(a, b); }, nullptr, nullptr, R::Promoted,
        A::Exact},
-      {"atan2", [](T a, T b) { return tj::atan2(a, b); }, nullptr, nullptr, R::Float,
-       A::Transcendental},
+  // The C math library's two-argument functions (tensorjit/elementwise_functions.def).
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
+  {#name,    [](T a, T b) { return tj::name(a, b); },                                                                     \
+   nullptr,  nullptr,                                                                              \
+   R::Float, A::Transcendental,                                                                    \
+   false,    promotes_ints ? no_rejection() : int_result_rejected(#name "_cpu")},
+#include "tensorjit/elementwise_functions.def"
       {"eq", [](T a, T b) { return a == b; }, [](T a, S s) { return a == s; }, nullptr, R::Bool,
        A::Exact},
       {"ne", [](T a, T b) { return a != b; }, [](T a, S s) { return a != s; }, nullptr, R::Bool,

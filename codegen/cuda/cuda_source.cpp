@@ -256,9 +256,6 @@ std::string binary(Op op, DType t, const std::string& x, const std::string& y) {
     return fp ? fmt::format("tj_fmax({}, {})", x, y) : fmt::format("({0} > {1} ? {0} : {1})", x, y);
   case Op::Min:
     return fp ? fmt::format("tj_fmin({}, {})", x, y) : fmt::format("({0} < {1} ? {0} : {1})", x, y);
-  case Op::Atan2:
-    if (!fp) not_applicable(op, t);
-    return fmt::format("{}({}, {})", libm("atan2", t), x, y);
   case Op::CmpEq:
     return fmt::format("({} == {})", x, y);
   case Op::CmpNe:
@@ -273,8 +270,13 @@ std::string binary(Op op, DType t, const std::string& x, const std::string& y) {
     if (fp) not_applicable(op, t);
     return fmt::format("{}({} {} {})", T, x, op == Op::And ? "&" : op == Op::Or ? "|" : "^", y);
   default:
-    throw std::logic_error(fmt::format("internal error: {} is not a binary op", ir::name(op)));
+    break;
   }
+  if (const char* base = ir::libm_name(op); base && ir::info(op).arity == 2) {
+    if (!fp) not_applicable(op, t);
+    return fmt::format("{}({}, {})", libm(base, t), x, y);
+  }
+  throw std::logic_error(fmt::format("internal error: {} is not a binary op", ir::name(op)));
 }
 
 // The initial value of a reduction's accumulator, as an expression.

@@ -280,9 +280,6 @@ llvm::Value* OpLowering::binary(Op op, DType t, llvm::Value* x, llvm::Value* y) 
   case Op::Min:
     if (fp) return float_max_min(false, x, y);
     return b_.CreateBinaryIntrinsic(uns ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, x, y);
-  case Op::Atan2:
-    fp_only();
-    return libm("atan2", t, {x, y});
   case Op::CmpEq:
     return fp ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
   case Op::CmpNe:
@@ -301,8 +298,13 @@ llvm::Value* OpLowering::binary(Op op, DType t, llvm::Value* x, llvm::Value* y) 
     int_only();
     return b_.CreateXor(x, y);
   default:
-    throw LowerError(fmt::format("{} is not a binary op", ir::name(op)));
+    break;
   }
+  if (const char* name = ir::libm_name(op); name && ir::info(op).arity == 2) {
+    fp_only();
+    return libm(name, t, {x, y});
+  }
+  throw LowerError(fmt::format("{} is not a binary op", ir::name(op)));
 }
 
 // ---- Philox4x32-10

@@ -94,32 +94,19 @@ Tensor load_npy(const std::string& path);
 // --- elementwise ---
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1, Caller where = {});
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1, Caller where = {});
-Tensor mul(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor div(const Tensor& a, const Tensor& b, Caller where = {});
 Tensor pow(const Tensor& a, const Tensor& b, Caller where = {});
 Tensor pow(const Tensor& a, const Scalar& b, Caller where = {});
 Tensor pow(const Scalar& a, const Tensor& b, Caller where = {});
-Tensor floor_divide(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor remainder(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor fmod(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor maximum(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor minimum(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor atan2(const Tensor& a, const Tensor& b, Caller where = {});
+// mul, div, ..., eq, ..., bitwise_xor, atan2, hypot: the functions of two tensors named in
+// elementwise_functions.def.
+#define TJ_BINARY_FN(name, with_scalar, has_inplace)                                               \
+  Tensor name(const Tensor& a, const Tensor& b, Caller where = {});
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
+  Tensor name(const Tensor& a, const Tensor& b, Caller where = {});
+#include "tensorjit/elementwise_functions.def"
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Caller where = {});
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, Caller where = {});
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, Caller where = {});
-Tensor eq(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor ne(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor lt(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor le(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor gt(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor ge(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor logical_and(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor logical_or(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor logical_xor(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor bitwise_and(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor bitwise_or(const Tensor& a, const Tensor& b, Caller where = {});
-Tensor bitwise_xor(const Tensor& a, const Tensor& b, Caller where = {});
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
              Caller where = {});
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
@@ -140,10 +127,10 @@ Tensor conj(const Tensor& a, Caller where = {});
 Tensor angle(const Tensor& a, Caller where = {});
 
 // neg, abs, sign, ..., exp, log, sin, ..., erf: the functions of one tensor named in
-// unary_functions.def.
+// elementwise_functions.def.
 #define TJ_UNARY_FN(name, has_inplace) Tensor name(const Tensor& a, Caller where = {});
 #define TJ_MATH_FN(name, op, grad_fn) Tensor name(const Tensor& a, Caller where = {});
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
 
 // --- reductions (see the Tensor members) ---
 Tensor sum(const Tensor& t, std::optional<DType> dtype = std::nullopt, Caller where = {});

@@ -225,39 +225,20 @@ public:
   Tensor add(const Scalar& o, const Scalar& alpha = 1, Caller where = {}) const;
   Tensor sub(const Tensor& o, const Scalar& alpha = 1, Caller where = {}) const;
   Tensor sub(const Scalar& o, const Scalar& alpha = 1, Caller where = {}) const;
-  Tensor mul(const Tensor& o, Caller where = {}) const;
-  Tensor mul(const Scalar& o, Caller where = {}) const;
-  Tensor div(const Tensor& o, Caller where = {}) const;
-  Tensor div(const Scalar& o, Caller where = {}) const;
   Tensor pow(const Tensor& e, Caller where = {}) const;
   Tensor pow(const Scalar& e, Caller where = {}) const;
-  Tensor floor_divide(const Tensor& o, Caller where = {}) const;
-  Tensor floor_divide(const Scalar& o, Caller where = {}) const;
-  Tensor remainder(const Tensor& o, Caller where = {}) const;
-  Tensor remainder(const Scalar& o, Caller where = {}) const;
-  Tensor fmod(const Tensor& o, Caller where = {}) const;
-  Tensor fmod(const Scalar& o, Caller where = {}) const;
-  Tensor maximum(const Tensor& o, Caller where = {}) const;
-  Tensor minimum(const Tensor& o, Caller where = {}) const;
-  Tensor atan2(const Tensor& o, Caller where = {}) const;
-  Tensor eq(const Tensor& o, Caller where = {}) const;
-  Tensor eq(const Scalar& o, Caller where = {}) const;
-  Tensor ne(const Tensor& o, Caller where = {}) const;
-  Tensor ne(const Scalar& o, Caller where = {}) const;
-  Tensor lt(const Tensor& o, Caller where = {}) const;
-  Tensor lt(const Scalar& o, Caller where = {}) const;
-  Tensor le(const Tensor& o, Caller where = {}) const;
-  Tensor le(const Scalar& o, Caller where = {}) const;
-  Tensor gt(const Tensor& o, Caller where = {}) const;
-  Tensor gt(const Scalar& o, Caller where = {}) const;
-  Tensor ge(const Tensor& o, Caller where = {}) const;
-  Tensor ge(const Scalar& o, Caller where = {}) const;
-  Tensor logical_and(const Tensor& o, Caller where = {}) const;
-  Tensor logical_or(const Tensor& o, Caller where = {}) const;
-  Tensor logical_xor(const Tensor& o, Caller where = {}) const;
-  Tensor bitwise_and(const Tensor& o, Caller where = {}) const;
-  Tensor bitwise_or(const Tensor& o, Caller where = {}) const;
-  Tensor bitwise_xor(const Tensor& o, Caller where = {}) const;
+  // mul(), div(), ..., eq(), ..., bitwise_xor(), atan2(), hypot(): the functions of two tensors
+  // named in elementwise_functions.def; with a Scalar other where the row says.
+#define TJ_BINARY_SCALAR_0(name)
+#define TJ_BINARY_SCALAR_1(name) Tensor name(const Scalar& o, Caller where = {}) const;
+#define TJ_BINARY_FN(name, with_scalar, has_inplace)                                               \
+  Tensor name(const Tensor& o, Caller where = {}) const;                                           \
+  TJ_BINARY_SCALAR_##with_scalar(name)
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
+  Tensor name(const Tensor& o, Caller where = {}) const;
+#include "tensorjit/elementwise_functions.def"
+#undef TJ_BINARY_SCALAR_1
+#undef TJ_BINARY_SCALAR_0
 
   // Complex numbers (a real tensor's real() is itself, its conj() itself). real() and imag() are
   // views that write through to this tensor, as PyTorch's are.
@@ -266,10 +247,10 @@ public:
   Tensor conj(Caller where = {}) const;
   Tensor angle(Caller where = {}) const;
   // neg(), abs(), sign(), ..., exp(), log(), sin(), ..., erf(): the functions of one tensor
-  // named in unary_functions.def (also free functions, functions.h).
+  // named in elementwise_functions.def (also free functions, functions.h).
 #define TJ_UNARY_FN(name, has_inplace) Tensor name(Caller where = {}) const;
 #define TJ_MATH_FN(name, op, grad_fn) Tensor name(Caller where = {}) const;
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
                Caller where = {}) const;
   Tensor clamp_min(const Scalar& min, Caller where = {}) const {
@@ -333,10 +314,6 @@ public:
   Tensor& add_(const Scalar& o, const Scalar& alpha = 1, Caller where = {});
   Tensor& sub_(const Tensor& o, const Scalar& alpha = 1, Caller where = {});
   Tensor& sub_(const Scalar& o, const Scalar& alpha = 1, Caller where = {});
-  Tensor& mul_(const Tensor& o, Caller where = {});
-  Tensor& mul_(const Scalar& o, Caller where = {});
-  Tensor& div_(const Tensor& o, Caller where = {});
-  Tensor& div_(const Scalar& o, Caller where = {});
   Tensor& zero_(Caller where = {});
   Tensor& fill_(const Scalar& v, Caller where = {});
   Tensor& fill_(const Tensor& v, Caller where = {}); // a 0-d tensor
@@ -344,41 +321,31 @@ public:
   // The in-place form of every elementwise op: the result is cast to this
   // tensor's dtype when PyTorch allows it (not float into int), and broadcast
   // to its shape when it can be.
-  // neg_(), abs_(), ..., exp_(), ...: the in-place forms of unary_functions.def's functions.
+  // neg_(), abs_(), ..., exp_(), ...: the in-place forms of elementwise_functions.def's functions.
 #define TJ_UNARY_INPLACE_0(name)
 #define TJ_UNARY_INPLACE_1(name) Tensor& name##_(Caller where = {});
 #define TJ_UNARY_FN(name, has_inplace) TJ_UNARY_INPLACE_##has_inplace(name)
 #define TJ_MATH_FN(name, op, grad_fn) Tensor& name##_(Caller where = {});
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
 #undef TJ_UNARY_INPLACE_1
 #undef TJ_UNARY_INPLACE_0
   Tensor& pow_(const Tensor& e, Caller where = {});
   Tensor& pow_(const Scalar& e, Caller where = {});
-  Tensor& floor_divide_(const Tensor& o, Caller where = {});
-  Tensor& floor_divide_(const Scalar& o, Caller where = {});
-  Tensor& remainder_(const Tensor& o, Caller where = {});
-  Tensor& remainder_(const Scalar& o, Caller where = {});
-  Tensor& fmod_(const Tensor& o, Caller where = {});
-  Tensor& fmod_(const Scalar& o, Caller where = {});
-  Tensor& atan2_(const Tensor& o, Caller where = {});
-  Tensor& eq_(const Tensor& o, Caller where = {});
-  Tensor& eq_(const Scalar& o, Caller where = {});
-  Tensor& ne_(const Tensor& o, Caller where = {});
-  Tensor& ne_(const Scalar& o, Caller where = {});
-  Tensor& lt_(const Tensor& o, Caller where = {});
-  Tensor& lt_(const Scalar& o, Caller where = {});
-  Tensor& le_(const Tensor& o, Caller where = {});
-  Tensor& le_(const Scalar& o, Caller where = {});
-  Tensor& gt_(const Tensor& o, Caller where = {});
-  Tensor& gt_(const Scalar& o, Caller where = {});
-  Tensor& ge_(const Tensor& o, Caller where = {});
-  Tensor& ge_(const Scalar& o, Caller where = {});
-  Tensor& logical_and_(const Tensor& o, Caller where = {});
-  Tensor& logical_or_(const Tensor& o, Caller where = {});
-  Tensor& logical_xor_(const Tensor& o, Caller where = {});
-  Tensor& bitwise_and_(const Tensor& o, Caller where = {});
-  Tensor& bitwise_or_(const Tensor& o, Caller where = {});
-  Tensor& bitwise_xor_(const Tensor& o, Caller where = {});
+#define TJ_BINARY_INPLACE_00(name)
+#define TJ_BINARY_INPLACE_01(name) Tensor& name##_(const Tensor& o, Caller where = {});
+#define TJ_BINARY_INPLACE_11(name)                                                                 \
+  Tensor& name##_(const Tensor& o, Caller where = {});                                             \
+  Tensor& name##_(const Scalar& o, Caller where = {});
+#define TJ_BINARY_INPLACE(name, s, i) TJ_BINARY_INPLACE_##s##i(name)
+#define TJ_BINARY_FN(name, with_scalar, has_inplace)                                               \
+  TJ_BINARY_INPLACE(name, with_scalar, has_inplace)
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
+  Tensor& name##_(const Tensor& o, Caller where = {});
+#include "tensorjit/elementwise_functions.def"
+#undef TJ_BINARY_INPLACE
+#undef TJ_BINARY_INPLACE_11
+#undef TJ_BINARY_INPLACE_01
+#undef TJ_BINARY_INPLACE_00
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
                  Caller where = {});
   Tensor& clamp_min_(const Scalar& min, Caller where = {}) {

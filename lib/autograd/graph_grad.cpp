@@ -50,7 +50,7 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
 #define TJ_MATH_FN(name, op, grad_fn)                                                              \
   case Op::op:                                                                                     \
     return tj::name(x);
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
   case Op::Add:
     return x + in[1];
   case Op::Sub:
@@ -67,8 +67,10 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
     return maximum(x, in[1]);
   case Op::Min:
     return minimum(x, in[1]);
-  case Op::Atan2:
-    return atan2(x, in[1]);
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
+  case Op::op:                                                                                     \
+    return tj::name(x, in[1]);
+#include "tensorjit/elementwise_functions.def"
   case Op::Where:
     return where(x, in[1], in[2]);
   case Op::Cast:

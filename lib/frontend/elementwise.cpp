@@ -295,12 +295,19 @@ Tensor minimum(const Tensor& a, const Tensor& b, Caller caller) {
   DType t = fe::result_type({operand(a), operand(b)});
   return recorded(Op::Min, operand(a), operand(b), wrap(bin(Op::Min, operand(a), operand(b), t)));
 }
-Tensor atan2(const Tensor& a, const Tensor& b, Caller caller) {
-  detail::CallSite site(caller, "atan2");
-  DType t = float_type(fe::result_type({operand(a), operand(b)}));
-  return recorded(Op::Atan2, operand(a), operand(b),
-                  wrap(bin(Op::Atan2, operand(a), operand(b), t)));
-}
+// The C math library's two-argument functions (elementwise_functions.def): in the default float
+// dtype for integer operands, or an error for them, as the row says.
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
+  Tensor name(const Tensor& a, const Tensor& b, Caller caller) {                                   \
+    detail::CallSite site(caller, #name);                                                          \
+    DType t = fe::result_type({operand(a), operand(b)});                                           \
+    if (!(promotes_ints) && !is_floating_point(t))                                                 \
+      throw Error(                                                                                 \
+          fmt::format("\"{}_cpu\" not implemented for '{}'", #name, fe::cpp_type_name(t)));        \
+    t = float_type(t);                                                                             \
+    return recorded(Op::op, operand(a), operand(b), wrap(bin(Op::op, operand(a), operand(b), t))); \
+  }
+#include "tensorjit/elementwise_functions.def"
 Tensor eq(const Tensor& a, const Tensor& b, Caller caller) {
   detail::CallSite site(caller, "eq");
   return compare(Op::CmpEq, operand(a), operand(b), false);
@@ -527,7 +534,7 @@ TJ_ROUNDING(trunc, Op::Trunc)
 TJ_FLOAT_UNARY(sqrt, Op::Sqrt)
 TJ_FLOAT_UNARY(reciprocal, Op::Recip)
 #define TJ_MATH_FN(name, op, grad_fn) TJ_FLOAT_UNARY(name, Op::op)
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
 #undef TJ_FLOAT_UNARY
 
 Tensor rsqrt(const Tensor& a, Caller caller) {
@@ -684,7 +691,9 @@ Tensor Tensor::maximum(const Tensor& o, Caller caller) const {
 Tensor Tensor::minimum(const Tensor& o, Caller caller) const {
   return tj::minimum(*this, o, caller);
 }
-Tensor Tensor::atan2(const Tensor& o, Caller caller) const { return tj::atan2(*this, o, caller); }
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
+  Tensor Tensor::name(const Tensor& o, Caller caller) const { return tj::name(*this, o, caller); }
+#include "tensorjit/elementwise_functions.def"
 Tensor Tensor::eq(const Tensor& o, Caller caller) const {
   detail::CallSite site(caller, "eq");
   return compare(Op::CmpEq, operand(*this), operand(o), false);
@@ -755,7 +764,7 @@ Tensor Tensor::bitwise_xor(const Tensor& o, Caller caller) const {
   Tensor Tensor::name(Caller caller) const { return tj::name(*this, caller); }
 #define TJ_UNARY_FN(name, has_inplace) TJ_MEMBER_UNARY(name)
 #define TJ_MATH_FN(name, op, grad_fn) TJ_MEMBER_UNARY(name)
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
 #undef TJ_MEMBER_UNARY
 Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi, Caller caller) const {
   return tj::clamp(*this, lo, hi, caller);

@@ -177,22 +177,6 @@ Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha, Caller caller) {
   detail::CallSite site(caller, "sub_");
   return mutate(*this, {}, [&] { return sub(o, alpha); });
 }
-Tensor& Tensor::mul_(const Tensor& o, Caller caller) {
-  detail::CallSite site(caller, "mul_");
-  return mutate(*this, {o}, [&] { return mul(o); });
-}
-Tensor& Tensor::mul_(const Scalar& o, Caller caller) {
-  detail::CallSite site(caller, "mul_");
-  return mutate(*this, {}, [&] { return mul(o); });
-}
-Tensor& Tensor::div_(const Tensor& o, Caller caller) {
-  detail::CallSite site(caller, "div_");
-  return mutate(*this, {o}, [&] { return div(o); });
-}
-Tensor& Tensor::div_(const Scalar& o, Caller caller) {
-  detail::CallSite site(caller, "div_");
-  return mutate(*this, {}, [&] { return div(o); });
-}
 Tensor& Tensor::zero_(Caller caller) {
   detail::CallSite site(caller, "zero_");
   return fill_(0);
@@ -244,7 +228,7 @@ Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
 #define TJ_INPLACE_UNARY_1(name) TJ_INPLACE_UNARY(name)
 #define TJ_UNARY_FN(name, has_inplace) TJ_INPLACE_UNARY_##has_inplace(name)
 #define TJ_MATH_FN(name, op, grad_fn) TJ_INPLACE_UNARY(name)
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
 #undef TJ_INPLACE_UNARY_1
 #undef TJ_INPLACE_UNARY_0
 #undef TJ_INPLACE_UNARY
@@ -258,22 +242,18 @@ Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
   TJ_INPLACE_BINARY(name, Tensor)                                                                  \
   TJ_INPLACE_BINARY(name, Scalar)
 TJ_INPLACE_BINARY_BOTH(pow)
-TJ_INPLACE_BINARY_BOTH(floor_divide)
-TJ_INPLACE_BINARY_BOTH(remainder)
-TJ_INPLACE_BINARY_BOTH(fmod)
-TJ_INPLACE_BINARY_BOTH(eq)
-TJ_INPLACE_BINARY_BOTH(ne)
-TJ_INPLACE_BINARY_BOTH(lt)
-TJ_INPLACE_BINARY_BOTH(le)
-TJ_INPLACE_BINARY_BOTH(gt)
-TJ_INPLACE_BINARY_BOTH(ge)
-TJ_INPLACE_BINARY(atan2, Tensor)
-TJ_INPLACE_BINARY(logical_and, Tensor)
-TJ_INPLACE_BINARY(logical_or, Tensor)
-TJ_INPLACE_BINARY(logical_xor, Tensor)
-TJ_INPLACE_BINARY(bitwise_and, Tensor)
-TJ_INPLACE_BINARY(bitwise_or, Tensor)
-TJ_INPLACE_BINARY(bitwise_xor, Tensor)
+#define TJ_INPLACE_BINARY_00(name)
+#define TJ_INPLACE_BINARY_01(name) TJ_INPLACE_BINARY(name, Tensor)
+#define TJ_INPLACE_BINARY_11(name) TJ_INPLACE_BINARY_BOTH(name)
+#define TJ_INPLACE_BINARY_OF(name, s, i) TJ_INPLACE_BINARY_##s##i(name)
+#define TJ_BINARY_FN(name, with_scalar, has_inplace)                                               \
+  TJ_INPLACE_BINARY_OF(name, with_scalar, has_inplace)
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints) TJ_INPLACE_BINARY(name, Tensor)
+#include "tensorjit/elementwise_functions.def"
+#undef TJ_INPLACE_BINARY_OF
+#undef TJ_INPLACE_BINARY_11
+#undef TJ_INPLACE_BINARY_01
+#undef TJ_INPLACE_BINARY_00
 #undef TJ_INPLACE_BINARY_BOTH
 #undef TJ_INPLACE_BINARY
 

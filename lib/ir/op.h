@@ -90,11 +90,12 @@ constexpr const char* libm_name(Op op) {
 #define TJ_MATH_FN(name, op, grad_fn)                                                              \
   case Op::op:                                                                                     \
     return #name;
-#include "tensorjit/unary_functions.def"
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
+  case Op::op:                                                                                     \
+    return #name;
+#include "tensorjit/elementwise_functions.def"
   case Op::Pow:
     return "pow";
-  case Op::Atan2:
-    return "atan2";
   default:
     return nullptr;
   }

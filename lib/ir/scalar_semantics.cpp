@@ -137,7 +137,7 @@ double eval_float(Op op, double a, double b) {
 #define TJ_MATH_FN(name, op, grad_fn)                                                              \
   case Op::op:                                                                                     \
     return std::name(a);
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
   case Op::Add:
     return a + b;
   case Op::Sub:
@@ -154,8 +154,10 @@ double eval_float(Op op, double a, double b) {
     return rules::tj_fmax(a, b);
   case Op::Min:
     return rules::tj_fmin(a, b);
-  case Op::Atan2:
-    return std::atan2(a, b);
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
+  case Op::op:                                                                                     \
+    return std::name(a, b);
+#include "tensorjit/elementwise_functions.def"
   default:
     return std::numeric_limits<double>::quiet_NaN();
   }

@@ -12,8 +12,10 @@
 
 #include "lib/frontend/graph_builders.h"
 #include "lib/ir/scalar_semantics.h"
+#include "lib/ir/text.h"
 #include "lib/passes/lower_complex.h"
 #include "runtime/machine.h"
+#include "tensorjit/config.h"
 
 namespace tj::sched {
 namespace {
@@ -983,6 +985,7 @@ std::vector<Target> lowered_targets(const std::vector<Target>& targets,
   std::vector<passes::RootParts> parts;
   std::vector<NodePtr> low = passes::lower_complex(roots, &parts);
   if (low == roots) return targets;
+  if (config().verify) ir::verify(low, "lower_complex");
   std::vector<Target> out;
   size_t k = 0;
   for (const auto& t : targets) {

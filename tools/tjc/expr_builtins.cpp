@@ -296,13 +296,13 @@ void Tables::elementwise() {
     Tensor (*fn)(const Tensor&, Caller);
     Tensor& (Tensor::*inplace)(Caller);
   };
-  // The functions of one tensor (tensorjit/unary_functions.def), with their in-place methods.
+  // The functions of one tensor (tensorjit/elementwise_functions.def), with their in-place methods.
 #define TJ_UNARY_INPLACE_0(name) nullptr
 #define TJ_UNARY_INPLACE_1(name) &Tensor::name##_
 #define TJ_UNARY_FN(name, has_inplace) {#name, tj::name, TJ_UNARY_INPLACE_##has_inplace(name)},
 #define TJ_MATH_FN(name, op, grad_fn) {#name, tj::name, &Tensor::name##_},
   static const Unary unary[] = {
-#include "tensorjit/unary_functions.def"
+#include "tensorjit/elementwise_functions.def"
       {"negative", tj::neg, &Tensor::neg_}};
 #undef TJ_UNARY_INPLACE_1
 #undef TJ_UNARY_INPLACE_0
@@ -363,7 +363,8 @@ void Tables::elementwise() {
   static const std::pair<const char*, Binary> tensor_only[] = {
       {"maximum", tj::maximum},
       {"minimum", tj::minimum},
-      {"atan2", tj::atan2},
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints) {#name, tj::name},
+#include "tensorjit/elementwise_functions.def"
       {"logical_and", tj::logical_and},
       {"logical_or", tj::logical_or},
       {"logical_xor", tj::logical_xor},
@@ -377,7 +378,8 @@ void Tables::elementwise() {
     def({name}, TM, [fn = fn](Args& a) { return fn(a.self(), a.tensor(1, "other"), {}); });
   using Inplace = Tensor& (Tensor::*)(const Tensor&, Caller);
   static const std::pair<const char*, Inplace> tensor_only_[] = {
-      {"atan2_", &Tensor::atan2_},
+#define TJ_MATH_FN2(name, op, grad_fn, promotes_ints) {#name "_", &Tensor::name##_},
+#include "tensorjit/elementwise_functions.def"
       {"logical_and_", &Tensor::logical_and_},
       {"logical_or_", &Tensor::logical_or_},
       {"logical_xor_", &Tensor::logical_xor_},
