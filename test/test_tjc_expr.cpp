@@ -108,6 +108,34 @@ TEST_CASE("tjc expr: Python numbers follow Python", "[tjc]") {
         "<expr>:1:1: error: integer literal too large\n  99999999999999999999\n  ^");
 }
 
+TEST_CASE("tjc expr: complex numbers follow Python", "[tjc][complex]") {
+  CHECK(run("1j; 2+3j; (1+2j)*(3-1j); (1+2j)/(1-1j); -(1+1j); 2J; 1e3j; 0j; 1.5j + 1") ==
+        "1j\n(2+3j)\n(5+5j)\n(-0.5+1.5j)\n(-1-1j)\n2j\n1000j\n0j\n(1+1.5j)\n");
+  // An integer power multiplies (1j**2 is exactly -1), another goes through the polar form.
+  CHECK(run("1j**2; (1+1j)**-2; 2**0.5j == complex(math.cos(math.log(2) / 2), "
+            "math.sin(math.log(2) / 2))") == "(-1+0j)\n-0.5j\nTrue\n");
+  CHECK(run("abs(3+4j); complex(1, 2); complex(1); complex(); 1j == 1j; 1j != 1; bool(0j)") ==
+        "5.0\n(1+2j)\n(1+0j)\n0j\nTrue\nTrue\nFalse\n");
+  CHECK(error_of("1j / 0") == "<expr>:1:4: error: complex division by zero\n  1j / 0\n     ^");
+  CHECK_THAT(error_of("1j // 2"),
+             Contains("unsupported operand type(s) for //: 'complex' and 'int'"));
+  CHECK_THAT(error_of("1j < 2"),
+             Contains("'<' not supported between instances of 'complex' and 'int'"));
+  CHECK_THAT(error_of("0 ** -1j"), Contains("0.0 to a negative or complex power"));
+  CHECK_THAT(error_of("int(1j)"), Contains("int() argument must be a string, a bytes-like object "
+                                           "or a real number, not 'complex'"));
+  CHECK_THAT(error_of("float(1j)"),
+             Contains("float() argument must be a string or a real number, not 'complex'"));
+  CHECK_THAT(error_of("round(1j)"), Contains("type complex doesn't define __round__ method"));
+  // Tensors of complex numbers, as torch.tensor makes them (complex64 by default).
+  CHECK(run("z = torch.tensor([1+2j, 3j]); z; z.dtype; z[0].item(); z * 1j") ==
+        "tensor([1.+2.j, 0.+3.j])\ntorch.complex64\n(1+2j)\ntensor([-2.+1.j, -3.+0.j])\n");
+  CHECK(run("torch.tensor([1, 2]) * 1j; torch.tensor([[1j]], dtype=torch.complex128)") ==
+        "tensor([0.+1.j, 0.+2.j])\ntensor([[0.+1.j]], dtype=torch.complex128)\n");
+  CHECK_THAT(error_of("torch.tensor([1j], dtype=torch.float32)"),
+             Contains("can't convert complex to float"));
+}
+
 TEST_CASE("tjc expr: Python scalars combine with tensors as in PyTorch", "[tjc]") {
   CHECK(run("2 ** torch.tensor([1, 2, 3])") == "tensor([2, 4, 8])\n");
   CHECK(run("1 - torch.tensor([1, 2]); 10 // torch.tensor([3, 4]); 7 % torch.tensor([3, 4])") ==
@@ -356,7 +384,7 @@ TEST_CASE("tjc expr: random programs fail only with tj::Error", "[tjc]") {
       "where",    "cat",     "tolist",     "~",
       "&",        "|",       "^",          "#",
       "\\",       "\"",      "'",          "2**62",
-      "9**9"};
+      "9**9",     "1j",      "complex"};
   std::mt19937 rng(7);
   for (int i = 0; i < 3000; ++i) {
     std::string program = "x = torch.arange(6).reshape(2, 3)\ny = torch.ones(3)\n";

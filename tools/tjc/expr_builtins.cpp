@@ -21,9 +21,9 @@ namespace {
 
 // torch.tensor(data): nested sequences of numbers, rectangular.
 struct Flat {
-  std::vector<double> f;
+  std::vector<double> f, im; // im: the imaginary parts
   std::vector<int64_t> i;
-  bool any_float = false, any_int = false;
+  bool any_complex = false, any_float = false, any_int = false;
 };
 void flatten_data(const Value& x, size_t d, const Shape& shape, Flat& out) {
   if (d < shape.size()) {
@@ -39,10 +39,12 @@ void flatten_data(const Value& x, size_t d, const Shape& shape, Flat& out) {
   if (!is_num(x) && !(t && t->numel() == 1))
     throw Error("Could not infer dtype of " + type_name(x));
   Scalar s = t ? t->item() : num_scalar(x);
+  out.any_complex |= s.is_complex();
   out.any_float |= s.is_floating_point();
   out.any_int |= s.is_integral();
   out.f.push_back(s.to_double());
-  out.i.push_back(s.is_floating_point() ? 0 : s.to_int());
+  out.im.push_back(s.imag());
+  out.i.push_back(s.is_floating_point() || s.is_complex() ? 0 : s.to_int());
 }
 
 } // namespace
@@ -62,6 +64,14 @@ Tensor make_tensor(const Value& data, TensorOptions o) {
   check_numel(shape);
   Flat flat;
   flatten_data(data, 0, shape, flat);
+  if (flat.any_complex) { // complex64 by default (float32's), as torch.tensor
+    const DType t = o.dtype_or(default_dtype() == kFloat64 ? kComplex128 : kComplex64);
+    if (!is_complex(t)) throw Error("can't convert complex to float");
+    const TensorOptions parts = TensorOptions(kFloat64).device(o.device());
+    Tensor z = tj::complex(tj::tensor(flat.f, shape, parts), tj::tensor(flat.im, shape, parts));
+    z = z.to(t);
+    return o.requires_grad() ? z.requires_grad_() : z;
+  }
   bool bools = !flat.any_float && !flat.any_int && !flat.f.empty();
   o = o.dtype(o.dtype_or(flat.any_float ? default_dtype()
                          : flat.any_int ? kInt64
@@ -594,8 +604,6 @@ void Tables::linalg() {
     return named("linalg_eig", {L, V}, {"eigenvalues", "eigenvectors"});
   });
   def({"torch.linalg.eigvals"}, 0, [](Args& a) { return la::eigvals(a.tensor(0, "A")); });
-  def({"complex"}, kTorch,
-      [](Args& a) { return tj::complex(a.tensor(0, "real"), a.tensor(1, "imag")); });
   def({"polar"}, kTorch,
       [](Args& a) { return tj::polar(a.tensor(0, "abs"), a.tensor(1, "angle")); });
   def({"torch.linalg.eigvalsh"}, 0,
@@ -894,8 +902,27 @@ void Tables::python() {
     if (x->is<Tensor>() && x->get<Tensor>()->numel() != 1)
       throw Error("only one element tensors can be converted to Python scalars");
     Scalar v = a.to_scalar(*x, "x");
+    if (v.is_complex())
+      throw Error(fmt::format("{}() argument must be a string{} or a real number, not 'complex'",
+                              a.fn, integer ? ", a bytes-like object" : ""));
     if (!integer) return v.to_double();
     return v.is_floating_point() ? float_to_int(v.to_double()) : v.to_int();
+  });
+  // torch.complex of tensors; Python's complex of numbers.
+  def({"complex"}, kTorch, [](Args& a) -> Value {
+    const Value* re = a.get(0, "real");
+    const Value* im = a.get(1, "imag");
+    if (re && re->is<Tensor>()) return tj::complex(a.tensor(0, "real"), a.tensor(1, "imag"));
+    auto part = [&](const Value* x, const char* name) {
+      if (!x) return std::complex<double>(0.0);
+      if (!is_num(*x))
+        throw Error(fmt::format("complex() argument '{}' must be a real number, not '{}'", name,
+                                type_name(*x)));
+      return num_scalar(*x).to_complex();
+    };
+    // real + 1j * imag, without multiplying by zero (complex(0, inf) is infj, not nan+infj).
+    const std::complex<double> r = part(re, "real"), i = part(im, "imag");
+    return std::complex<double>(r.real() - i.imag(), r.imag() + i.real());
   });
   def({"bool"}, kPy, [](Args& a) {
     const Value* x = a.get(0, "x");
@@ -922,6 +949,7 @@ void Tables::python() {
   def({"abs"}, kTorch, [](Args& a) -> Value {
     const Value& x = a.need(0, "input");
     if (auto d = x.get<double>()) return std::fabs(*d);
+    if (auto z = x.get<std::complex<double>>()) return std::abs(*z);
     if (is_num(x)) return unary_op(num_scalar(x).to_int() < 0 ? '-' : '+', x);
     return tj::abs(a.to_tensor(x, "input"));
   });
@@ -929,6 +957,7 @@ void Tables::python() {
     const Value& x = a.need(0, "input");
     auto d = x.get<double>();
     if (!is_num(x)) return tj::round(a.to_tensor(x, "input"));
+    if (x.is<std::complex<double>>()) throw Error("type complex doesn't define __round__ method");
     auto nd = a.opt_i64(1, "ndigits");
     if (!d) return num_scalar(x).to_int();
     if (!nd) return float_to_int(std::nearbyint(*d));

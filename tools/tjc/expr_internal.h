@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -59,12 +60,13 @@ struct Opaque {
 
 struct Value {
   std::variant<NoneV, bool, int64_t, double, std::string, DType, Device, SeqPtr, Tensor, Func,
-               Module, Opaque>
+               Module, Opaque, std::complex<double>>
       v;
   Value() = default;
   Value(bool b) : v(b) {}
   Value(int64_t i) : v(i) {}
   Value(double d) : v(d) {}
+  Value(std::complex<double> z) : v(z) {}
   Value(std::string s) : v(std::move(s)) {}
   Value(const char* s) : v(std::string(s)) {}
   Value(DType d) : v(d) {}
@@ -339,7 +341,7 @@ std::optional<Value> module_attr(const std::string& mod, const std::string& name
 
 // ------------------------------------------------------------------ syntax (expr_parse.cpp)
 
-enum class Tok : uint8_t { Name, Int, Float, Str, Op, Newline, End };
+enum class Tok : uint8_t { Name, Int, Float, Imag, Str, Op, Newline, End };
 struct Token {
   Tok kind;
   std::string text; // a name, an operator, a string's contents

@@ -90,6 +90,12 @@ private:
         digits(text, false);
       }
     }
+    if (!hex && i_ < s_.size() && (s_[i_] == 'j' || s_[i_] == 'J') &&
+        !(i_ + 1 < s_.size() && is_ident(s_[i_ + 1]))) {
+      ++i_; // an imaginary literal: 2j, 1.5e3J (leading zeros allowed, as in Python)
+      push(Tok::Imag, "").f = std::strtod(text.c_str(), nullptr);
+      return;
+    }
     if (i_ < s_.size() && is_ident(s_[i_])) fail("invalid decimal literal");
     if (!is_float && !hex && text[0] == '0' && text.find_first_not_of('0') != std::string::npos)
       fail("leading zeros in decimal integer literals are not permitted");
@@ -490,9 +496,11 @@ private:
   NodePtr atom() {
     const Token& t = peek();
     NodePtr n;
-    if (t.kind == Tok::Int || t.kind == Tok::Float) {
+    if (t.kind == Tok::Int || t.kind == Tok::Float || t.kind == Tok::Imag) {
       n = make(K::Const, take());
-      n->value = t.kind == Tok::Int ? Value(t.i) : Value(t.f);
+      n->value = t.kind == Tok::Int     ? Value(t.i)
+                 : t.kind == Tok::Float ? Value(t.f)
+                                        : Value(std::complex<double>(0.0, t.f));
     } else if (t.kind == Tok::Str) {
       n = make(K::Const, take());
       std::string s = t.text;

@@ -27,21 +27,25 @@ std::string type_name(const Value& x) {
   if (auto s = x.get<SeqPtr>())
     return seqs[(*s)->kind] + ((*s)->kind == Seq::Named ? (*s)->name : "");
   static const char* const names[] = {
-      "NoneType",    "bool",         "int", "float",  "str",
-      "torch.dtype", "torch.device", "",    "Tensor", "builtin_function_or_method",
-      "module",      "object"};
+      "NoneType",    "bool",         "int",    "float",  "str",
+      "torch.dtype", "torch.device", "",       "Tensor", "builtin_function_or_method",
+      "module",      "object",       "complex"};
   return names[x.v.index()];
 }
 
-bool is_num(const Value& x) { return x.is<bool>() || x.is<int64_t>() || x.is<double>(); }
+bool is_num(const Value& x) {
+  return x.is<bool>() || x.is<int64_t>() || x.is<double>() || x.is<std::complex<double>>();
+}
 Scalar num_scalar(const Value& x) {
   if (auto b = x.get<bool>()) return Scalar(*b);
   if (auto i = x.get<int64_t>()) return Scalar(*i);
+  if (auto z = x.get<std::complex<double>>()) return Scalar(*z);
   return Scalar(*x.get<double>());
 }
 Value from_scalar(const Scalar& s) {
   if (s.is_bool()) return s.to_bool();
   if (s.is_integral()) return s.to_int();
+  if (s.is_complex()) return s.to_complex();
   return s.to_double();
 }
 
@@ -185,8 +189,63 @@ int64_t int_pow(int64_t base, int64_t e) {
   return r;
 }
 
-// Python's arithmetic on bools, ints and floats.
+// Python's complex power: by squarings for an integer exponent up to 100 in magnitude (so that
+// 1j**2 is exactly -1), else through the polar form.
+std::complex<double> complex_pow(std::complex<double> x, std::complex<double> y) {
+  if (y == 0.0) return 1.0;
+  if (x == 0.0) {
+    if (y.imag() != 0 || y.real() < 0) throw Error("0.0 to a negative or complex power");
+    return 0.0;
+  }
+  if (y.imag() == 0 && y.real() == std::floor(y.real()) && std::fabs(y.real()) <= 100) {
+    auto n = static_cast<int64_t>(std::fabs(y.real()));
+    std::complex<double> r = 1.0, p = x;
+    for (; n > 0; n >>= 1) {
+      if (n & 1) r *= p;
+      p *= p;
+    }
+    if (y.real() < 0) {
+      if (r == 0.0) throw Error("complex division by zero");
+      r = 1.0 / r;
+    }
+    return r;
+  }
+  const double magnitude = std::hypot(x.real(), x.imag()), angle = std::atan2(x.imag(), x.real());
+  double len = std::pow(magnitude, y.real()), phase = angle * y.real();
+  if (y.imag() != 0) {
+    len /= std::exp(angle * y.imag());
+    phase += y.imag() * std::log(magnitude);
+  }
+  return {len * std::cos(phase), len * std::sin(phase)};
+}
+
+// Python's arithmetic on complex numbers (and a real number beside one).
+Value complex_binary(Op op, const Value& a, const Value& b) {
+  const std::complex<double> x = num_scalar(a).to_complex(), y = num_scalar(b).to_complex();
+  switch (op) {
+  case Op::Eq:
+    return x == y;
+  case Op::Ne:
+    return x != y;
+  case Op::Add:
+    return x + y;
+  case Op::Sub:
+    return x - y;
+  case Op::Mul:
+    return x * y;
+  case Op::Div:
+    if (y == 0.0) throw Error("complex division by zero");
+    return x / y;
+  case Op::Pow:
+    return complex_pow(x, y);
+  default:
+    unsupported(op, a, b);
+  }
+}
+
+// Python's arithmetic on bools, ints, floats and complex numbers.
 Value num_binary(Op op, const Value& a, const Value& b) {
+  if (a.is<std::complex<double>>() || b.is<std::complex<double>>()) return complex_binary(op, a, b);
   bool division = op == Op::Div || op == Op::FloorDiv || op == Op::Mod;
   if (a.is<double>() || b.is<double>()) {
     double x = num_scalar(a).to_double(), y = num_scalar(b).to_double();
@@ -390,6 +449,7 @@ Value unary_op(char op, const Value& x) {
     return op == '-' ? -i : op == '~' ? ~i : i;
   }
   if (auto d = x.get<double>(); d && op != '~') return op == '-' ? -*d : *d;
+  if (auto z = x.get<std::complex<double>>(); z && op != '~') return op == '-' ? -*z : *z;
   throw Error(fmt::format("bad operand type for unary {}: '{}'", op, type_name(x)));
 }
 
