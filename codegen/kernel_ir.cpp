@@ -124,6 +124,11 @@ bool Kernel::has_reduction() const {
   return false;
 }
 
+bool Kernel::has_scan() const {
+  return std::any_of(values.begin(), values.end(),
+                     [](const Value& v) { return ir::is_scan(v.op); });
+}
+
 bool Kernel::scatters() const {
   return std::any_of(stores.begin(), stores.end(), [](const Store& s) { return s.scatters(); });
 }
@@ -181,6 +186,7 @@ LoopPlan plan_loops(const Kernel& k) {
         stage[v] = std::max(stage[v], stage[s]);
         varying[v] |= varying[s];
       }
+    varying[v] |= ir::is_scan(x.op); // its value moves with j, whatever its operand does
     if (ir::is_reduce(x.op) && live[v]) {
       p.loop_of[v] = stage[v];
       p.reduce_loops = std::max(p.reduce_loops, stage[v] + 1);
@@ -347,6 +353,15 @@ void verify(const Kernel& k) {
   }
   // A value that varies along j is stored only by the store loop, into a slot that moves along j.
   LoopPlan p = plan_loops(k);
+  // A scan runs in the store loop, which a reduction loop never reads.
+  for (size_t v = 0; v < k.values.size(); ++v)
+    if (ir::is_scan(k.values[v].op)) {
+      if (k.values[v].dtype == kBool) fail(fmt::format("%{} scans bool", v));
+      for (const auto& in : p.in_loop)
+        if (&in != &p.in_loop.back() && in[v])
+          fail(fmt::format("%{}: a reduction loop reads a scan", v));
+      if (!p.store_loop) fail(fmt::format("%{} scans in a kernel without a store loop", v));
+    }
   for (const auto& st : k.stores)
     if (!moves_along_j(k.slots[st.slot]) && p.varying[st.value])
       fail(fmt::format("store slot{}, %{}: the value varies along the reduction, the slot "

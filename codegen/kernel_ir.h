@@ -18,6 +18,8 @@
 //  - a store loop, when the kernel stores to slots that move along j: row
 //    elements computed from the row and the reductions of it (a softmax's
 //    exp(x - max) / sum in one kernel, reading the row once from memory).
+//    It runs j in order: a Scan value there is, at j, the accumulation of
+//    its operand over 0..j (a cumsum, and what is computed from it).
 // Values that do not vary along j are computed once per i, as soon as the
 // reductions they use are done; stores to slots that do not move along j
 // happen once per i after the loops, and never of a value that varies.
@@ -90,6 +92,9 @@ struct Slot {
 //   ReduceSum/Prod/Max/Min: the accumulation of src[0] over the reduction
 //     loop (initial 0, 1, lowest, highest; Max/Min propagate NaN). Floating
 //     sums must be accurate to pairwise-summation level, not a naive chain.
+//   ScanSum/Prod/Max/Min: the accumulation of src[0] over j' <= j, in order
+//     (initial as the Reduce's), rounded at each step: only in the store loop,
+//     and no Reduce reads one.
 // ALU ops never take float16 or bfloat16 operands: the scheduler computes
 // those in float32 with explicit casts, so backends only convert them.
 struct Value {
@@ -127,6 +132,7 @@ struct Kernel {
   std::vector<Store> stores;
 
   bool has_reduction() const;
+  bool has_scan() const;
   // Whether a store scatters: then the elements run in order on a CPU (see Store).
   bool scatters() const;
   // Whether the kernel loops over j: it reduces or stores rows (it takes r and rstride).

@@ -171,6 +171,15 @@ std::vector<OpResult> op_suite(Device d) {
   add("log_softmax", [&] { return nn::functional::log_softmax(x.m3, 1); });
   add("layer_norm", [&] { return nn::functional::layer_norm(x.m3, {65}); });
   add("transpose sum", [&] { return x.m3.transpose(0, 2).sum({1}); });
+  // Scans along rows and columns, fused with what they read and what reads them, in chains
+  // (cummax's index reads its maximum) and beside a reduction of the row.
+  add("cumsum rows", [&] { return (x.m2 * 2).cumsum(1) + 1; });
+  add("cumsum cols", [&] { return x.m3.cumsum(1); });
+  add("cumprod", [&] { return (x.m2 * 0.01 + 1).cumprod(1); });
+  add("cumsum i64", [&] { return x.i64.cumsum(0); });
+  add("cummax", [&] { return std::get<1>(x.m3.cummax(2)); });
+  add("cummin", [&] { return std::get<0>(x.m2.cummin(0)); });
+  add("cumsum over the sum", [&] { return x.m2.cumsum(1) / x.m2.abs().sum({1}, true); });
   // Gathers: rows of a matrix, columns of a transposed one, fused with what uses them.
   Tensor pick = tensor(std::vector<int64_t>{5, 0, 36, 2, 5}).to(d);
   add("index_select rows", [&] { return index_select(x.m2, 0, pick) * 2; });

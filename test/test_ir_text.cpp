@@ -90,6 +90,9 @@ std::vector<Tensor> corpus() {
   // Reductions.
   out.push_back(x.sum({1}) + x.amax({1}) + x.amin({1}) + y.prod(1));
   out.push_back(nn::functional::softmax(x, 1));
+  // Scans: along rows and columns, fused with what reads them.
+  out.push_back(x.cumsum(1) / 4 + y.cumprod(1));
+  out.push_back(i.cumsum(0) * 2);
   // Views: transpose, slices with steps, flips, expand, diagonal, narrow.
   out.push_back(x.t().contiguous());
   out.push_back(x.slice(1, 0, 4, 2) + flip(x, {1}).slice(1, 1, 3));
@@ -147,6 +150,15 @@ TEST_CASE("The text form round-trips every op, dtype and view of a corpus", "[ir
   CHECK(ir::print(p.outputs) == permuted);
   CHECK(equal(p.outputs[0], -arange(6).reshape({2, 3}).t()));
   roots.push_back(detail::node_of(p.outputs[0]));
+  // cummax and cummin compute their input, and then the values' index, first: their scans come
+  // from text.
+  const char* extrema = "%0 = Iota strides=[3, 1] offset=0 : int64[2, 3]\n"
+                        "%1 = ScanMax %0 axis=1 : int64[2, 3]\n"
+                        "%2 = ScanMin %1 axis=0 : int64[2, 3]\n"
+                        "output %2\n";
+  ir::Graph e = ir::parse(extrema);
+  CHECK(ir::print(e.outputs) == extrema);
+  roots.push_back(detail::node_of(e.outputs[0]));
   // A product is a Call only where a library computes it (a GPU): here it comes from text, and
   // kernels compute it.
   const char* called = "%0 = Iota strides=[3, 1] offset=0 : int64[2, 3]\n"
@@ -232,6 +244,9 @@ TEST_CASE("Malformed .tjir text gets an error with file, line, column and a care
       "%0 = Const 1 : float32[2, 3]\n%1 = ReduceSum %0 axes=[1, 0] : float32[1, 1]",
       "%0 = Const 1 : float32[2, 3]\n%1 = ReduceSum %0 axes=[] : float32[2, 3]",
       "%0 = Const 1 : float32[0, 3]\n%1 = ReduceSum %0 axes=[0] : float32[1, 3]",
+      "%0 = Const 1 : float32[2, 3]\n%1 = ScanSum %0 axis=2 : float32[2, 3]",
+      "%0 = Const 1 : float32[2, 3]\n%1 = ScanSum %0 axis=0 : float32[1, 3]",
+      "%0 = Const true : bool[2, 3]\n%1 = ScanSum %0 axis=0 : bool[2, 3]",
       "%0 = Const 1 : float32[2, 3]\n%1 = Permute %0 perm=[0, 0] : float32[2, 3]",
       "%0 = Const 1 : float32[4]\n%1 = Slice %0 start=[3] step=[2] : float32[2]",
       "%0 = Const 1 : float32[4]\n%1 = Slice %0 start=[0] step=[0] : float32[2]",

@@ -94,6 +94,22 @@ template <class T> __device__ __forceinline__ T tj_shfl_xor(T v, int lane_mask) 
     return v;
   }
 }
+// The value of the lane `delta` below in segments of `width` lanes (its own below the first).
+template <class T> __device__ __forceinline__ T tj_shfl_up(T v, int delta, int width) {
+  if constexpr (sizeof(T) == 8) {
+    i64 b;
+    memcpy(&b, &v, 8);
+    b = __shfl_up_sync(0xffffffffu, b, delta, width);
+    memcpy(&v, &b, 8);
+    return v;
+  } else {
+    int b = 0;
+    memcpy(&b, &v, sizeof(T));
+    b = __shfl_up_sync(0xffffffffu, b, delta, width);
+    memcpy(&v, &b, sizeof(T));
+    return v;
+  }
+}
 )";
 
 bool is_float(DType t) { return is_floating_point(t); }
@@ -279,16 +295,16 @@ std::string binary(Op op, DType t, const std::string& x, const std::string& y) {
   throw std::logic_error(fmt::format("internal error: {} is not a binary op", ir::name(op)));
 }
 
-// The initial value of a reduction's accumulator, as an expression.
+// The initial value of a reduction's or a scan's accumulator, as an expression.
 std::string reduce_init(Op op, DType t) {
-  switch (op) {
-  case Op::ReduceSum:
+  switch (ir::combine_op(op)) {
+  case Op::Add:
     return fmt::format("{}(0)", reg(t));
-  case Op::ReduceProd:
+  case Op::Mul:
     return fmt::format("{}(1)", reg(t));
-  case Op::ReduceMax:
-  case Op::ReduceMin: {
-    const bool max = op == Op::ReduceMax;
+  case Op::Max:
+  case Op::Min: {
+    const bool max = ir::combine_op(op) == Op::Max;
     switch (t) {
     case kBool:
       return max ? "false" : "true";
@@ -486,6 +502,15 @@ private:
       case Op::Where:
         e = fmt::format("({} ? {} : {})", src(0), src(1), src(2));
         break;
+      case Op::ScanSum:
+      case Op::ScanProd:
+      case Op::ScanMax:
+      case Op::ScanMin: // c<v>: the scan so far, in this thread's part of the row
+        line(indent,
+             fmt::format("c{} = {};", v,
+                         binary(ir::combine_op(x.op), x.dtype, fmt::format("c{}", v), src(0))));
+        e = fmt::format("c{}", v);
+        break;
       default: {
         const int arity = ir::info(x.op).arity;
         DType operand = k_.values[x.src[0]].dtype;
@@ -644,7 +669,9 @@ private:
       line(2, "}");
     } else {
       values(2, plan.per_i[size_t(plan.reduce_loops)], false);
-      if (plan.store_loop) {
+      if (plan.store_loop && k_.has_scan()) {
+        scan_store_loop(plan);
+      } else if (plan.store_loop) {
         line(2, "if (active) {");
         line(3, "for (i64 j = lane; j < a.r; j += G) {");
         values(4, plan.in_loop.back(), true);
@@ -660,6 +687,97 @@ private:
     line(1, "}");
     if (may_fail_) line(1, "if (err) atomicOr(a.err, err);");
     line(0, "}");
+  }
+
+  // The store loop of a kernel that scans: each thread of the group takes a run of the row.
+  // Scans in a chain of k scans (a cummax's index reads its max) are at stage k. For each stage,
+  // a pass over the run computes the run's total of that stage's scans (the earlier stages' from
+  // their offsets), and a scan of the totals over the group gives each run's offset (s<v>). A last
+  // pass computes and stores the row from the offsets.
+  void scan_store_loop(const kir::LoopPlan& plan) {
+    const std::vector<char>& in = plan.in_loop.back();
+    const size_t nv = k_.values.size();
+    std::vector<int> stage(nv, -1);
+    int stages = 0;
+    for (size_t v = 0; v < nv; ++v) {
+      int below = -1;
+      for (int32_t s : k_.values[v].src)
+        if (s >= 0 && in[s]) below = std::max(below, stage[s]);
+      if (in[v] && ir::is_scan(k_.values[v].op)) {
+        stage[v] = below + 1;
+        stages = std::max(stages, below + 2);
+      } else if (in[v]) {
+        stage[v] = below;
+      }
+    }
+    auto is_scan = [&](size_t v) { return in[v] && ir::is_scan(k_.values[v].op); };
+    for (size_t v = 0; v < nv; ++v)
+      if (is_scan(v)) {
+        const std::string t = reg(k_.values[v].dtype);
+        line(2, fmt::format("{} s{} = {}, c{};", t, v,
+                            reduce_init(k_.values[v].op, k_.values[v].dtype), v));
+        line(2, fmt::format("__shared__ {} ss{}[{}];", t, v, kBlockThreads / 32));
+      }
+    line(2, "const i64 run = (a.r + G - 1) / G;");
+    line(2, "const i64 j_lo = min(a.r, i64(lane) * run), j_hi = min(a.r, j_lo + run);");
+    line(2, "const int width = G < 32 ? G : 32, wl = int(threadIdx.x) & (width - 1);");
+    for (int st = 0; st < stages; ++st) {
+      std::vector<char> which(nv, 0); // what this stage's scans need
+      for (size_t v = nv; v-- > 0;) {
+        if (is_scan(v) && stage[v] == st) which[v] = 1;
+        if (which[v])
+          for (int32_t s : k_.values[v].src)
+            if (s >= 0 && in[s]) which[s] = 1;
+      }
+      for (size_t v = 0; v < nv; ++v)
+        if (is_scan(v) && stage[v] <= st)
+          line(2, fmt::format("c{0} = {1};", v,
+                              stage[v] < st ? fmt::format("s{}", v)
+                                            : reduce_init(k_.values[v].op, k_.values[v].dtype)));
+      line(2, "if (active) {");
+      line(3, "for (i64 j = j_lo; j < j_hi; ++j) {");
+      values(4, which, true);
+      line(3, "}");
+      line(2, "}");
+      for (size_t v = 0; v < nv; ++v)
+        if (is_scan(v) && stage[v] == st) group_scan(v);
+    }
+    for (size_t v = 0; v < nv; ++v)
+      if (is_scan(v)) line(2, fmt::format("c{0} = s{0};", v));
+    line(2, "if (active) {");
+    line(3, "for (i64 j = j_lo; j < j_hi; ++j) {");
+    values(4, in, true);
+    stores(4, /*rows=*/true);
+    line(3, "}");
+    line(2, "}");
+  }
+
+  // s<v> = the combination of c<v> over the group's earlier threads (every thread shuffles).
+  void group_scan(size_t v) {
+    const Value& x = k_.values[v];
+    const std::string t = reg(x.dtype), init = reduce_init(x.op, x.dtype);
+    auto combine = [&](const std::string& p, const std::string& q) {
+      return binary(ir::combine_op(x.op), x.dtype, p, q);
+    };
+    line(2, "{");
+    line(3, fmt::format("{} in = c{};", t, v)); // inclusive within the warp's segment
+    line(3, "for (int m = 1; m < width; m <<= 1) {");
+    line(4, fmt::format("const {} o = tj_shfl_up(in, m, width);", t));
+    line(4, fmt::format("if (wl >= m) in = {};", combine("o", "in")));
+    line(3, "}");
+    line(3, fmt::format("const {} up = tj_shfl_up(in, 1, width);", t));
+    line(3, fmt::format("s{} = wl == 0 ? {} : up;", v, init));
+    line(3, "if (G > 32) {"); // the totals of the group's earlier warps
+    line(4, "const int warp = int(threadIdx.x) >> 5;");
+    line(4, fmt::format("if (wl == 31) ss{}[warp] = in;", v));
+    line(4, "__syncthreads();");
+    line(4, fmt::format("{} before = {};", t, init));
+    line(4, "for (int w = warp - (lane >> 5); w < warp; ++w)");
+    line(5, fmt::format("before = {};", combine("before", fmt::format("ss{}[w]", v))));
+    line(4, fmt::format("s{0} = {1};", v, combine("before", fmt::format("s{}", v))));
+    line(4, "__syncthreads();");
+    line(3, "}");
+    line(2, "}");
   }
 
   // One reduction loop over j of the reductions `reds`, computing the values `which`, and the

@@ -136,6 +136,7 @@ private:
   void scatter(const kir::Store& st);
   void reduction_loop(int loop);
   void store_loop();
+  llvm::Value* scan_identity(int v);
   void row_loop(const char* name, const std::function<void()>& body, llvm::Value* first = nullptr,
                 llvm::Value* count = nullptr, bool cached = true);
   llvm::Value* align_stream_row(llvm::Value* row, llvm::Value* count);
@@ -223,7 +224,9 @@ private:
   std::vector<SlotState> slots_;
   std::vector<llvm::Value*> params_;
   std::vector<llvm::Value*> vals_; // of the current context (per i, or a loop over j)
-  kir::LoopPlan plan_;             // which values each context computes
+  // The store loop's scans: each one's accumulation before the current j (null for other values).
+  std::vector<llvm::Value*> scan_acc_;
+  kir::LoopPlan plan_; // which values each context computes
   // The tiled nest's contexts: the reduction loop, after it, and the values of the reduction loop
   // independent of i.
   std::vector<char> in_loop_, after_loop_, per_j_;

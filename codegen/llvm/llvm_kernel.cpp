@@ -496,6 +496,7 @@ void KernelLowering::classify() {
   plan_ = kir::plan_loops(k_);
   choose_kept();
   const size_t nv = k_.values.size();
+  scan_acc_.assign(nv, nullptr);
   kir::LoopSplit split = kir::split_at_reduction(k_);
   in_loop_ = std::move(split.in_loop);
   after_loop_ = std::move(split.after_loop);
@@ -540,6 +541,8 @@ void KernelLowering::classify() {
     pipelined_ &= !(st.scatters() && kir::moves_along_j(k_.slots[st.slot]));
   for (int s : kept_in_)
     pipelined_ &= s < 0 || s == stream_;
+  // A scan runs its row in order, from its first element: not split over two rows' loops.
+  pipelined_ &= !k_.has_scan();
 }
 
 // Values computed in one loop over j and needed again by a later one are computed again there,

@@ -292,6 +292,10 @@ void KernelLowering::prefetch_next_row(llvm::Value* first, llvm::Value* end) {
 // The store loop, from the current block of the element loop: for j in [0, r), the row elements
 // and their stores. The values per i are computed before it.
 void KernelLowering::store_loop() {
+  scan_acc_.assign(k_.values.size(), nullptr);
+  for (size_t v = 0; v < k_.values.size(); ++v)
+    if (ir::is_scan(k_.values[v].op) && plan_.in_loop.back()[v])
+      scan_acc_[v] = scan_identity(int(v));
   auto body = [&] {
     loop_values(plan_.reduce_loops);
     store_outputs(/*rows=*/true);
@@ -306,6 +310,33 @@ void KernelLowering::store_loop() {
     row_loop("row", body, head, b_.CreateSub(arg(kR), head), /*cached=*/false);
   }
   keep_row_ = nullptr;
+  scan_acc_.assign(k_.values.size(), nullptr);
+}
+
+// What scan v starts from: 0, 1, or the lowest or highest value of its dtype.
+llvm::Value* KernelLowering::scan_identity(int v) {
+  const kir::Value& x = k_.values[v];
+  llvm::Type* ty = ops_.reg_type(x.dtype);
+  const Op op = ir::combine_op(x.op);
+  if (is_floating_point(x.dtype))
+    return llvm::ConstantFP::get(ty, op == Op::Add   ? 0.0
+                                     : op == Op::Mul ? 1.0
+                                     : op == Op::Max ? -HUGE_VAL
+                                                     : HUGE_VAL);
+  const unsigned bits = ty->getIntegerBitWidth();
+  const bool uns = x.dtype == kUInt8;
+  switch (op) {
+  case Op::Add:
+    return llvm::ConstantInt::get(ty, 0);
+  case Op::Mul:
+    return llvm::ConstantInt::get(ty, 1);
+  case Op::Max:
+    return llvm::ConstantInt::get(ty, uns ? llvm::APInt::getMinValue(bits)
+                                          : llvm::APInt::getSignedMinValue(bits));
+  default:
+    return llvm::ConstantInt::get(ty, uns ? llvm::APInt::getMaxValue(bits)
+                                          : llvm::APInt::getSignedMaxValue(bits));
+  }
 }
 
 // A plain loop over j in [0, r) from the current block of the element loop, with `body` lowering
@@ -324,6 +355,10 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
   b_.SetInsertPoint(loop);
   auto* j = b_.CreatePHI(i64, 2, "j");
   auto* err_in = b_.CreatePHI(err_ty(), 2, "err.row");
+  // A scan carries its accumulation from j - 1 (from before the loop at its first j).
+  const std::vector<llvm::Value*> scan_outer = scan_acc_;
+  for (size_t v = 0; v < scan_acc_.size(); ++v)
+    if (scan_outer[v]) scan_acc_[v] = b_.CreatePHI(scan_outer[v]->getType(), 2, "scan");
   j_ = first ? b_.CreateAdd(first, j, "", /*HasNUW=*/true, /*HasNSW=*/true) : j;
   stream_k_ = cached ? nullptr : j;
   ops_.err = err_in;
@@ -338,10 +373,25 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
   j->addIncoming(j_next, latch);
   err_in->addIncoming(err_outer, outer);
   err_in->addIncoming(err_loop, latch);
+  std::vector<llvm::Value*> scan_latch(scan_acc_.size(), nullptr);
+  for (size_t v = 0; v < scan_acc_.size(); ++v) {
+    if (!scan_outer[v]) continue;
+    auto* phi = llvm::cast<llvm::PHINode>(scan_acc_[v]);
+    scan_latch[v] = vals_[v] ? vals_[v] : phi;
+    phi->addIncoming(scan_outer[v], outer);
+    phi->addIncoming(scan_latch[v], latch);
+  }
 
   b_.SetInsertPoint(after);
   j_ = nullptr;
   vals_ = outer_vals;
+  for (size_t v = 0; v < scan_acc_.size(); ++v) {
+    if (!scan_outer[v]) continue;
+    auto* phi = b_.CreatePHI(scan_outer[v]->getType(), 2, "scan.after");
+    phi->addIncoming(scan_outer[v], outer);
+    phi->addIncoming(scan_latch[v], latch);
+    scan_acc_[v] = phi;
+  }
   if (err_loop == err_in) { // nothing divides integers inside: the flag is unchanged
     err_in->replaceAllUsesWith(err_outer);
     err_in->eraseFromParent();

@@ -155,6 +155,9 @@ llvm::Value* KernelLowering::lower_value(int idx) {
   }
   case ir::OpCategory::Reduce:
     bad(idx, "a Reduce value used inside the reduction loop");
+  case ir::OpCategory::Scan:
+    if (!scan_acc_[idx]) bad(idx, "a scan outside the store loop");
+    return ops_.binary(ir::combine_op(v.op), v.dtype, scan_acc_[idx], operand(idx, 0, v.dtype));
   case ir::OpCategory::Movement:
   case ir::OpCategory::Scatter:
   case ir::OpCategory::Mutation:

@@ -163,6 +163,10 @@ Tensor cumsum(const Tensor& t, int64_t dim, std::optional<DType> dtype = std::nu
               Caller where = {});
 Tensor cumprod(const Tensor& t, int64_t dim, std::optional<DType> dtype = std::nullopt,
                Caller where = {});
+// The running maximum (minimum) along `dim` and the index where it was last reached; a NaN
+// counts as the extremum from where it appears.
+std::tuple<Tensor, Tensor> cummax(const Tensor& t, int64_t dim, Caller where = {});
+std::tuple<Tensor, Tensor> cummin(const Tensor& t, int64_t dim, Caller where = {});
 Tensor all(const Tensor& t, Caller where = {});
 Tensor any(const Tensor& t, Caller where = {});
 

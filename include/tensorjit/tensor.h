@@ -301,6 +301,9 @@ public:
   // Prefix sums and products along `dim`; integer inputs give int64 unless `dtype` says.
   Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt, Caller where = {}) const;
   Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt, Caller where = {}) const;
+  // Running maxima (minima) along `dim` and their indices (tj::cummax).
+  std::tuple<Tensor, Tensor> cummax(int64_t dim, Caller where = {}) const;
+  std::tuple<Tensor, Tensor> cummin(int64_t dim, Caller where = {}) const;
   // tj::nn::functional::softmax and log_softmax along `dim`.
   Tensor softmax(int64_t dim, Caller where = {}) const;
   Tensor log_softmax(int64_t dim, Caller where = {}) const;

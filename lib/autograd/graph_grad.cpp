@@ -87,6 +87,14 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
     return x.amax(n.args, true);
   case Op::ReduceMin:
     return x.amin(n.args, true);
+  case Op::ScanSum:
+    return x.cumsum(n.args[0]);
+  case Op::ScanProd:
+    return x.cumprod(n.args[0]);
+  case Op::ScanMax:
+    return std::get<0>(x.cummax(n.args[0]));
+  case Op::ScanMin:
+    return std::get<0>(x.cummin(n.args[0]));
   case Op::Reshape:
     return x.reshape(n.shape);
   case Op::Permute:

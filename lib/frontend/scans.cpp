@@ -1,16 +1,13 @@
-// cumsum and cumprod, decomposed into the primitive set: no backend knows a scan.
+// cumsum, cumprod, cummax and cummin: the Scan primitives (ops.def), which a kernel computes in
+// its loop over the scanned dim, in order, with the elementwise work before and after them.
 //
-// The dim is split into blocks of kBlock; each block is scanned by one elementwise kernel that
-// reads the input shifted (out[k] = x[k] op x[k-1] op ... within the block), the blocks' totals
-// are scanned the same way (recursively), and each block is combined with the total of the blocks
-// before it. Work is O(kBlock) per element over log_kBlock(n) levels of a few fused kernels, and
-// autograd, the CUDA backend and the text forms need nothing new.
-//
-// As PyTorch's CPU kernels, the scan computes in the accumulation dtype (float64 for float32
-// and float64 on the CPU, float32 on a GPU and for 16-bit floats, int64 for integers). Its order
-// of operations is blocked, not sequential: where values cancel (1, 1e16, -1e16 in float64)
-// results differ from PyTorch's by the rounding of the larger partial sums.
+// As PyTorch's CPU kernels, a sum or product computes in the accumulation dtype (float64 for
+// float32 and float64 on the CPU, float32 on a GPU and for 16-bit floats, int64 for integers),
+// one element after the other from the identity: the same operations in the same order.
+#include <fmt/format.h>
+
 #include "lib/autograd/node.h"
+#include "lib/frontend/graph_builders.h"
 #include "lib/frontend/tensor_impl.h"
 #include "lib/ir/shape.h"
 #include "tensorjit/autograd.h"
@@ -18,72 +15,87 @@
 #include "tensorjit/indexing.h"
 
 namespace tj {
+
+using detail::node_of;
+using detail::wrap;
+using fe::NodePtr;
+using ir::Op;
+namespace ag = autograd;
+
 namespace {
 
-// 8 measured fastest of 4, 8, 16 and 32 (a 4096x2048 row scan: 24, 17, 24, 25 ms).
-constexpr int64_t kBlock = 8;
+// The scan of x along dim d (of a tensor of rank >= 1); a 0-d x scans as a vector of one.
+NodePtr scan(Op op, const NodePtr& x, int64_t d) {
+  if (x->ndim() == 0) return fe::reshape(scan(op, fe::reshape(x, {1}), 0), {});
+  return ir::make_node(op, x->dtype, x->shape, {x}, {d});
+}
 
-Tensor combine(const Tensor& a, const Tensor& b, bool prod) { return prod ? a * b : a + b; }
+// The sums g_k + g_(k+1) + ... along d: the adjoint of a prefix sum.
+Tensor reverse_cumsum(const Tensor& g, int64_t d) { return flip(cumsum(flip(g, {d}), d), {d}); }
 
-// The inclusive scan of the last dim, of length n: each block of kBlock elements is scanned by
-// reading the input shifted by 1 .. kBlock-1 places (one elementwise kernel over memory padded
-// with the identity in front, every read affine); the blocks' totals are scanned the same way,
-// and each block is combined with the total of the blocks before it.
-Tensor scan_last(const Tensor& x, bool prod) {
-  const int64_t n = x.size(-1);
-  const Scalar identity(prod ? 1 : 0);
-  const TensorOptions opts = TensorOptions().dtype(x.dtype()).device(x.device());
-  const int64_t m = std::max<int64_t>(1, (n + kBlock - 1) / kBlock), len = m * kBlock;
-  Shape front = x.sizes(), back = x.sizes();
-  front.back() = kBlock - 1;
-  back.back() = len - n;
-  Tensor padded = cat({full(front, identity, opts), x, full(back, identity, opts)}, -1);
-  // The position in the block: kBlock is a power of two, and a mask, unlike a remainder,
-  // vectorizes.
-  static_assert((kBlock & (kBlock - 1)) == 0);
-  Tensor in_block =
-      arange(len, TensorOptions().dtype(kInt64).device(x.device()))
-          .bitwise_and(scalar_tensor(kBlock - 1, TensorOptions().dtype(kInt64).device(x.device())));
-  // Starting from the identity, as a sequential scan does: -0.0 alone sums to +0.0.
-  Tensor scanned =
-      prod ? padded.narrow(-1, kBlock - 1, len) : padded.narrow(-1, kBlock - 1, len) + identity;
-  for (int64_t s = 1; s < kBlock; ++s)
-    scanned = combine(scanned,
-                      where(in_block >= s, padded.narrow(-1, kBlock - 1 - s, len), identity), prod);
-  if (m == 1) return scanned.narrow(-1, 0, n);
-  Shape blocked = x.sizes();
-  blocked.back() = m;
-  blocked.push_back(kBlock);
-  Tensor blocks = scanned.reshape(blocked);      // (..., m, kBlock)
-  Tensor totals = blocks.select(-1, kBlock - 1); // (..., m)
-  Shape one = totals.sizes();
-  one.back() = 1;
-  Tensor before = cat({full(one, identity, opts), scan_last(totals, prod).narrow(-1, 0, m - 1)},
-                      -1); // the blocks' exclusive scan
-  Shape flat = x.sizes();
-  flat.back() = len;
-  Tensor carry = before.unsqueeze(-1).expand(blocked).reshape(flat);
-  return combine(scanned, carry, prod).narrow(-1, 0, n);
+// The gradient of y = cumprod(x) along d, zeros included. Before a row's first zero, each
+// x_k's gradient is the reverse sum of g * y divided by x_k; at the first zero z it is the
+// reverse sum of g times the products that skip x_z (the cumprod with x_z replaced by 1, equal
+// to y before z); after it, every product holds x_z: zero.
+Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d) {
+  Tensor zero = x == 0;
+  Tensor zeros_so_far = cumsum(zero, d);
+  Tensor before = zeros_so_far == 0;
+  Tensor first = zero.bitwise_and(zeros_so_far == 1);
+  Tensor one = ones_like(x);
+  Tensor early = reverse_cumsum(g * y, d) / where(before, x, one);
+  Tensor at_zero = reverse_cumsum(g * cumprod(where(first, one, x), d), d);
+  return where(before, early, where(first, at_zero, zeros_like(x)));
 }
 
 Tensor cumulative(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool prod) {
   detail::check_defined(t, prod ? "cumprod" : "cumsum");
-  const int64_t nd = t.dim();
-  const int64_t d = ir::wrap_dim(dim, nd);
+  const int64_t d = t.dim() == 0 ? ir::wrap_dim(dim, 1) : ir::wrap_dim(dim, t.dim());
   const DType out = dtype ? *dtype : is_integral(t.dtype(), true) ? kInt64 : t.dtype();
-  const DType acc = is_complex(out)                       ? out
-                    : !is_floating_point(out)             ? kInt64
+  if (is_complex(out)) {
+    Tensor z = t.to(out);
+    if (!prod) return complex(cumsum(z.real(), d), cumsum(z.imag(), d));
+    // A product of complex numbers multiplies magnitudes and adds angles.
+    Tensor r = cumprod(z.abs(), d), theta = cumsum(z.angle(), d);
+    return complex(r * cos(theta), r * sin(theta));
+  }
+  const DType acc = !is_floating_point(out)               ? kInt64
                     : out == kFloat16 || out == kBFloat16 ? kFloat32
                     : t.device().type() == kCUDA          ? out
                                                           : kFloat64;
   Tensor x = t.to(out).to(acc);
-  Tensor r;
-  if (nd == 0) {
-    r = scan_last(x.reshape({1}), prod).reshape({});
-  } else {
-    r = scan_last(x.transpose(d, -1), prod).transpose(d, -1);
+  Tensor y = wrap(scan(prod ? Op::ScanProd : Op::ScanSum, node_of(x), t.dim() == 0 ? 0 : d));
+  return y.to(out);
+}
+
+// cummax and cummin: the running extremum, and where it was last reached (a NaN counts as the
+// extremum, and stays it), as PyTorch's loop gives them.
+std::tuple<Tensor, Tensor> running_extremum(const Tensor& t, int64_t dim, bool max) {
+  const char* fn = max ? "cummax" : "cummin";
+  detail::check_defined(t, fn);
+  if (t.is_complex())
+    throw Error(fmt::format("\"{}_cpu\" not implemented for '{}'", fn,
+                            t.dtype() == kComplex64 ? "ComplexFloat" : "ComplexDouble"));
+  const int64_t d = t.dim() == 0 ? ir::wrap_dim(dim, 1) : ir::wrap_dim(dim, t.dim());
+  if (t.dim() == 0) {
+    auto [v, i] = running_extremum(t.reshape({1}), 0, max);
+    return {v.reshape({}), i.reshape({})};
   }
-  return r.to(out).contiguous();
+  // x is read by two scans and the values' gather: the same values each time.
+  t.eval();
+  NodePtr x = node_of(t);
+  if (x->dtype == kBool) x = fe::cast(x, kUInt8);
+  NodePtr m = scan(max ? Op::ScanMax : Op::ScanMin, x, d);
+  NodePtr hit = fe::binary(Op::CmpEq, x, m);
+  if (is_floating_point(x->dtype)) hit = fe::binary(Op::Or, hit, fe::binary(Op::CmpNe, x, x));
+  ir::View along{std::vector<int64_t>(x->shape.size(), 0), 0};
+  along.strides[static_cast<size_t>(d)] = 1;
+  NodePtr pos = ir::make_node(Op::Iota, kInt64, x->shape, {}, {}, {}, nullptr, along, x->device);
+  Tensor indices = wrap(scan(Op::ScanMax, fe::where(hit, pos, fe::constant(-1, kInt64)), d));
+  // The values where the extremum was reached: a zero's sign and a NaN's bits as they are.
+  Tensor values = gather(t, d, indices);
+  if (values.grad_fn()) ag::rename(values, max ? "CummaxBackward0" : "CumminBackward0");
+  return {values, indices};
 }
 
 } // namespace
@@ -98,20 +110,43 @@ Tensor cumsum(const Tensor& t, int64_t dim, std::optional<DType> dtype, Caller c
   // The gradient of a prefix sum is the suffix sum of the gradient.
   const DType in = t.dtype();
   const int64_t d = t.dim() == 0 ? 0 : ir::wrap_dim(dim, t.dim());
-  autograd::record("CumsumBackward0", {t}, {y}, {},
-                   [in, d](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-                     if (g[0].dim() == 0) return std::vector<Tensor>{g[0].to(in)};
-                     return std::vector<Tensor>{flip(cumsum(flip(g[0], {d}), d), {d}).to(in)};
-                   });
+  ag::record("CumsumBackward0", {t}, {y}, {},
+             [in, d](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+               if (g[0].dim() == 0) return std::vector<Tensor>{g[0].to(in)};
+               return std::vector<Tensor>{reverse_cumsum(g[0], d).to(in)};
+             });
   return y;
 }
 
 Tensor cumprod(const Tensor& t, int64_t dim, std::optional<DType> dtype, Caller caller) {
   detail::CallSite site(caller, "cumprod");
-  // Recorded through its parts: the gradient of a product handles zeros, so this one does.
-  Tensor y = cumulative(t, dim, dtype, true);
-  if (y.grad_fn()) autograd::rename(y, "CumprodBackward0");
+  // Complex products are recorded through their parts (magnitudes and angles).
+  if (t.is_complex() || (dtype && is_complex(*dtype))) return cumulative(t, dim, dtype, true);
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = cumulative(t, dim, dtype, true);
+  }
+  const DType in = t.dtype();
+  const int64_t d = t.dim() == 0 ? 0 : ir::wrap_dim(dim, t.dim());
+  ag::record("CumprodBackward0", {t}, {y}, {t, y},
+             [in, d](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+               if (g[0].dim() == 0) return std::vector<Tensor>{g[0].to(in)};
+               const DType acc = s[1].dtype();
+               return std::vector<Tensor>{
+                   cumprod_backward(g[0].to(acc), s[0].to(acc), s[1], d).to(in)};
+             });
   return y;
+}
+
+std::tuple<Tensor, Tensor> cummax(const Tensor& t, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "cummax");
+  return running_extremum(t, dim, true);
+}
+
+std::tuple<Tensor, Tensor> cummin(const Tensor& t, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "cummin");
+  return running_extremum(t, dim, false);
 }
 
 Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype, Caller caller) const {
@@ -120,6 +155,14 @@ Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype, Caller caller) co
 
 Tensor Tensor::cumprod(int64_t dim, std::optional<DType> dtype, Caller caller) const {
   return tj::cumprod(*this, dim, dtype, caller);
+}
+
+std::tuple<Tensor, Tensor> Tensor::cummax(int64_t dim, Caller caller) const {
+  return tj::cummax(*this, dim, caller);
+}
+
+std::tuple<Tensor, Tensor> Tensor::cummin(int64_t dim, Caller caller) const {
+  return tj::cummin(*this, dim, caller);
 }
 
 } // namespace tj

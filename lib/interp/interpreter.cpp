@@ -118,6 +118,7 @@ private:
       return out;
     }
     if (ir::is_reduce(n.op)) return reduce(n, eval(n.src[0]));
+    if (ir::is_scan(n.op)) return scan(n, eval(n.src[0]));
     if (n.op == Op::Call && ir::routine(n) == ir::Routine::Gemm)
       return gemm(n, eval(n.src[0]), eval(n.src[1]));
     if (n.op == Op::Call) {
@@ -232,6 +233,32 @@ private:
         out.i[o] = n.op == Op::ReduceProd ? 1 : 0;
       }
     }
+    return out;
+  }
+
+  // Scans run along their axis in order, rounding to the dtype at each step (floats) or
+  // wrapping (integers), as the kernels do.
+  static HostArray scan(const Node& n, const HostArray& in) {
+    HostArray out = make(n.dtype, n.shape);
+    const Op op = ir::combine_op(n.op);
+    const auto axis = static_cast<size_t>(n.args[0]);
+    int64_t inner = 1;
+    for (size_t d = axis + 1; d < n.shape.size(); ++d)
+      inner *= n.shape[d];
+    const int64_t len = n.shape[axis], outer = len ? n.numel() / (len * inner) : 0;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i)
+        for (int64_t k = 0; k < len; ++k) {
+          const auto at = static_cast<size_t>((o * len + k) * inner + i);
+          const size_t before = at - static_cast<size_t>(inner);
+          // A sum starts from +0, as a loop does: -0 alone sums to +0.
+          if (out.is_float())
+            out.f[at] = ir::round_to_dtype(k ? ir::eval_float(op, out.f[before], in.f[at])
+                                             : (n.op == Op::ScanSum ? 0.0 + in.f[at] : in.f[at]),
+                                           n.dtype);
+          else
+            out.i[at] = k ? ir::eval_int(op, n.dtype, out.i[before], in.i[at], nullptr) : in.i[at];
+        }
     return out;
   }
 

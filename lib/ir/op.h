@@ -18,6 +18,7 @@ enum class OpCategory : uint8_t {
   Ternary,
   Cast,
   Reduce,
+  Scan,
   Movement,
   Gather,
   Scatter,
@@ -52,6 +53,7 @@ constexpr OpCategory category(Op op) { return info(op).category; }
 constexpr bool is_leaf(Op op) { return category(op) == OpCategory::Leaf; }
 constexpr bool is_movement(Op op) { return category(op) == OpCategory::Movement; }
 constexpr bool is_reduce(Op op) { return category(op) == OpCategory::Reduce; }
+constexpr bool is_scan(Op op) { return category(op) == OpCategory::Scan; }
 constexpr bool is_alu(Op op) {
   auto c = category(op);
   return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary ||
@@ -69,14 +71,17 @@ constexpr bool is_performed(Op op) { return is_write(op) || is_call(op); }
 constexpr bool is_comparison(Op op) {
   return op == Op::CmpEq || op == Op::CmpNe || op == Op::CmpLt || op == Op::CmpLe;
 }
-// The binary op that combines two partial results of a reduction.
+// The binary op that combines two partial results of a reduction or a scan.
 constexpr Op combine_op(Op reduce) {
   switch (reduce) {
   case Op::ReduceSum:
+  case Op::ScanSum:
     return Op::Add;
   case Op::ReduceProd:
+  case Op::ScanProd:
     return Op::Mul;
   case Op::ReduceMax:
+  case Op::ScanMax:
     return Op::Max;
   default:
     return Op::Min;

@@ -692,6 +692,18 @@ private:
           fail(fmt::format("does not accumulate in {} (cast first)", short_dtype_name(t)));
         break;
       }
+      case OpCategory::Scan: {
+        const int64_t axis = take1("axis");
+        args = {axis};
+        if (axis < 0 || axis >= static_cast<int64_t>(src[0]->shape.size()))
+          fail("scans along a dim of the operand");
+        same(src[0], "the operand");
+        dtype_is(src[0], t, "the operand");
+        if (is_complex(t) || ((op == Op::ScanSum || op == Op::ScanProd) &&
+                              (t == kBool || t == kFloat16 || t == kBFloat16)))
+          fail(fmt::format("does not accumulate in {}", short_dtype_name(t)));
+        break;
+      }
       case OpCategory::Movement:
         dtype_is(src[0], t, "the operand");
         check_movement();

@@ -65,6 +65,11 @@ std::string attrs(const Node& n) {
   case Op::ReduceMax:
   case Op::ReduceMin:
     return " axes=" + shape_str(n.args);
+  case Op::ScanSum:
+  case Op::ScanProd:
+  case Op::ScanMax:
+  case Op::ScanMin:
+    return fmt::format(" axis={}", n.args[0]);
   case Op::Permute:
     return " perm=" + shape_str(n.args);
   case Op::Gather:

@@ -103,6 +103,8 @@ constexpr const char* kWhyReduceIndex =
 constexpr const char* kWhyReshape = "a reshape across dims that no affine index can follow";
 constexpr const char* kWhyStrided = "a strided view that no affine index can follow";
 constexpr const char* kWhyGatherGather = "a gather read through another gather's index";
+constexpr const char* kWhyScan =
+    "a scan read other than along the rows of a kernel over its dim (reduced, sliced or reshaped)";
 constexpr const char* kWhyOverlap =
     "an in-place write whose value reads the destination elsewhere than where it writes";
 
@@ -212,6 +214,26 @@ const Node* find_row_reduce(const NodePtr& in, const ir::Shape& shape,
   return nullptr;
 }
 
+// A scan reached through elementwise ops, permutations and broadcasts, whose scanned dim is
+// one of `shape`'s dims: a kernel computing elements of `shape` from it ("cumsum(x) / n") can
+// loop over that dim in order. Returns the scan and that dim.
+std::optional<std::pair<const Node*, size_t>> find_scan(const NodePtr& in, std::vector<size_t> dims,
+                                                        std::unordered_set<const Node*>& seen) {
+  NodePtr n = ir::resolve(in);
+  if (!seen.insert(n.get()).second) return std::nullopt;
+  if (ir::is_scan(n->op)) return std::pair{n.get(), dims[static_cast<size_t>(n->args[0])]};
+  if (n->op == Op::Permute) {
+    std::vector<size_t> below(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i)
+      below[static_cast<size_t>(n->args[i])] = dims[i];
+    return find_scan(n->src[0], std::move(below), seen);
+  }
+  if (!ir::is_alu(n->op) && n->op != Op::Expand) return std::nullopt;
+  for (const auto& s : n->src)
+    if (auto r = find_scan(s, dims, seen)) return r;
+  return std::nullopt;
+}
+
 class KernelBuilder {
 public:
   // Iterates over `out` and, when `reduce` is given, over its reduced axes.
@@ -231,7 +253,27 @@ public:
       : nout_(shape.size() - row_reduce.args.size()), domain_(shape),
         red_sizes_(reduced_sizes(row_reduce)), nest_(true), rows_(true) {}
 
-  Access root_access(size_t ndim) const { return Access::identity(ndim, domain_.size()); }
+  // Iterates over `shape` with dim `scan_dim` as rows, in order: the scans along it that it
+  // reads run in its store loop (cumsum). The other dims keep their order.
+  KernelBuilder(const ir::Shape& shape, size_t scan_dim)
+      : nout_(shape.size() - 1), red_sizes_{shape[scan_dim]}, rows_(true), scans_(true) {
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (d != scan_dim) order_.push_back(d);
+    order_.push_back(scan_dim);
+    for (size_t d : order_)
+      domain_.push_back(shape[d]);
+  }
+
+  // The kernel's outputs: element k of the roots' shape at domain dim order_[k]'s place.
+  Access root_access(size_t ndim) const {
+    if (order_.empty()) return Access::identity(ndim, domain_.size());
+    Access a = Access::identity(ndim, domain_.size());
+    for (size_t c = 0; c < order_.size(); ++c) {
+      std::fill(a.coef[order_[c]].begin(), a.coef[order_[c]].end(), 0);
+      a.coef[order_[c]][c] = 1;
+    }
+    return a;
+  }
 
   int32_t lower(const NodePtr& in, const Access& a) {
     NodePtr n = ir::resolve(in);
@@ -247,6 +289,12 @@ public:
   void store(const NodePtr& root, int32_t value, std::shared_ptr<rt::Storage> storage,
              std::optional<ir::View> view = std::nullopt) {
     ir::View v = view ? *view : ir::View{ir::contiguous_strides(root->shape), 0};
+    if (!order_.empty()) {
+      std::vector<int64_t> in_order;
+      for (size_t d : order_)
+        in_order.push_back(v.strides[d]);
+      v.strides = std::move(in_order);
+    }
     v.strides.resize(domain_.size(), 0);
     int32_t s = add_slot(Slot::Role::Output, root->dtype, storage, v.offset, v.strides);
     k_.stores.push_back({s, convert(value, root->dtype)});
@@ -337,8 +385,9 @@ public:
     };
     collapse(0, nout_, dom, st);
     collapse(nout_, domain_.size(), red, rst);
+    // A kernel that scans has no other plan: its rows may be strided (a cumsum down columns).
     const bool several_loops = rows_ || nested_;
-    if (several_loops) {
+    if (several_loops && !scans_) {
       bool runs = red.size() <= 1;
       for (size_t s = 0; s < slots_.size() && runs && !red.empty(); ++s)
         runs = k_.slots[s].role == Slot::Role::Index || std::abs(rst[s].back()) <= 1;
@@ -463,6 +512,31 @@ private:
     return convert(emit({n->op, acc, {v, -1, -1}, -1, 0}), n->dtype);
   }
 
+  // A scan is computed by the store loop of a kernel over rows, when each output element reads
+  // it at its own element along the row (j) and the scan runs along the row from its start.
+  int32_t lower_scan(const NodePtr& n, const Access& a) {
+    const auto axis = static_cast<size_t>(n->args[0]);
+    const size_t j = nout_;
+    // The scanned dim is j exactly, and no other dim moves along j.
+    bool along_rows =
+        rows_ && !inside_reduce_ && a.data < 0 && domain_.size() == j + 1 && a.offset[axis] == 0;
+    for (size_t k = 0; k < n->shape.size() && along_rows; ++k)
+      for (size_t d = 0; d < a.cols && along_rows; ++d)
+        if (domain_[d] != 1 && (k == axis || d == j))
+          along_rows = a.coef[k][d] == (k == axis && d == j ? 1 : 0);
+    if (!along_rows) throw NeedsRealize{n, kWhyScan};
+    const DType acc = is_half(n->dtype) ? kFloat32 : n->dtype; // as every ALU op
+    int32_t v = convert(lower(n->src[0], a), acc);
+    if (domain_[j] == 1) { // one element: no loop, the operand from the scan's start
+      NodePtr start = fe::constant(ir::combine_op(n->op) == Op::Add ? Scalar(0) : Scalar(1), acc);
+      keep_.push_back(start);
+      if (ir::combine_op(n->op) == Op::Add || ir::combine_op(n->op) == Op::Mul)
+        v = alu(ir::combine_op(n->op), acc, {lower(start, a), v});
+      return convert(v, n->dtype);
+    }
+    return convert(emit({n->op, acc, {v, -1, -1}, -1, 0}), n->dtype);
+  }
+
   int32_t lower_standing_for(const NodePtr& n, const NodePtr& leaf, const Access& a) {
     NodePtr outer = std::exchange(leaf_origin_, n);
     int32_t v = lower(leaf, a);
@@ -483,6 +557,8 @@ private:
       return convert(lower(n->src[0], a), n->dtype);
     case ir::OpCategory::Reduce:
       return lower_reduce(n, a);
+    case ir::OpCategory::Scan:
+      return lower_scan(n, a);
     case ir::OpCategory::Gather:
       return lower_gather(n, a);
     case ir::OpCategory::Scatter:
@@ -746,6 +822,8 @@ private:
   bool nest_ = false;                // reductions may be computed inside another's loop
   bool rows_ = false;                // a kernel over rows: its outputs move along j
   bool nested_ = false;              // a reduction was computed inside another's loop
+  bool scans_ = false;               // a kernel over rows in order, for scans along them
+  std::vector<size_t> order_;        // of a kernel that scans: the roots' dims in domain order
   int inside_reduce_ = 0;
   kir::Kernel k_;
   std::vector<rt::SlotBinding> slots_;
@@ -773,6 +851,13 @@ KernelBuilder builder_for(const std::vector<NodePtr>& roots, const ir::Shape& sh
       if (const Node* reduce = find_row_reduce(r, shape, seen))
         return KernelBuilder(shape, *reduce);
   }
+  seen.clear();
+  std::vector<size_t> dims(shape.size());
+  for (size_t d = 0; d < dims.size(); ++d)
+    dims[d] = d;
+  for (const auto& r : roots)
+    if (auto scan = find_scan(r, dims, seen); scan && scan->first->shape.size() == shape.size())
+      return KernelBuilder(shape, scan->second);
   return KernelBuilder(shape, nullptr, false);
 }
 

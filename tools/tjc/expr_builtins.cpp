@@ -663,6 +663,12 @@ void Tables::reductions() {
     auto dt = a.opt_dtype();
     return a.fn == "cumsum" ? t.cumsum(dim, dt) : t.cumprod(dim, dt);
   });
+  // cummax(input, dim) -> (values, indices), printed as torch.return_types.cummax.
+  def({"cummax", "cummin"}, TM, [](Args& a) -> Value {
+    Tensor t = a.self();
+    auto [v, i] = a.fn == "cummax" ? t.cummax(a.i64(1, "dim")) : t.cummin(a.i64(1, "dim"));
+    return make_seq(Seq::Named, {v, i}, a.fn, {"values", "indices"});
+  });
   def({"prod"}, TM, [](Args& a) {
     Tensor t = a.self();
     auto dim = a.opt_i64(1, "dim");

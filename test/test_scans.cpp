@@ -1,0 +1,205 @@
+// Scans (cumsum, cumprod, cummax, cummin): kernels against the reference interpreter, bit for
+// bit, over dims, layouts, lengths and dtypes; PyTorch's running extrema with NaN, ties and signed
+// zeros; fusion; gradients.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "lib/frontend/tensor_impl.h"
+#include "lib/interp/interpreter.h"
+#include "tensorjit/tensorjit.h"
+
+namespace {
+
+using namespace tj;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// t's graph, evaluated by the interpreter before t is computed, equals t to the bit (a NaN
+// equals a NaN; zeros keep their sign): a scan adds in the same order in both. Where t also
+// reads a reduction (whose float sums are blocked), to a float32 rounding (`exact` false).
+// Returns the kernels computing t took.
+int64_t check_vs_interp(const Tensor& t, const std::string& what, bool exact = true) {
+  INFO(what);
+  interp::HostArray want = interp::evaluate(detail::node_of(t));
+  reset_stats();
+  t.eval();
+  const int64_t kernels = stats().kernels_launched;
+  REQUIRE(t.numel() == static_cast<int64_t>(want.is_float() ? want.f.size() : want.i.size()));
+  if (want.is_float()) {
+    std::vector<double> got = t.to(kFloat64).to_vector<double>();
+    int bad = 0;
+    for (size_t k = 0; k < got.size() && bad < 5; ++k) {
+      const double a = got[k], b = want.f[k];
+      const bool same = (std::isnan(a) && std::isnan(b)) ||
+                        (exact ? a == b && std::signbit(a) == std::signbit(b)
+                               : std::abs(a - b) <= 1e-6 * std::abs(b) + 1e-30);
+      if (!same) {
+        ++bad;
+        FAIL_CHECK(fmt::format("element {}: {} where the interpreter gives {}", k, a, b));
+      }
+    }
+  } else {
+    std::vector<int64_t> got = t.to(kInt64).to_vector<int64_t>();
+    CHECK(got == want.i);
+  }
+  return kernels;
+}
+
+// Inputs of every layout a scan reads: contiguous, transposed, every other element.
+std::vector<std::pair<std::string, Tensor>> layouts(const Shape& shape, DType t) {
+  Tensor x = randn(shape, TensorOptions().dtype(kFloat64)) * 3;
+  if (t == kBool)
+    x = x > 0;
+  else if (!is_floating_point(t))
+    x = x.round().to(t);
+  else
+    x = x.to(t);
+  std::vector<std::pair<std::string, Tensor>> out{{"contiguous", x}};
+  if (x.dim() >= 2) out.push_back({"transposed", x.transpose(0, -1).contiguous().transpose(0, -1)});
+  if (x.size(-1) >= 2) out.push_back({"every other", x.slice(-1, 0, x.size(-1), 2)});
+  for (auto& [name, v] : out)
+    v.eval();
+  return out;
+}
+
+TEST_CASE("scans match the interpreter over every dim, layout and dtype", "[scan][oracle]") {
+  manual_seed(11);
+  const std::vector<Shape> shapes{{13}, {4, 37}, {3, 5, 70}, {2, 1, 9}, {1, 1}, {0, 3}};
+  for (DType t : {kFloat32, kFloat64, kFloat16, kInt32, kInt64, kUInt8, kBool})
+    for (const Shape& shape : shapes)
+      for (const auto& [layout, x] : layouts(shape, t))
+        for (int64_t d = -x.dim(); d < x.dim(); ++d) {
+          const std::string at =
+              fmt::format("{} {} {} dim {}", dtype_name(t), fmt::join(x.sizes(), "x"), layout, d);
+          check_vs_interp(x.cumsum(d), "cumsum of " + at);
+          if (t == kBool) continue;
+          // Products of values near 1 (or small integers) stay in range.
+          Tensor near_one = is_floating_point(t) ? x / 8 + 1 : x.remainder(3);
+          check_vs_interp(near_one.cumprod(d), "cumprod of " + at);
+          auto [mv, mi] = x.cummax(d);
+          check_vs_interp(mv, "cummax of " + at);
+          check_vs_interp(mi, "cummax indices of " + at);
+          auto [nv, ni] = x.cummin(d);
+          check_vs_interp(ni, "cummin indices of " + at);
+        }
+}
+
+TEST_CASE("scans fuse with the elementwise work before and after them", "[scan][fusion]") {
+  manual_seed(12);
+  Tensor x = randn({64, 300}), m = rand({64, 300}) > 0.3;
+  x.eval();
+  m.eval();
+  // cumsum(x * m) / n: one kernel, whichever dim.
+  for (int64_t d : {0, 1})
+    CHECK(check_vs_interp((x * m).cumsum(d) / 300.0,
+                          fmt::format("cumsum(x * m) / n along {}", d)) == 1);
+  // With a reduction of the same rows: the row's sum in one loop, the scan in the next.
+  CHECK(check_vs_interp(x.exp().cumsum(1) / x.exp().sum({1}, true), "cumsum over the row's sum",
+                        false) == 1);
+  // Two scans of different dims: each its own kernel, their sum in one of them.
+  CHECK(check_vs_interp(x.cumsum(0) + x.cumsum(1), "scans along both dims") == 2);
+  // A scan read reversed, or reduced, is computed into memory first, and still right.
+  check_vs_interp(flip(x.cumsum(1), {1}) * 2, "a flipped scan");
+  check_vs_interp((x.abs() / 8 + 1).cumprod(1).sum({1}), "a reduced scan", false);
+  check_vs_interp(x.cumsum(1).narrow(1, 5, 100).cumsum(1), "a scan of a slice of a scan");
+  check_vs_interp(x.cumsum(1).t().cumsum(1), "a scan of a transposed scan");
+}
+
+TEST_CASE("long rows: a scan carries across a streaming store and many threads' rows", "[scan]") {
+  manual_seed(13);
+  // Rows longer than a page, in outputs larger than the cache: the store loop writes its head
+  // through the cache and the rest around it, with the scan carried from one to the other.
+  Tensor x = rand({3, 700001});
+  x.eval();
+  check_vs_interp(x.cumsum(1), "long rows");
+  check_vs_interp((x - 0.5).cumsum(0) * 2, "short columns of long rows");
+  Tensor v = rand({2000000});
+  v.eval();
+  Tensor s = v.cumsum(0);
+  check_vs_interp(s, "a long vector");
+  // float64 accumulation: a million uniform values sum to their float64 sum, rounded once.
+  double want = 0;
+  for (double e : v.to(kFloat64).to_vector<double>())
+    want += e;
+  CHECK(s[-1].item<float>() == static_cast<float>(want));
+}
+
+// PyTorch's loop: a NaN, or a value at least (at most) the running extremum, takes its place.
+std::pair<std::vector<double>, std::vector<int64_t>> running(const std::vector<double>& x,
+                                                             bool max) {
+  std::vector<double> v;
+  std::vector<int64_t> i;
+  double out = x[0];
+  int64_t idx = 0;
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (std::isnan(x[k]) || (!std::isnan(out) && (max ? x[k] >= out : x[k] <= out))) {
+      out = x[k];
+      idx = static_cast<int64_t>(k);
+    }
+    v.push_back(out);
+    i.push_back(idx);
+  }
+  return {v, i};
+}
+
+TEST_CASE("cummax and cummin follow PyTorch's loop: NaN, ties and signed zeros", "[scan]") {
+  const std::vector<std::vector<double>> rows{{1, 3, 2, kNaN, 5, kNaN, 0},
+                                              {0, -0.0, 0, -1, 4, 4, 2},
+                                              {-0.0, 0, -0.0, -0.0},
+                                              {kNaN, 1, kNaN},
+                                              {2, 2, 2},
+                                              {-1, -3, -2, -3, 7}};
+  for (const auto& r : rows)
+    for (bool max : {true, false}) {
+      Tensor x = tensor(r, TensorOptions().dtype(kFloat64));
+      auto [v, i] = max ? x.cummax(0) : x.cummin(0);
+      auto [wv, wi] = running(r, max);
+      INFO((max ? "cummax of " : "cummin of ") << x.str());
+      CHECK(i.to_vector<int64_t>() == wi);
+      std::vector<double> got = v.to_vector<double>();
+      for (size_t k = 0; k < got.size(); ++k) {
+        INFO("element " << k);
+        CHECK(std::isnan(got[k]) == std::isnan(wv[k]));
+        if (!std::isnan(wv[k])) {
+          CHECK(got[k] == wv[k]);
+          CHECK(std::signbit(got[k]) == std::signbit(wv[k]));
+        }
+      }
+    }
+  // PyTorch's printing and types.
+  Tensor m = tensor({{1, 3, 2}, {0, 5, 5}});
+  auto [v, i] = m.cummax(1);
+  CHECK(v.str() == "tensor([[1, 3, 3],\n        [0, 5, 5]])");
+  CHECK(i.str() == "tensor([[0, 1, 1],\n        [0, 1, 2]])");
+  auto [bv, bi] = cummin(tensor({true, false, true}), 0);
+  CHECK(bv.str() == "tensor([ True, False, False])");
+  CHECK(bi.str() == "tensor([0, 1, 1])");
+  auto [sv, si] = tensor(2.5).cummax(0);
+  CHECK(sv.str() == "tensor(2.5000)");
+  CHECK(si.str() == "tensor(0)");
+  CHECK_THROWS_WITH(cummax(ones({2, 3}), 2),
+                    "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  CHECK_THROWS_WITH(cummax(complex(ones({2}), ones({2})), 0),
+                    "\"cummax_cpu\" not implemented for 'ComplexFloat'");
+}
+
+TEST_CASE("gradients of cummax and cummin reach the extremum's place", "[scan][autograd]") {
+  Tensor x = tensor({{1., 3., 2., 3.}, {4., 0., 5., -1.}}, TensorOptions().requires_grad(true));
+  auto [v, i] = x.cummax(1);
+  CHECK(v.grad_fn()->name() == "CummaxBackward0");
+  (v * tensor({1., 2., 3., 4.})).sum().backward();
+  // Row 0's maxima sit at 0, 1, 1, 3; row 1's at 0, 0, 2, 2.
+  CHECK(x.grad().str() == "tensor([[1., 5., 0., 4.],\n        [3., 0., 7., 0.]])");
+  Tensor y = tensor({3., 1., 2.}, TensorOptions().requires_grad(true));
+  auto [w, j] = y.cummin(0);
+  CHECK(w.grad_fn()->name() == "CumminBackward0");
+  w.sum().backward();
+  CHECK(y.grad().str() == "tensor([1., 2., 0.])");
+}
+
+} // namespace
