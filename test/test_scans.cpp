@@ -101,6 +101,15 @@ TEST_CASE("scans fuse with the elementwise work before and after them", "[scan][
   // With a reduction of the same rows: the row's sum in one loop, the scan in the next.
   CHECK(check_vs_interp(x.exp().cumsum(1) / x.exp().sum({1}, true), "cumsum over the row's sum",
                         false) == 1);
+  // cummax's maxima, their indices and the values there: one kernel.
+  auto [mv, mi] = x.cummax(1);
+  reset_stats();
+  eval({mv, mi});
+  CHECK(stats().kernels_launched == 1);
+  // An integer division by zero inside a scan's kernel, along rows or down columns.
+  Tensor k = arange(6).reshape({2, 3});
+  for (int64_t d : {0, 1})
+    CHECK_THROWS_WITH(floor_divide(k, zeros_like(k)).cumsum(d).eval(), "ZeroDivisionError");
   // Two scans of different dims: each its own kernel, their sum in one of them.
   CHECK(check_vs_interp(x.cumsum(0) + x.cumsum(1), "scans along both dims") == 2);
   // A scan read reversed, or reduced, is computed into memory first, and still right.

@@ -79,6 +79,9 @@ enum Arg : unsigned { kN, kPtrs, kBase, kStride, kParams, kErr, kR, kRStride, kN
 //     the values independent of i (per_j_), then for i in the tile: accumulate
 // followed by the values after the reduction for each i of the tile. The loop over the tile is
 // the one that vectorizes: for a matmul it is acc[i] += a * b[j, i], a row of the right operand.
+// A kernel that scans along j where its memory runs along i (a cumsum down columns) is tiled
+// the same way (scan_tiles), with the store loop's work for each (j, i) and the scans carried
+// from j - 1 in the tile's stack arrays.
 class KernelLowering {
 public:
   KernelLowering(const kir::Kernel& k, llvm::Module& m, const LoweringTarget& t)
@@ -132,6 +135,10 @@ private:
                             bool cached);
   llvm::Value* streaming_loops(llvm::BasicBlock* done);
   llvm::Value* tiled_loops(llvm::BasicBlock* done);
+  llvm::Value* scan_tiles(llvm::BasicBlock* done);
+  void tile_loop(llvm::BasicBlock* bb, llvm::BasicBlock* from, llvm::Value* count,
+                 llvm::BasicBlock* exit, bool interleave,
+                 const std::function<void(llvm::Value*)>& emit);
   void store_outputs(bool rows);
   void scatter(const kir::Store& st);
   void reduction_loop(int loop);
@@ -203,6 +210,7 @@ private:
   llvm::Function* f_ = nullptr;
   bool reduces_ = false;
   bool tiled_ = false;
+  bool scan_tiled_ = false;           // scans down memory that runs along i: scan_tiles
   bool narrow_by_rows_ = false;       // tiled, but calls with n < kMinTiledN take the element loop
   llvm::BasicBlock* done_ = nullptr;  // after the loops: new blocks go before it
   llvm::Value* i_ = nullptr;          // element index

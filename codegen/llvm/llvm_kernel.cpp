@@ -55,7 +55,10 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
 
   // The loops; then the error flag, stored once after them.
   llvm::Value* err = nullptr;
-  if (!tiled_) {
+  if (scan_tiled_) {
+    err = scan_tiles(done);
+    b_.SetInsertPoint(done);
+  } else if (!tiled_) {
     err = element_loop(done);
     b_.SetInsertPoint(done);
     // Non-temporal stores are weakly ordered: they are made visible before the kernel returns
@@ -543,6 +546,23 @@ void KernelLowering::classify() {
     pipelined_ &= s < 0 || s == stream_;
   // A scan runs its row in order, from its first element: not split over two rows' loops.
   pipelined_ &= !k_.has_scan();
+  // A scan whose memory runs along i and not along j (a cumsum down columns) is tiled over i.
+  if (k_.has_scan() && plan_.reduce_loops == 0) {
+    bool along_j = false, along_i = false;
+    for (size_t v = 0; v < nv; ++v) {
+      const Op op = k_.values[v].op;
+      if (!plan_.in_loop.back()[v] || (op != Op::Buffer && op != Op::Gather)) continue;
+      const Slot& slot = k_.slots[k_.values[v].slot];
+      along_j |= slot.rstride == StrideKind::Contiguous && slot.stride != StrideKind::Broadcast;
+      along_i |= slot.stride == StrideKind::Contiguous;
+    }
+    for (const kir::Store& st : k_.stores) {
+      const Slot& slot = k_.slots[st.slot];
+      along_j |= slot.rstride == StrideKind::Contiguous;
+      along_i |= slot.stride == StrideKind::Contiguous;
+    }
+    scan_tiled_ = along_i && !along_j;
+  }
 }
 
 // Values computed in one loop over j and needed again by a later one are computed again there,

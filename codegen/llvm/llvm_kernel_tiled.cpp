@@ -6,6 +6,22 @@
 
 namespace tj::llvmjit::detail {
 
+// A loop over ii in [0, count) at `bb`, entered from `from`, with `emit` as its body, then to
+// `exit`; `interleave`: a loop the vectorizer widens, not interleaved (interleave_once).
+void KernelLowering::tile_loop(llvm::BasicBlock* bb, llvm::BasicBlock* from, llvm::Value* count,
+                               llvm::BasicBlock* exit, bool interleave,
+                               const std::function<void(llvm::Value*)>& emit) {
+  b_.SetInsertPoint(bb);
+  auto* ii = b_.CreatePHI(b_.getInt64Ty(), 2, "ii");
+  emit(ii);
+  llvm::Value* next = b_.CreateAdd(ii, b_.getInt64(1), "ii.next", true, true);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  auto* br = b_.CreateCondBr(b_.CreateICmpEQ(next, count), exit, bb);
+  if (interleave) interleave_once(br);
+  ii->addIncoming(b_.getInt64(0), from);
+  ii->addIncoming(next, latch);
+}
+
 // The tiled nest (see the class comment), from the end of the preheader. The accumulators of a
 // tile and the error flag live in stack slots, which SROA turns back into registers where it can.
 // Returns the error flag at `done`, or nullptr when nothing divides integers.
@@ -69,18 +85,9 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   b_.CreateStore(no_err(), err_slot);
   b_.CreateBr(tile);
   bool divides = false;
-  // A loop over ii in [0, t) at `bb`, entered from `from`, with `emit` as its body.
   auto tile_loop = [&](llvm::BasicBlock* bb, llvm::BasicBlock* from, llvm::Value* t,
-                       llvm::BasicBlock* exit, auto&& emit) {
-    b_.SetInsertPoint(bb);
-    auto* ii = b_.CreatePHI(i64, 2, "ii");
-    emit(ii);
-    llvm::Value* next = b_.CreateAdd(ii, b_.getInt64(1), "ii.next", true, true);
-    llvm::BasicBlock* latch = b_.GetInsertBlock();
-    auto* br = b_.CreateCondBr(b_.CreateICmpEQ(next, t), exit, bb);
-    if (bb == body || bb == fold) interleave_once(br);
-    ii->addIncoming(b_.getInt64(0), from);
-    ii->addIncoming(next, latch);
+                       llvm::BasicBlock* exit, const std::function<void(llvm::Value*)>& emit) {
+    this->tile_loop(bb, from, t, exit, bb == body || bb == fold, emit);
   };
   auto with_err = [&](auto&& emit) { // ops_.err from and back to its stack slot
     llvm::Value* before = b_.CreateLoad(err_ty(), err_slot);
@@ -181,6 +188,118 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
                                        k_.values[accs[a].value].dtype);
     with_err([&] {
       lower_values(after_loop_);
+      store_outputs(/*rows=*/false);
+    });
+  });
+  b_.SetInsertPoint(tile_end);
+  llvm::Value* i0_next = b_.CreateAdd(i0, b_.getInt64(tile_size), "i0.next", true, true);
+  no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(i0_next, n), tile, done));
+  i0->addIncoming(b_.getInt64(0), pre);
+  i0->addIncoming(i0_next, tile_end);
+  if (!divides) return nullptr;
+  b_.SetInsertPoint(done);
+  return b_.CreateLoad(err_ty(), err_slot);
+}
+
+// The tiled nest of a kernel that scans down memory running along i (the class comment), from
+// the end of the preheader: for each tile of outputs, each scan's accumulation in a stack array;
+// for j in order, for ii across the tile (the loop that vectorizes), the store loop's values at
+// (i0 + ii, j), the scans carried from the array and put back, and the row stores. Then the
+// stores once per i, if any. Returns the error flag at `done`, or nullptr when nothing divides
+// integers.
+llvm::Value* KernelLowering::scan_tiles(llvm::BasicBlock* done) {
+  const size_t nv = k_.values.size();
+  llvm::Value* n = arg(kN);
+  llvm::Value* r = arg(kR);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::IRBuilder<> allocas(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  llvm::AllocaInst* err_slot = allocas.CreateAlloca(err_ty(), nullptr, "err.slot");
+  std::vector<int> scans;
+  int64_t bytes = 0; // per output of the tile
+  for (size_t v = 0; v < nv; ++v)
+    if (ir::is_scan(k_.values[v].op)) {
+      scans.push_back(int(v));
+      bytes += int64_t(itemsize(k_.values[v].dtype));
+    }
+  int64_t tile_size = kMaxTile;
+  while (tile_size > kMinTile && tile_size * bytes > kTileBytes)
+    tile_size /= 2;
+  std::vector<llvm::AllocaInst*> acc(nv, nullptr);
+  for (int v : scans) {
+    acc[v] = allocas.CreateAlloca(
+        llvm::ArrayType::get(ops_.reg_type(k_.values[v].dtype), tile_size), nullptr, "scan.acc");
+    acc[v]->setAlignment(llvm::Align(64));
+  }
+  auto at = [&](int v, llvm::Value* ii) {
+    return b_.CreateInBoundsGEP(acc[v]->getAllocatedType(), acc[v], {b_.getInt64(0), ii});
+  };
+  auto block = [&](const char* name) { return llvm::BasicBlock::Create(ctx_, name, f_, done); };
+  auto* tile = block("scan.tile");
+  auto* init = block("scan.init");
+  auto* rcheck = block("scan.rcheck");
+  auto* jloop = block("scan.j");
+  auto* body = block("scan.body");
+  auto* jlatch = block("scan.j.end");
+  auto* post_pre = block("scan.after.pre");
+  auto* post = block("scan.after");
+  auto* tile_end = block("scan.tile.end");
+  b_.CreateStore(no_err(), err_slot);
+  b_.CreateBr(tile);
+  bool divides = false;
+  auto with_err = [&](auto&& emit) { // ops_.err from and back to its stack slot
+    llvm::Value* before = b_.CreateLoad(err_ty(), err_slot);
+    ops_.err = before;
+    emit();
+    if (ops_.err != before) {
+      b_.CreateStore(ops_.err, err_slot);
+      divides = true;
+    }
+  };
+
+  b_.SetInsertPoint(tile);
+  auto* i0 = b_.CreatePHI(b_.getInt64Ty(), 2, "i0");
+  llvm::Value* t =
+      b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(n, i0), b_.getInt64(tile_size));
+  b_.CreateBr(init);
+  tile_loop(init, tile, t, rcheck, false, [&](llvm::Value* ii) {
+    for (int v : scans)
+      b_.CreateStore(scan_identity(v), at(v, ii));
+  });
+  b_.SetInsertPoint(rcheck);
+  b_.CreateCondBr(b_.CreateICmpSGT(r, b_.getInt64(0)), jloop, post_pre);
+
+  b_.SetInsertPoint(jloop);
+  auto* j = b_.CreatePHI(b_.getInt64Ty(), 2, "j");
+  b_.CreateBr(body);
+  tile_loop(body, jloop, t, jlatch, true, [&](llvm::Value* ii) {
+    i_ = b_.CreateAdd(i0, ii, "i");
+    j_ = j;
+    with_err([&] {
+      vals_.assign(nv, nullptr);
+      for (int v : scans)
+        scan_acc_[v] = b_.CreateLoad(ops_.reg_type(k_.values[v].dtype), at(v, ii));
+      lower_values(plan_.per_i[0]);
+      lower_values(plan_.in_loop.back());
+      for (int v : scans)
+        b_.CreateStore(vals_[v], at(v, ii));
+      store_outputs(/*rows=*/true);
+    });
+  });
+  b_.SetInsertPoint(jlatch);
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
+  no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), post_pre, jloop));
+  j->addIncoming(b_.getInt64(0), rcheck);
+  j->addIncoming(j_next, jlatch);
+  scan_acc_.assign(nv, nullptr);
+
+  b_.SetInsertPoint(post_pre);
+  b_.CreateBr(post);
+  tile_loop(post, post_pre, t, tile_end, false, [&](llvm::Value* ii) {
+    i_ = b_.CreateAdd(i0, ii, "i");
+    j_ = nullptr;
+    with_err([&] {
+      vals_.assign(nv, nullptr);
+      lower_values(plan_.per_i[0]);
       store_outputs(/*rows=*/false);
     });
   });

@@ -6,6 +6,7 @@
 // one element after the other from the identity: the same operations in the same order.
 #include <fmt/format.h>
 
+#include "lib/autograd/formulas.h"
 #include "lib/autograd/node.h"
 #include "lib/frontend/graph_builders.h"
 #include "lib/frontend/tensor_impl.h"
@@ -92,9 +93,9 @@ std::tuple<Tensor, Tensor> running_extremum(const Tensor& t, int64_t dim, bool m
   along.strides[static_cast<size_t>(d)] = 1;
   NodePtr pos = ir::make_node(Op::Iota, kInt64, x->shape, {}, {}, {}, nullptr, along, x->device);
   Tensor indices = wrap(scan(Op::ScanMax, fe::where(hit, pos, fe::constant(-1, kInt64)), d));
-  // The values where the extremum was reached: a zero's sign and a NaN's bits as they are.
-  Tensor values = gather(t, d, indices);
-  if (values.grad_fn()) ag::rename(values, max ? "CummaxBackward0" : "CumminBackward0");
+  // The values where the extremum was reached: a zero's sign and a NaN's bits as they are. The
+  // gradient adds g there.
+  Tensor values = ag::gather_at(t, d, indices, max ? "CummaxBackward0" : "CumminBackward0");
   return {values, indices};
 }
 

@@ -214,9 +214,9 @@ const Node* find_row_reduce(const NodePtr& in, const ir::Shape& shape,
   return nullptr;
 }
 
-// A scan reached through elementwise ops, permutations and broadcasts, whose scanned dim is
-// one of `shape`'s dims: a kernel computing elements of `shape` from it ("cumsum(x) / n") can
-// loop over that dim in order. Returns the scan and that dim.
+// A scan reached through elementwise ops, permutations, broadcasts and gathers' indices, whose
+// scanned dim is one of `shape`'s dims: a kernel computing elements of `shape` from it
+// ("cumsum(x) / n") can loop over that dim in order. Returns the scan and that dim.
 std::optional<std::pair<const Node*, size_t>> find_scan(const NodePtr& in, std::vector<size_t> dims,
                                                         std::unordered_set<const Node*>& seen) {
   NodePtr n = ir::resolve(in);
@@ -228,6 +228,7 @@ std::optional<std::pair<const Node*, size_t>> find_scan(const NodePtr& in, std::
       below[static_cast<size_t>(n->args[i])] = dims[i];
     return find_scan(n->src[0], std::move(below), seen);
   }
+  if (n->op == Op::Gather) return find_scan(n->src[1], std::move(dims), seen); // the index
   if (!ir::is_alu(n->op) && n->op != Op::Expand) return std::nullopt;
   for (const auto& s : n->src)
     if (auto r = find_scan(s, dims, seen)) return r;
