@@ -43,9 +43,9 @@ C++ loop (CPU) and the copy bandwidth measured in the same run.
   --reps R           timed runs per figure; the median counts (default 9)
   --only NAME,...    run only these workloads (the names the table prints;
                      '_' stands for a space): copy, gelu_tanh, sum, softmax,
-                     layer_norm, cumsum, transposed, narrow rows, gather rows,
-                     scatter add, slice add_, matmul, linalg, mlp step, compile,
-                     cache hit
+                     layer_norm, cumsum, cumsum cols, transposed, narrow rows,
+                     gather rows, scatter add, slice add_, matmul, linalg,
+                     mlp step, compile, cache hit
   --json FILE        write the figures as JSON
   --csv FILE         write the figures as CSV, one line per workload
   --chart FILE.svg   draw them as an SVG chart
@@ -386,6 +386,11 @@ int bench(const Options& o) {
                    tj::Tensor m = x.narrow(0, 0, half).reshape({-1, 1024});
                    fused_unfused({"cumsum", m_shape, Kind::Memory, in_bytes, {}},
                                  [&] { return m.cumsum(1); });
+                 }});
+  all.push_back({"cumsum cols", m_shape, [&] {
+                   tj::Tensor m = x.narrow(0, 0, half).reshape({-1, 1024});
+                   fused_unfused({"cumsum cols", m_shape, Kind::Memory, in_bytes, {}},
+                                 [&] { return m.cumsum(0); });
                  }});
   // Complex numbers: z * conj(w) + z over complex64, which kernels compute as pairs of floats
   // (bytes: two reads and a write of 8-byte numbers), against the same arithmetic on the parts in
