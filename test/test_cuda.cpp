@@ -180,6 +180,7 @@ std::vector<OpResult> op_suite(Device d) {
   add("cummax", [&] { return std::get<1>(x.m3.cummax(2)); });
   add("cummin", [&] { return std::get<0>(x.m2.cummin(0)); });
   add("cumsum over the sum", [&] { return x.m2.cumsum(1) / x.m2.abs().sum({1}, true); });
+  add("logcumsumexp", [&] { return logaddexp(x.m3, x.m3 * 2).logcumsumexp(2); });
   // Gathers: rows of a matrix, columns of a transposed one, fused with what uses them.
   Tensor pick = tensor(std::vector<int64_t>{5, 0, 36, 2, 5}).to(d);
   add("index_select rows", [&] { return index_select(x.m2, 0, pick) * 2; });

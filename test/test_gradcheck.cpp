@@ -273,13 +273,22 @@ TEST_CASE("gradcheck: reductions", "[autograd][gradcheck]") {
       "cumprod", [](const auto& t) { return t[0].cumprod(1); }, {x}, true);
   gradcheck("cumprod with a zero", [](const auto& t) { return t[0].cumprod(1); }, {one_zero});
   gradcheck("cumprod with two zeros", [](const auto& t) { return t[0].cumprod(-1); }, {two_zeros});
-  // Longer than the blocked scan's blocks: 70 = 8 blocks of 8 and a padded ninth, whose totals
-  // take another level.
+  // Rows of 70, down columns, and gradients of both signs through logcumsumexp's two parts.
   Tensor row = uniform({2, 70}, 0.8, 1.2);
   gradcheck(
       "cumsum of 70", [](const auto& t) { return t[0].cumsum(1); }, {row}, true);
   gradcheck(
       "cumprod of 70", [](const auto& t) { return t[0].cumprod(1); }, {row}, true);
+  gradcheck(
+      "cummax", [](const auto& t) { return std::get<0>(t[0].cummax(1)); }, {x}, true);
+  gradcheck(
+      "cummin dim 0", [](const auto& t) { return std::get<0>(t[0].cummin(0)); }, {x}, true);
+  gradcheck(
+      "logcumsumexp", [](const auto& t) { return t[0].logcumsumexp(1) * t[0]; }, {x}, true);
+  gradcheck(
+      "logcumsumexp dim 0", [](const auto& t) { return t[0].logcumsumexp(0).sin(); }, {x}, true);
+  gradcheck(
+      "logaddexp", [](const auto& t) { return logaddexp(t[0], t[1] * 3); }, {x, x.flip({1})}, true);
   gradcheck(
       "max", [](const auto& t) { return t[0].max(); }, {x}, true);
   gradcheck(

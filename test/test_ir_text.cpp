@@ -93,6 +93,7 @@ std::vector<Tensor> corpus() {
   // Scans: along rows and columns, fused with what reads them.
   out.push_back(x.cumsum(1) / 4 + y.cumprod(1));
   out.push_back(i.cumsum(0) * 2);
+  out.push_back(logaddexp(x, y).logcumsumexp(1));
   // Views: transpose, slices with steps, flips, expand, diagonal, narrow.
   out.push_back(x.t().contiguous());
   out.push_back(x.slice(1, 0, 4, 2) + flip(x, {1}).slice(1, 1, 3));

@@ -268,6 +268,9 @@ std::string binary(Op op, DType t, const std::string& x, const std::string& y) {
   case Op::Pow:
     if (fp) return fmt::format("{}({}, {})", libm("pow", t), x, y);
     return fmt::format("tj_ipow<{}, {}>({}, {})", T, U, x, y);
+  case Op::LogAddExp:
+    if (!fp) not_applicable(op, t);
+    return fmt::format("tj_logaddexp({}, {})", x, y);
   case Op::Max:
     return fp ? fmt::format("tj_fmax({}, {})", x, y) : fmt::format("({0} > {1} ? {0} : {1})", x, y);
   case Op::Min:
@@ -302,6 +305,9 @@ std::string reduce_init(Op op, DType t) {
     return fmt::format("{}(0)", reg(t));
   case Op::Mul:
     return fmt::format("{}(1)", reg(t));
+  case Op::LogAddExp:
+    if (t != kFloat32 && t != kFloat64) not_applicable(op, t);
+    return fmt::format("{}(-__int_as_float(0x7f800000))", reg(t));
   case Op::Max:
   case Op::Min: {
     const bool max = ir::combine_op(op) == Op::Max;
@@ -505,7 +511,8 @@ private:
       case Op::ScanSum:
       case Op::ScanProd:
       case Op::ScanMax:
-      case Op::ScanMin: // c<v>: the scan so far, in this thread's part of the row
+      case Op::ScanMin:
+      case Op::ScanLogSumExp: // c<v>: the scan so far, in this thread's part of the row
         line(indent,
              fmt::format("c{} = {};", v,
                          binary(ir::combine_op(x.op), x.dtype, fmt::format("c{}", v), src(0))));

@@ -319,10 +319,10 @@ llvm::Value* KernelLowering::scan_identity(int v) {
   llvm::Type* ty = ops_.reg_type(x.dtype);
   const Op op = ir::combine_op(x.op);
   if (is_floating_point(x.dtype))
-    return llvm::ConstantFP::get(ty, op == Op::Add   ? 0.0
-                                     : op == Op::Mul ? 1.0
-                                     : op == Op::Max ? -HUGE_VAL
-                                                     : HUGE_VAL);
+    return llvm::ConstantFP::get(ty, op == Op::Add                          ? 0.0
+                                     : op == Op::Mul                        ? 1.0
+                                     : op == Op::Max || op == Op::LogAddExp ? -HUGE_VAL
+                                                                            : HUGE_VAL);
   const unsigned bits = ty->getIntegerBitWidth();
   const bool uns = x.dtype == kUInt8;
   switch (op) {

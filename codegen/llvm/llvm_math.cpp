@@ -274,6 +274,16 @@ llvm::Value* OpLowering::binary(Op op, DType t, llvm::Value* x, llvm::Value* y) 
     return fp ? b_.CreateFRem(x, y) : int_div_mod(false, t, x, y);
   case Op::Pow:
     return fp ? libm("pow", t, {x, y}) : int_pow(t, x, y);
+  case Op::LogAddExp: { // scalar_rules.h's tj_logaddexp
+    fp_only();
+    llvm::Value* m = b_.CreateSelect(b_.CreateFCmpOLT(x, y), y, x);
+    llvm::Value* d = unary(Op::Abs, t, b_.CreateFSub(x, y));
+    llvm::Value* r = b_.CreateFAdd(m, unary(Op::Log1p, t, unary(Op::Exp, t, b_.CreateFNeg(d))));
+    llvm::Value* inf = llvm::ConstantFP::getInfinity(x->getType());
+    llvm::Value* same_inf =
+        b_.CreateAnd(b_.CreateFCmpOEQ(x, y), b_.CreateFCmpOEQ(unary(Op::Abs, t, x), inf));
+    return b_.CreateSelect(same_inf, x, r);
+  }
   case Op::Max:
     if (fp) return float_max_min(true, x, y);
     return b_.CreateBinaryIntrinsic(uns ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, x, y);

@@ -167,6 +167,8 @@ Tensor cumprod(const Tensor& t, int64_t dim, std::optional<DType> dtype = std::n
 // counts as the extremum from where it appears.
 std::tuple<Tensor, Tensor> cummax(const Tensor& t, int64_t dim, Caller where = {});
 std::tuple<Tensor, Tensor> cummin(const Tensor& t, int64_t dim, Caller where = {});
+// log(cumsum(exp(t))) along `dim`, without overflow: a scan of logaddexp (floating dtypes).
+Tensor logcumsumexp(const Tensor& t, int64_t dim, Caller where = {});
 Tensor all(const Tensor& t, Caller where = {});
 Tensor any(const Tensor& t, Caller where = {});
 

@@ -304,6 +304,7 @@ public:
   // Running maxima (minima) along `dim` and their indices (tj::cummax).
   std::tuple<Tensor, Tensor> cummax(int64_t dim, Caller where = {}) const;
   std::tuple<Tensor, Tensor> cummin(int64_t dim, Caller where = {}) const;
+  Tensor logcumsumexp(int64_t dim, Caller where = {}) const;
   // tj::nn::functional::softmax and log_softmax along `dim`.
   Tensor softmax(int64_t dim, Caller where = {}) const;
   Tensor log_softmax(int64_t dim, Caller where = {}) const;

@@ -110,6 +110,8 @@ std::pair<Tensor, Tensor> binary_vjp(Op op, const Tensor& g, const Tensor& a, co
     Tensor r = a * a + b * b;
     return {g * b / r, -g * a / r};
   }
+  case Op::LogAddExp: // each operand's share of the sum of exponentials
+    return {g * (a - y).exp(), g * (b - y).exp()};
   case Op::Hypot: // PyTorch's: NaN where both are 0
     return {g * a / y, g * b / y};
   case Op::Fmod: // fmod: a - trunc(a / b) * b

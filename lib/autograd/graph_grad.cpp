@@ -95,6 +95,10 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
     return std::get<0>(x.cummax(n.args[0]));
   case Op::ScanMin:
     return std::get<0>(x.cummin(n.args[0]));
+  case Op::ScanLogSumExp:
+    return x.logcumsumexp(n.args[0]);
+  case Op::LogAddExp:
+    return logaddexp(x, in[1]);
   case Op::Reshape:
     return x.reshape(n.shape);
   case Op::Permute:

@@ -295,6 +295,14 @@ Tensor minimum(const Tensor& a, const Tensor& b, Caller caller) {
   DType t = fe::result_type({operand(a), operand(b)});
   return recorded(Op::Min, operand(a), operand(b), wrap(bin(Op::Min, operand(a), operand(b), t)));
 }
+Tensor logaddexp(const Tensor& a, const Tensor& b, Caller caller) {
+  detail::CallSite site(caller, "logaddexp");
+  DType t = fe::result_type({operand(a), operand(b)});
+  if (!is_floating_point(t))
+    throw Error(fmt::format("\"logaddexp_cpu\" not implemented for '{}'", fe::cpp_type_name(t)));
+  return recorded(Op::LogAddExp, operand(a), operand(b),
+                  wrap(bin(Op::LogAddExp, operand(a), operand(b), t)));
+}
 // The C math library's two-argument functions (elementwise_functions.def): in the default float
 // dtype for integer operands, or an error for them, as the row says.
 #define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
@@ -690,6 +698,9 @@ Tensor Tensor::maximum(const Tensor& o, Caller caller) const {
 }
 Tensor Tensor::minimum(const Tensor& o, Caller caller) const {
   return tj::minimum(*this, o, caller);
+}
+Tensor Tensor::logaddexp(const Tensor& o, Caller caller) const {
+  return tj::logaddexp(*this, o, caller);
 }
 #define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
   Tensor Tensor::name(const Tensor& o, Caller caller) const { return tj::name(*this, o, caller); }

@@ -6,9 +6,12 @@
 // one element after the other from the identity: the same operations in the same order.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "lib/autograd/formulas.h"
 #include "lib/autograd/node.h"
 #include "lib/frontend/graph_builders.h"
+#include "lib/frontend/promotion.h"
 #include "lib/frontend/tensor_impl.h"
 #include "lib/ir/shape.h"
 #include "tensorjit/autograd.h"
@@ -99,7 +102,48 @@ std::tuple<Tensor, Tensor> running_extremum(const Tensor& t, int64_t dim, bool m
   return {values, indices};
 }
 
+// The sums over k' >= k of g_k' * exp(x_k - y_k') for y = logcumsumexp(x): logcumsumexp's
+// adjoint, computed as reversed logcumsumexps of log|g| - y for g's positive and negative parts,
+// so that no exponential overflows.
+Tensor logcumsumexp_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d) {
+  auto reversed = [d](const Tensor& v) { return flip(flip(v, {d}).logcumsumexp(d), {d}); };
+  // log|g| where g has the part's sign, else the lowest finite value: no -inf, whose gradient
+  // would be 0 / 0.
+  Tensor log_abs = g.abs().log();
+  Tensor lowest = full_like(g, std::numeric_limits<double>::lowest());
+  if (g.dtype() == kFloat32) lowest = full_like(g, std::numeric_limits<float>::lowest());
+  Tensor pos = (x + reversed(where(g > 0, log_abs, lowest) - y)).exp();
+  Tensor neg = (x + reversed(where(g < 0, log_abs, lowest) - y)).exp();
+  return pos - neg;
+}
+
 } // namespace
+
+Tensor logcumsumexp(const Tensor& t, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "logcumsumexp");
+  detail::check_defined(t, "logcumsumexp");
+  if (!is_floating_point(t.dtype()))
+    throw Error(fmt::format("\"logcumsumexp_out_cpu\" not implemented for '{}'",
+                            fe::cpp_type_name(t.dtype())));
+  const int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1)); // a 0-d tensor as one
+  // As PyTorch, in the input's dtype (16-bit floats in float32).
+  const DType acc = t.dtype() == kFloat16 || t.dtype() == kBFloat16 ? kFloat32 : t.dtype();
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = wrap(scan(Op::ScanLogSumExp, node_of(t.to(acc)), d)).to(t.dtype());
+  }
+  ag::record("LogcumsumexpBackward0", {t}, {y}, {t, y},
+             [d](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+               if (g[0].dim() == 0) return std::vector<Tensor>{g[0]};
+               return std::vector<Tensor>{logcumsumexp_backward(g[0], s[0], s[1], d)};
+             });
+  return y;
+}
+
+Tensor Tensor::logcumsumexp(int64_t dim, Caller caller) const {
+  return tj::logcumsumexp(*this, dim, caller);
+}
 
 Tensor cumsum(const Tensor& t, int64_t dim, std::optional<DType> dtype, Caller caller) {
   detail::CallSite site(caller, "cumsum");

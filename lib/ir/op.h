@@ -83,6 +83,8 @@ constexpr Op combine_op(Op reduce) {
   case Op::ReduceMax:
   case Op::ScanMax:
     return Op::Max;
+  case Op::ScanLogSumExp:
+    return Op::LogAddExp;
   default:
     return Op::Min;
   }

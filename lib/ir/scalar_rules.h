@@ -13,6 +13,10 @@
 #include <cmath>
 #define TJ_RULE inline
 namespace tj::ir::rules {
+using std::exp;
+using std::fabs;
+using std::isinf;
+using std::log1p;
 using std::signbit;
 #endif
 
@@ -26,6 +30,14 @@ template <class T> TJ_RULE T tj_fmin(T x, T y) {
   if (x != x || y != y) return x + y;
   if (x == y) return signbit(x) ? x : y;
   return x < y ? x : y;
+}
+
+// log(exp(x) + exp(y)) without overflow, as PyTorch's logaddexp: equal infinities give
+// themselves (-inf and -inf: -inf), a NaN gives NaN.
+template <class T> TJ_RULE T tj_logaddexp(T x, T y) {
+  if (isinf(x) && x == y) return x;
+  const T m = x < y ? y : x;
+  return m + log1p(exp(-fabs(x - y)));
 }
 
 // Integer division and remainder (C's truncation; `%` is fmod's sign rule). Division by zero

@@ -154,6 +154,8 @@ double eval_float(Op op, double a, double b) {
     return rules::tj_fmax(a, b);
   case Op::Min:
     return rules::tj_fmin(a, b);
+  case Op::LogAddExp:
+    return rules::tj_logaddexp(a, b);
 #define TJ_MATH_FN2(name, op, grad_fn, promotes_ints)                                              \
   case Op::op:                                                                                     \
     return std::name(a, b);

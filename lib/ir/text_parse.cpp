@@ -699,8 +699,10 @@ private:
           fail("scans along a dim of the operand");
         same(src[0], "the operand");
         dtype_is(src[0], t, "the operand");
-        if (is_complex(t) || ((op == Op::ScanSum || op == Op::ScanProd) &&
-                              (t == kBool || t == kFloat16 || t == kBFloat16)))
+        if (is_complex(t) ||
+            ((op == Op::ScanSum || op == Op::ScanProd || op == Op::ScanLogSumExp) &&
+             (t == kBool || t == kFloat16 || t == kBFloat16)) ||
+            (op == Op::ScanLogSumExp && !is_floating_point(t)))
           fail(fmt::format("does not accumulate in {}", short_dtype_name(t)));
         break;
       }

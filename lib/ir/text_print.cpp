@@ -69,6 +69,7 @@ std::string attrs(const Node& n) {
   case Op::ScanProd:
   case Op::ScanMax:
   case Op::ScanMin:
+  case Op::ScanLogSumExp:
     return fmt::format(" axis={}", n.args[0]);
   case Op::Permute:
     return " perm=" + shape_str(n.args);

@@ -373,6 +373,7 @@ void Tables::elementwise() {
   static const std::pair<const char*, Binary> tensor_only[] = {
       {"maximum", tj::maximum},
       {"minimum", tj::minimum},
+      {"logaddexp", tj::logaddexp},
 #define TJ_MATH_FN2(name, op, grad_fn, promotes_ints) {#name, tj::name},
 #include "tensorjit/elementwise_functions.def"
       {"logical_and", tj::logical_and},
@@ -663,6 +664,7 @@ void Tables::reductions() {
     auto dt = a.opt_dtype();
     return a.fn == "cumsum" ? t.cumsum(dim, dt) : t.cumprod(dim, dt);
   });
+  def({"logcumsumexp"}, TM, [](Args& a) { return a.self().logcumsumexp(a.i64(1, "dim")); });
   // cummax(input, dim) -> (values, indices), printed as torch.return_types.cummax.
   def({"cummax", "cummin"}, TM, [](Args& a) -> Value {
     Tensor t = a.self();
