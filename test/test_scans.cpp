@@ -121,6 +121,11 @@ TEST_CASE("scans fuse with the elementwise work before and after them", "[scan][
   check_vs_interp((x.abs() / 8 + 1).cumprod(1).sum({1}), "a reduced scan", false);
   check_vs_interp(x.cumsum(1).narrow(1, 5, 100).cumsum(1), "a scan of a slice of a scan");
   check_vs_interp(x.cumsum(1).t().cumsum(1), "a scan of a transposed scan");
+  // Scans of reductions and of row-local kernels along other dims: the reductions first.
+  check_vs_interp(x.sum({1}).cumsum(0), "a scan of a sum", false);
+  check_vs_interp(nn::functional::softmax(x, 1).cumsum(0), "a scan of a softmax", false);
+  check_vs_interp((x - x.amax({1}, true)).cumprod(0), "a scan of x - max");
+  check_vs_interp(arange(60.0).reshape({3, 4, 5}).sum({2}).cumsum(1), "a scan of a 3-d sum");
 }
 
 TEST_CASE("long rows: a scan carries across a streaming store and many threads' rows", "[scan]") {
@@ -231,6 +236,23 @@ TEST_CASE("logcumsumexp and logaddexp neither overflow nor lose the small terms"
                     "\"logaddexp_cpu\" not implemented for 'Long'");
   CHECK_THROWS_WITH(logcumsumexp(ones({2}), 1),
                     "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+}
+
+TEST_CASE("complex cumprod multiplies as PyTorch, with the gradient of its products",
+          "[scan][complex]") {
+  Tensor z = complex(tensor({0.f, 1.f, 2.f}), tensor({1.f, 1.f, 1.f}));
+  CHECK(z.cumprod(0).str() == "tensor([ 0.+1.j, -1.+1.j, -3.+1.j])");
+  // Through a zero: each product's gradient, not the magnitude's (zero at 0).
+  Tensor x = tensor({1., 0., 2.}, TensorOptions().requires_grad(true));
+  (complex(x, zeros_like(x)).cumprod(0) + 5).abs().sum().backward();
+  CHECK(x.grad().str() == "tensor([1., 3., 0.])");
+  Tensor w = complex(randn({3, 9}), randn({3, 9}));
+  Tensor p = w.cumprod(1);
+  Tensor want = w.select(1, 0);
+  for (int64_t k = 0; k < 9; ++k) {
+    if (k) want = want * w.select(1, k);
+    CHECK(allclose(p.select(1, k), want, 1e-5, 1e-6));
+  }
 }
 
 TEST_CASE("gradients of cummax and cummin reach the extremum's place", "[scan][autograd]") {

@@ -281,7 +281,7 @@ llvm::Value* KernelLowering::scan_tiles(llvm::BasicBlock* done) {
       lower_values(plan_.per_i[0]);
       lower_values(plan_.in_loop.back());
       for (int v : scans)
-        b_.CreateStore(vals_[v], at(v, ii));
+        if (vals_[v]) b_.CreateStore(vals_[v], at(v, ii)); // unless nothing reads it
       store_outputs(/*rows=*/true);
     });
   });

@@ -59,9 +59,17 @@ Tensor cumulative(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool
   if (is_complex(out)) {
     Tensor z = t.to(out);
     if (!prod) return complex(cumsum(z.real(), d), cumsum(z.imag(), d));
-    // A product of complex numbers multiplies magnitudes and adds angles.
-    Tensor r = cumprod(z.abs(), d), theta = cumsum(z.angle(), d);
-    return complex(r * cos(theta), r * sin(theta));
+    // A kernel's scan carries one real: complex products double their span log2(n) times, each
+    // step multiplying by the products s places before (ones before the start), so that each
+    // is a complex multiplication as PyTorch's, and the gradient is theirs.
+    if (z.dim() == 0) return z;
+    const int64_t n = z.size(d);
+    for (int64_t s = 1; s < n; s *= 2) {
+      Shape front = z.sizes();
+      front[static_cast<size_t>(d)] = s;
+      z = z * cat({ones(front, z.options()), z.narrow(d, 0, n - s)}, d);
+    }
+    return z;
   }
   const DType acc = !is_floating_point(out)               ? kInt64
                     : out == kFloat16 || out == kBFloat16 ? kFloat32
@@ -110,8 +118,11 @@ Tensor logcumsumexp_backward(const Tensor& g, const Tensor& x, const Tensor& y, 
   // log|g| where g has the part's sign, else the lowest finite value: no -inf, whose gradient
   // would be 0 / 0.
   Tensor log_abs = g.abs().log();
-  Tensor lowest = full_like(g, std::numeric_limits<double>::lowest());
-  if (g.dtype() == kFloat32) lowest = full_like(g, std::numeric_limits<float>::lowest());
+  const double lowest_value = g.dtype() == kFloat64    ? std::numeric_limits<double>::lowest()
+                              : g.dtype() == kFloat16  ? -65504.0
+                              : g.dtype() == kBFloat16 ? -3.3895313892515355e38
+                                                       : std::numeric_limits<float>::lowest();
+  Tensor lowest = full_like(g, lowest_value);
   Tensor pos = (x + reversed(where(g > 0, log_abs, lowest) - y)).exp();
   Tensor neg = (x + reversed(where(g < 0, log_abs, lowest) - y)).exp();
   return pos - neg;

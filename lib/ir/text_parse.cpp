@@ -699,7 +699,7 @@ private:
           fail("scans along a dim of the operand");
         same(src[0], "the operand");
         dtype_is(src[0], t, "the operand");
-        if (is_complex(t) ||
+        if (is_complex(t) || t == kBool ||
             ((op == Op::ScanSum || op == Op::ScanProd || op == Op::ScanLogSumExp) &&
              (t == kBool || t == kFloat16 || t == kBFloat16)) ||
             (op == Op::ScanLogSumExp && !is_floating_point(t)))

@@ -842,6 +842,11 @@ private:
 // it computes (a sum), over rows with the row-local reductions it reads (a softmax), or over
 // `shape` alone. Without `local`, no kernel loops over its rows more than once.
 KernelBuilder builder_for(const std::vector<NodePtr>& roots, const ir::Shape& shape, bool local) {
+  // A scan computed into memory (a root, or a dependency) loops over its dim, whatever
+  // reductions its operand reads: they are computed first.
+  for (const auto& r : roots)
+    if (NodePtr n = ir::resolve(r); ir::is_scan(n->op) && n->shape == shape)
+      return KernelBuilder(shape, static_cast<size_t>(n->args[0]));
   std::unordered_set<const Node*> seen;
   for (const auto& r : roots)
     if (const Node* reduce = find_reduce(r, ir::numel(shape), seen))
