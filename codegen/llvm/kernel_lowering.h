@@ -136,6 +136,13 @@ private:
   llvm::Value* streaming_loops(llvm::BasicBlock* done);
   llvm::Value* tiled_loops(llvm::BasicBlock* done);
   llvm::Value* scan_tiles(llvm::BasicBlock* done);
+  struct TileErr {
+    llvm::AllocaInst* slot = nullptr;
+    bool divides = false; // whether a loop stored to it
+  };
+  TileErr tile_err();
+  void with_tile_err(TileErr& e, const std::function<void()>& emit);
+  llvm::Value* tile_err_at(const TileErr& e, llvm::BasicBlock* done);
   void tile_loop(llvm::BasicBlock* bb, llvm::BasicBlock* from, llvm::Value* count,
                  llvm::BasicBlock* exit, bool interleave,
                  const std::function<void(llvm::Value*)>& emit);

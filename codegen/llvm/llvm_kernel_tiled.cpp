@@ -6,6 +6,32 @@
 
 namespace tj::llvmjit::detail {
 
+// The error flag of a tiled nest, whose loops carry it in a stack slot: 0 from here on.
+KernelLowering::TileErr KernelLowering::tile_err() {
+  llvm::IRBuilder<> allocas(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  TileErr e{allocas.CreateAlloca(err_ty(), nullptr, "err.slot")};
+  b_.CreateStore(no_err(), e.slot);
+  return e;
+}
+
+// Lowers `emit` with ops_.err read from the slot, and stores it back if emit changed it.
+void KernelLowering::with_tile_err(TileErr& e, const std::function<void()>& emit) {
+  llvm::Value* before = b_.CreateLoad(err_ty(), e.slot);
+  ops_.err = before;
+  emit();
+  if (ops_.err != before) {
+    b_.CreateStore(ops_.err, e.slot);
+    e.divides = true;
+  }
+}
+
+// The flag at `done`, where it leaves the builder; nullptr when nothing divides integers.
+llvm::Value* KernelLowering::tile_err_at(const TileErr& e, llvm::BasicBlock* done) {
+  if (!e.divides) return nullptr;
+  b_.SetInsertPoint(done);
+  return b_.CreateLoad(err_ty(), e.slot);
+}
+
 // A loop over ii in [0, count) at `bb`, entered from `from`, with `emit` as its body, then to
 // `exit`; `interleave`: a loop the vectorizer widens, not interleaved (interleave_once).
 void KernelLowering::tile_loop(llvm::BasicBlock* bb, llvm::BasicBlock* from, llvm::Value* count,
@@ -31,7 +57,6 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   llvm::Value* r = arg(kR);
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::IRBuilder<> allocas(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-  llvm::AllocaInst* err_slot = allocas.CreateAlloca(err_ty(), nullptr, "err.slot");
   // Per Reduce value: its accumulator, and whether its sum goes block-wise through `partial`
   // (floating sums, see kTileSumBlock).
   std::vector<Accumulator> accs;
@@ -82,22 +107,13 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   auto* post_pre = block("tile.after.pre");
   auto* post = block("tile.after");
   auto* tile_end = block("tile.end");
-  b_.CreateStore(no_err(), err_slot);
+  TileErr err = tile_err();
   b_.CreateBr(tile);
-  bool divides = false;
   auto tile_loop = [&](llvm::BasicBlock* bb, llvm::BasicBlock* from, llvm::Value* t,
                        llvm::BasicBlock* exit, const std::function<void(llvm::Value*)>& emit) {
     this->tile_loop(bb, from, t, exit, bb == body || bb == fold, emit);
   };
-  auto with_err = [&](auto&& emit) { // ops_.err from and back to its stack slot
-    llvm::Value* before = b_.CreateLoad(err_ty(), err_slot);
-    ops_.err = before;
-    emit();
-    if (ops_.err != before) {
-      b_.CreateStore(ops_.err, err_slot);
-      divides = true;
-    }
-  };
+  auto with_err = [&](const std::function<void()>& emit) { with_tile_err(err, emit); };
 
   // tile: i0 and the tile's size t.
   b_.SetInsertPoint(tile);
@@ -196,9 +212,7 @@ llvm::Value* KernelLowering::tiled_loops(llvm::BasicBlock* done) {
   no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(i0_next, n), tile, done));
   i0->addIncoming(b_.getInt64(0), pre);
   i0->addIncoming(i0_next, tile_end);
-  if (!divides) return nullptr;
-  b_.SetInsertPoint(done);
-  return b_.CreateLoad(err_ty(), err_slot);
+  return tile_err_at(err, done);
 }
 
 // The tiled nest of a kernel that scans down memory running along i (the class comment), from
@@ -213,7 +227,6 @@ llvm::Value* KernelLowering::scan_tiles(llvm::BasicBlock* done) {
   llvm::Value* r = arg(kR);
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::IRBuilder<> allocas(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-  llvm::AllocaInst* err_slot = allocas.CreateAlloca(err_ty(), nullptr, "err.slot");
   std::vector<int> scans;
   int64_t bytes = 0; // per output of the tile
   for (size_t v = 0; v < nv; ++v)
@@ -243,18 +256,9 @@ llvm::Value* KernelLowering::scan_tiles(llvm::BasicBlock* done) {
   auto* post_pre = block("scan.after.pre");
   auto* post = block("scan.after");
   auto* tile_end = block("scan.tile.end");
-  b_.CreateStore(no_err(), err_slot);
+  TileErr err = tile_err();
   b_.CreateBr(tile);
-  bool divides = false;
-  auto with_err = [&](auto&& emit) { // ops_.err from and back to its stack slot
-    llvm::Value* before = b_.CreateLoad(err_ty(), err_slot);
-    ops_.err = before;
-    emit();
-    if (ops_.err != before) {
-      b_.CreateStore(ops_.err, err_slot);
-      divides = true;
-    }
-  };
+  auto with_err = [&](const std::function<void()>& emit) { with_tile_err(err, emit); };
 
   b_.SetInsertPoint(tile);
   auto* i0 = b_.CreatePHI(b_.getInt64Ty(), 2, "i0");
@@ -308,9 +312,7 @@ llvm::Value* KernelLowering::scan_tiles(llvm::BasicBlock* done) {
   no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(i0_next, n), tile, done));
   i0->addIncoming(b_.getInt64(0), pre);
   i0->addIncoming(i0_next, tile_end);
-  if (!divides) return nullptr;
-  b_.SetInsertPoint(done);
-  return b_.CreateLoad(err_ty(), err_slot);
+  return tile_err_at(err, done);
 }
 
 } // namespace tj::llvmjit::detail
