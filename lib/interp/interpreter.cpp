@@ -245,7 +245,7 @@ private:
     int64_t inner = 1;
     for (size_t d = axis + 1; d < n.shape.size(); ++d)
       inner *= n.shape[d];
-    const int64_t len = n.shape[axis], outer = len ? n.numel() / (len * inner) : 0;
+    const int64_t len = n.shape[axis], outer = len && inner ? n.numel() / (len * inner) : 0;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i)
         for (int64_t k = 0; k < len; ++k) {
