@@ -150,6 +150,7 @@ private:
   void scatter(const kir::Store& st);
   void reduction_loop(int loop);
   void store_loop();
+  llvm::Value* identity(Op combine, DType t);
   llvm::Value* scan_identity(int v);
   void row_loop(const char* name, const std::function<void()>& body, llvm::Value* first = nullptr,
                 llvm::Value* count = nullptr, bool cached = true);

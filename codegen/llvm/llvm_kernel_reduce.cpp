@@ -12,30 +12,7 @@ KernelLowering::Accumulator KernelLowering::make_accumulator(int v) {
   Accumulator a{v, x.dtype, nullptr, nullptr};
   if (x.dtype == kFloat32 && (x.op == Op::ReduceSum || x.op == Op::ReduceProd)) a.acc = kFloat64;
   a.ty = ops_.reg_type(a.acc);
-  if (is_floating_point(a.acc)) {
-    double init = x.op == Op::ReduceSum    ? 0.0
-                  : x.op == Op::ReduceProd ? 1.0
-                  : x.op == Op::ReduceMax  ? -HUGE_VAL
-                                           : HUGE_VAL;
-    a.init = llvm::ConstantFP::get(a.ty, init);
-  } else {
-    unsigned bits = a.ty->getIntegerBitWidth();
-    bool uns = a.acc == kBool || a.acc == kUInt8;
-    llvm::APInt init(bits, 0);
-    switch (x.op) {
-    case Op::ReduceSum:
-      break;
-    case Op::ReduceProd:
-      init = llvm::APInt(bits, 1);
-      break;
-    case Op::ReduceMax:
-      init = uns ? llvm::APInt::getMinValue(bits) : llvm::APInt::getSignedMinValue(bits);
-      break;
-    default:
-      init = uns ? llvm::APInt::getMaxValue(bits) : llvm::APInt::getSignedMaxValue(bits);
-    }
-    a.init = llvm::ConstantInt::get(a.ty, init);
-  }
+  a.init = identity(ir::combine_op(x.op), a.acc);
   a.part = a.acc, a.part_ty = a.ty, a.part_init = a.init;
   if (x.op == Op::ReduceSum && x.dtype == kFloat32) {
     a.part = kFloat32, a.part_ty = ops_.reg_type(kFloat32);
@@ -313,19 +290,18 @@ void KernelLowering::store_loop() {
   scan_acc_.assign(k_.values.size(), nullptr);
 }
 
-// What scan v starts from: 0, 1, or the lowest or highest value of its dtype.
-llvm::Value* KernelLowering::scan_identity(int v) {
-  const kir::Value& x = k_.values[v];
-  llvm::Type* ty = ops_.reg_type(x.dtype);
-  const Op op = ir::combine_op(x.op);
-  if (is_floating_point(x.dtype))
-    return llvm::ConstantFP::get(ty, op == Op::Add                          ? 0.0
-                                     : op == Op::Mul                        ? 1.0
-                                     : op == Op::Max || op == Op::LogAddExp ? -HUGE_VAL
-                                                                            : HUGE_VAL);
+// The identity of a reduction's or a scan's combining op in dtype t: 0, 1, or the lowest or
+// highest value of t (-inf for LogAddExp).
+llvm::Value* KernelLowering::identity(Op combine, DType t) {
+  llvm::Type* ty = ops_.reg_type(t);
+  if (is_floating_point(t))
+    return llvm::ConstantFP::get(ty, combine == Op::Add                               ? 0.0
+                                     : combine == Op::Mul                             ? 1.0
+                                     : combine == Op::Max || combine == Op::LogAddExp ? -HUGE_VAL
+                                                                                      : HUGE_VAL);
   const unsigned bits = ty->getIntegerBitWidth();
-  const bool uns = x.dtype == kUInt8;
-  switch (op) {
+  const bool uns = t == kBool || t == kUInt8;
+  switch (combine) {
   case Op::Add:
     return llvm::ConstantInt::get(ty, 0);
   case Op::Mul:
@@ -337,6 +313,11 @@ llvm::Value* KernelLowering::scan_identity(int v) {
     return llvm::ConstantInt::get(ty, uns ? llvm::APInt::getMaxValue(bits)
                                           : llvm::APInt::getSignedMaxValue(bits));
   }
+}
+
+// What scan v starts from.
+llvm::Value* KernelLowering::scan_identity(int v) {
+  return identity(ir::combine_op(k_.values[v].op), k_.values[v].dtype);
 }
 
 // A plain loop over j in [0, r) from the current block of the element loop, with `body` lowering
