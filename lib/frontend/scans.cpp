@@ -34,6 +34,11 @@ NodePtr scan(Op op, const NodePtr& x, int64_t d) {
   return ir::make_node(op, x->dtype, x->shape, {x}, {d});
 }
 
+// The dim a scan of t runs along (PyTorch's range check): a 0-d tensor scans as a vector of one.
+int64_t scan_dim(const Tensor& t, int64_t dim) {
+  return ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
+}
+
 // The sums g_k + g_(k+1) + ... along d: the adjoint of a prefix sum.
 Tensor reverse_cumsum(const Tensor& g, int64_t d) { return flip(cumsum(flip(g, {d}), d), {d}); }
 
@@ -54,7 +59,7 @@ Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64
 
 Tensor cumulative(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool prod) {
   detail::check_defined(t, prod ? "cumprod" : "cumsum");
-  const int64_t d = t.dim() == 0 ? ir::wrap_dim(dim, 1) : ir::wrap_dim(dim, t.dim());
+  const int64_t d = scan_dim(t, dim);
   const DType out = dtype ? *dtype : is_integral(t.dtype(), true) ? kInt64 : t.dtype();
   if (is_complex(out)) {
     Tensor z = t.to(out);
@@ -76,7 +81,7 @@ Tensor cumulative(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool
                     : t.device().type() == kCUDA          ? out
                                                           : kFloat64;
   Tensor x = t.to(out).to(acc);
-  Tensor y = wrap(scan(prod ? Op::ScanProd : Op::ScanSum, node_of(x), t.dim() == 0 ? 0 : d));
+  Tensor y = wrap(scan(prod ? Op::ScanProd : Op::ScanSum, node_of(x), d));
   return y.to(out);
 }
 
@@ -86,9 +91,9 @@ std::tuple<Tensor, Tensor> running_extremum(const Tensor& t, int64_t dim, bool m
   const char* fn = max ? "cummax" : "cummin";
   detail::check_defined(t, fn);
   if (t.is_complex())
-    throw Error(fmt::format("\"{}_cpu\" not implemented for '{}'", fn,
-                            t.dtype() == kComplex64 ? "ComplexFloat" : "ComplexDouble"));
-  const int64_t d = t.dim() == 0 ? ir::wrap_dim(dim, 1) : ir::wrap_dim(dim, t.dim());
+    throw Error(
+        fmt::format("\"{}_cpu\" not implemented for '{}'", fn, fe::cpp_type_name(t.dtype())));
+  const int64_t d = scan_dim(t, dim);
   if (t.dim() == 0) {
     auto [v, i] = running_extremum(t.reshape({1}), 0, max);
     return {v.reshape({}), i.reshape({})};
@@ -136,7 +141,7 @@ Tensor logcumsumexp(const Tensor& t, int64_t dim, Caller caller) {
   if (!is_floating_point(t.dtype()))
     throw Error(fmt::format("\"logcumsumexp_out_cpu\" not implemented for '{}'",
                             fe::cpp_type_name(t.dtype())));
-  const int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1)); // a 0-d tensor as one
+  const int64_t d = scan_dim(t, dim);
   // As PyTorch, in the input's dtype (16-bit floats in float32).
   const DType acc = t.dtype() == kFloat16 || t.dtype() == kBFloat16 ? kFloat32 : t.dtype();
   Tensor y;
@@ -165,7 +170,7 @@ Tensor cumsum(const Tensor& t, int64_t dim, std::optional<DType> dtype, Caller c
   }
   // The gradient of a prefix sum is the suffix sum of the gradient.
   const DType in = t.dtype();
-  const int64_t d = t.dim() == 0 ? 0 : ir::wrap_dim(dim, t.dim());
+  const int64_t d = scan_dim(t, dim);
   ag::record("CumsumBackward0", {t}, {y}, {},
              [in, d](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
                if (g[0].dim() == 0) return std::vector<Tensor>{g[0].to(in)};
@@ -184,7 +189,7 @@ Tensor cumprod(const Tensor& t, int64_t dim, std::optional<DType> dtype, Caller 
     y = cumulative(t, dim, dtype, true);
   }
   const DType in = t.dtype();
-  const int64_t d = t.dim() == 0 ? 0 : ir::wrap_dim(dim, t.dim());
+  const int64_t d = scan_dim(t, dim);
   ag::record("CumprodBackward0", {t}, {y}, {t, y},
              [in, d](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
                if (g[0].dim() == 0) return std::vector<Tensor>{g[0].to(in)};
