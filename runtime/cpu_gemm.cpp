@@ -190,52 +190,64 @@ template <class T> struct Product {
             accumulate ? ct[i * c_rs + j] + edge[i * uk.nr + j] : edge[i * uk.nr + j];
   }
 
-  // C = A B; `parallel`: on the thread pool, else on this thread alone.
-  void run(bool parallel) const {
-    const int64_t threads = parallel ? num_threads() : 1;
-    auto for_each = [&](int64_t count, auto&& body) {
-      if (threads > 1 && count > 1)
-        parallel_for(count, 1, 1, [&](int64_t lo, int64_t hi) {
-          for (int64_t i = lo; i < hi; ++i)
-            body(i);
-        });
-      else
-        for (int64_t i = 0; i < count; ++i)
-          body(i);
-    };
-    // Balanced blocks: equal KC steps, NC steps, and MC blocks in a multiple of the threads
-    // when there are rows enough for each to have whole panels.
-    const int64_t nk = ceil_div(k, blk.kc), kc = round_up(ceil_div(k, nk), uk.k_unroll);
-    const int64_t nn = ceil_div(n, blk.nc), nc = round_up(ceil_div(n, nn), uk.nr);
-    int64_t nm = ceil_div(m, blk.mc);
-    if (threads > 1 && m >= threads * uk.mr) nm = round_up(nm, threads);
-    const int64_t mc = round_up(ceil_div(m, nm), uk.mr);
-    nm = ceil_div(m, mc);
+  // The rows [i0, i1) and columns [j0, j1) of C, start to end, on this thread with its own
+  // packed panels.
+  void block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t kc) const {
+    const int64_t rows = i1 - i0, cols = j1 - j0;
+    // Blocks evened out over this thread's part, so that none is a sliver.
+    const int64_t mc = round_up(ceil_div(rows, ceil_div(rows, blk.mc)), uk.mr);
+    const int64_t nc = round_up(ceil_div(cols, ceil_div(cols, blk.nc)), uk.nr);
     T* bp = static_cast<T*>(t_b_panels.get(sizeof(T) * size_t(kc * nc)));
-    for (int64_t jc = 0; jc < n; jc += nc) {
-      const int64_t cols = std::min(nc, n - jc), panels = ceil_div(cols, uk.nr);
-      // Rows too few for every thread: the columns split too.
-      const int64_t nj = std::min(panels, nm >= threads ? 1 : ceil_div(threads, nm));
-      const int64_t per = ceil_div(panels, nj);
+    T* ap = static_cast<T*>(t_a_panels.get(sizeof(T) * size_t(mc * kc)));
+    for (int64_t jc = j0; jc < j1; jc += nc) {
+      const int64_t w = std::min(nc, j1 - jc);
       for (int64_t pc = 0; pc < k; pc += kc) {
         const int64_t depth = std::min(kc, k - pc), kcp = round_up(depth, uk.k_unroll);
-        for_each(panels, [&](int64_t jp) {
-          const int64_t c0 = jp * uk.nr;
+        for (int64_t c0 = 0; c0 < w; c0 += uk.nr)
           pack_b(bp + c0 * kcp, b + pc * b_rs + (jc + c0) * b_cs, b_rs, b_cs,
-                 std::min(uk.nr, cols - c0), depth, kcp, uk.nr);
-        });
-        for_each(nm * nj, [&](int64_t task) {
-          const int64_t ic = task / nj * mc, rows = std::min(mc, m - ic);
-          const int64_t p0 = task % nj * per, p1 = std::min(panels, p0 + per);
-          if (p0 >= p1) return;
-          T* ap = static_cast<T*>(t_a_panels.get(sizeof(T) * size_t(mc * kcp)));
-          pack_a(ap, a + ic * a_rs + pc * a_cs, a_rs, a_cs, rows, depth, kcp, uk.mr);
-          for (int64_t jp = p0; jp < p1; ++jp)
-            for (int64_t ir = 0; ir < rows; ir += uk.mr)
-              tile(ap + ir * kcp, bp + jp * uk.nr * kcp, kcp, ic + ir, jc + jp * uk.nr, pc > 0);
-        });
+                 std::min(uk.nr, w - c0), depth, kcp, uk.nr);
+        for (int64_t ic = i0; ic < i1; ic += mc) {
+          const int64_t h = std::min(mc, i1 - ic);
+          pack_a(ap, a + ic * a_rs + pc * a_cs, a_rs, a_cs, h, depth, kcp, uk.mr);
+          for (int64_t c0 = 0; c0 < w; c0 += uk.nr)
+            for (int64_t ir = 0; ir < h; ir += uk.mr)
+              tile(ap + ir * kcp, bp + c0 * kcp, kcp, ic + ir, jc + c0, pc > 0);
+        }
       }
     }
+  }
+
+  // C = A B on up to `threads` threads. They split C into a grid of blocks of whole tiles, one
+  // block each, which each computes alone, packing the panels of A and B it reads: one barrier,
+  // at the end. Threads that share rows pack the same panels of A (and columns, of B), so the
+  // grid is the one with the least work on the busiest thread, its tiles' FMAs and its packing
+  // (about an element a cycle, where a core does two vectors of FMAs a cycle). The sums run
+  // over the same KC steps whatever the grid: the thread count changes no bit.
+  void run(int64_t threads) const {
+    const int64_t nk = ceil_div(k, blk.kc), kc = round_up(ceil_div(k, nk), uk.k_unroll);
+    const int64_t row_tiles = ceil_div(m, uk.mr), col_tiles = ceil_div(n, uk.nr);
+    const double fmas_per_cycle = 2.0 * double(uk.vector_bytes / int64_t(sizeof(T)));
+    int64_t tm = 1, tn = 1;
+    double best = -1;
+    for (int64_t r = 1; r <= std::min(threads, row_tiles); ++r)
+      for (int64_t q = 1; q <= std::min(threads / r, col_tiles); ++q) {
+        const int64_t rt = ceil_div(row_tiles, r), ct = ceil_div(col_tiles, q);
+        const double cost =
+            double(rt * ct * uk.mr * uk.nr) / fmas_per_cycle + double(rt * uk.mr + ct * uk.nr);
+        if (best < 0 || cost < best) best = cost, tm = r, tn = q;
+      }
+    const int64_t rows_per = ceil_div(row_tiles, tm) * uk.mr,
+                  cols_per = ceil_div(col_tiles, tn) * uk.nr;
+    auto task = [&](int64_t t) {
+      const int64_t i0 = t / tn * rows_per, j0 = t % tn * cols_per;
+      if (i0 < m && j0 < n)
+        block(i0, std::min(m, i0 + rows_per), j0, std::min(n, j0 + cols_per), kc);
+    };
+    if (tm * tn == 1) return task(0);
+    parallel_for(tm * tn, 1, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t)
+        task(t);
+    });
   }
 };
 
@@ -255,12 +267,12 @@ void gemm_typed(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blk, int
   if (batch >= threads && m * n * k <= (int64_t(1) << 24)) {
     parallel_for(batch, 1, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i)
-        product(i).run(false);
+        product(i).run(1);
     });
     return;
   }
   for (int64_t i = 0; i < batch; ++i)
-    product(i).run(true);
+    product(i).run(threads);
 }
 
 } // namespace

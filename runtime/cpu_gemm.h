@@ -1,11 +1,13 @@
 // The CPU's matrix product: packed panels, cache blocking and the generated microkernel
 // (codegen/llvm/llvm_gemm.h), on the thread pool.
 //
-// Blocking follows the usual three levels: B is packed KC x NC at a time (kept in the
-// last-level cache), A MC x KC at a time per thread (in L2), and the microkernel walks one
-// NR-wide panel of B (in L1) down the MR-high panels of A. Packing reads any strides, so
-// transposed, sliced and broadcast operands are read where they lie, and pads the edges with
-// zeros: edge tiles run the same microkernel into a scratch tile.
+// The threads split C into a grid of blocks of whole tiles, one each, chosen for the least work
+// on the busiest thread; each computes its block alone, packing what it reads, so a product has
+// one barrier, at its end. Within a block the usual three levels: B is packed KC x NC at a time,
+// A MC x KC at a time (in L2), and the microkernel walks one NR-wide panel of B (in L1) down the
+// MR-high panels of A. Packing reads any strides, so transposed, sliced and broadcast operands
+// are read where they lie, and pads the edges with zeros: edge tiles run the same microkernel
+// into a scratch tile.
 #pragma once
 #include <cstdint>
 #include <string>
