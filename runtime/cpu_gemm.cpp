@@ -45,7 +45,7 @@ const GemmBlocking* blocks_from_env() {
 GemmBlocking gemm_blocking(const llvmjit::GemmMicrokernel& uk) {
   if (const GemmBlocking* o = blocks_from_env())
     return {round_up(o->mc, uk.mr), round_up(o->kc, uk.k_unroll), round_up(o->nc, uk.nr)};
-  const int64_t elem = int64_t(itemsize(uk.dtype));
+  const int64_t elem = int64_t(itemsize(uk.operands));
   const CpuCaches& caches = cpu_caches();
   const int64_t l1 = or_else(caches.l1d, 32 << 10), l2 = or_else(caches.l2, 1 << 20),
                 l3 = or_else(caches.l3, 8 << 20);
@@ -87,17 +87,19 @@ template <class T>
 void transpose_copy(T* d, int64_t ld_d, const T* s, int64_t ld_s, int64_t w, int64_t kc) {
   int64_t j = 0;
 #if defined(__SSE2__)
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (sizeof(T) == 4) { // float, or a pair of bfloat16 as one word: moved, not computed
+    auto load = [](const T* x) { return _mm_loadu_ps(reinterpret_cast<const float*>(x)); };
+    auto store = [](T* x, __m128 v) { _mm_storeu_ps(reinterpret_cast<float*>(x), v); };
     for (; j + 4 <= w; j += 4) {
       int64_t p = 0;
       for (; p + 4 <= kc; p += 4) {
-        __m128 r0 = _mm_loadu_ps(s + (j + 0) * ld_s + p), r1 = _mm_loadu_ps(s + (j + 1) * ld_s + p),
-               r2 = _mm_loadu_ps(s + (j + 2) * ld_s + p), r3 = _mm_loadu_ps(s + (j + 3) * ld_s + p);
+        __m128 r0 = load(s + (j + 0) * ld_s + p), r1 = load(s + (j + 1) * ld_s + p),
+               r2 = load(s + (j + 2) * ld_s + p), r3 = load(s + (j + 3) * ld_s + p);
         _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        _mm_storeu_ps(d + (p + 0) * ld_d + j, r0);
-        _mm_storeu_ps(d + (p + 1) * ld_d + j, r1);
-        _mm_storeu_ps(d + (p + 2) * ld_d + j, r2);
-        _mm_storeu_ps(d + (p + 3) * ld_d + j, r3);
+        store(d + (p + 0) * ld_d + j, r0);
+        store(d + (p + 1) * ld_d + j, r1);
+        store(d + (p + 2) * ld_d + j, r2);
+        store(d + (p + 3) * ld_d + j, r3);
       }
       for (; p < kc; ++p)
         for (int64_t jj = j; jj < j + 4; ++jj)
@@ -163,19 +165,64 @@ void pack_b(T* dst, const T* b, int64_t rs, int64_t cs, int64_t cols, int64_t kc
   }
 }
 
-template <class T> struct Product {
+// bfloat16 operands (their bits), packed in pairs along k (llvm_gemm.h): dst[panel][q][i][e] is
+// row i's element 2q + e, padded as pack_a. A pair that lies in memory as one aligned 32-bit
+// word (rows contiguous along k, an even row stride) moves as a word, through transpose_copy.
+using Bf16 = uint16_t;
+
+bool words(const Bf16* x, int64_t stride) {
+  return stride % 2 == 0 && reinterpret_cast<uintptr_t>(x) % 4 == 0;
+}
+
+void pack_pairs(Bf16* dst, const Bf16* x, int64_t step, int64_t along, int64_t count, int64_t kc,
+                int64_t kcp, int64_t width) {
+  // x's element (j, p) at x[j * step + p * along], for j < count of the panel's `width`.
+  for (int64_t j0 = 0; j0 < count; j0 += width) {
+    const int64_t h = std::min(width, count - j0);
+    Bf16* d = dst + j0 * kcp;
+    const Bf16* s = x + j0 * step;
+    if (h < width || kcp > kc) std::memset(d, 0, sizeof(Bf16) * size_t(width * kcp));
+    int64_t q = 0;
+    if (along == 1 && words(s, step)) {
+      q = kc / 2;
+      transpose_copy(reinterpret_cast<uint32_t*>(d), width, reinterpret_cast<const uint32_t*>(s),
+                     step / 2, h, q);
+    }
+    for (; 2 * q < kc; ++q)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t e = 0; e < 2 && 2 * q + e < kc; ++e)
+          d[(q * width + i) * 2 + e] = s[i * step + (2 * q + e) * along];
+  }
+}
+
+// C (T) from operands of Op: T itself, or bfloat16 bits into float32.
+template <class T, class Op = T> struct Product {
   const llvmjit::GemmMicrokernel& uk;
   GemmBlocking blk;
   int64_t m, n, k;
-  const T* a;
+  const Op* a;
   int64_t a_rs, a_cs;
-  const T* b;
+  const Op* b;
   int64_t b_rs, b_cs;
   T* c;
   int64_t c_rs;
 
+  void pack_a_block(Op* dst, const Op* x, int64_t rows, int64_t depth, int64_t kcp) const {
+    if constexpr (std::is_same_v<Op, Bf16>)
+      pack_pairs(dst, x, a_rs, a_cs, rows, depth, kcp, uk.mr);
+    else
+      pack_a(dst, x, a_rs, a_cs, rows, depth, kcp, uk.mr);
+  }
+  void pack_b_panel(Op* dst, const Op* x, int64_t cols, int64_t depth, int64_t kcp) const {
+    if constexpr (std::is_same_v<Op, Bf16>)
+      pack_pairs(dst, x, b_cs, b_rs, cols, depth, kcp, uk.nr);
+    else
+      pack_b(dst, x, b_rs, b_cs, cols, depth, kcp, uk.nr);
+  }
+
   // One tile: rows x cols of C at (i0, j0), from packed panels ap and bp.
-  void tile(const T* ap, const T* bp, int64_t kcp, int64_t i0, int64_t j0, bool accumulate) const {
+  void tile(const Op* ap, const Op* bp, int64_t kcp, int64_t i0, int64_t j0,
+            bool accumulate) const {
     const int64_t h = std::min(uk.mr, m - i0), w = std::min(uk.nr, n - j0);
     T* ct = c + i0 * c_rs + j0;
     if (h == uk.mr && w == uk.nr) {
@@ -197,18 +244,18 @@ template <class T> struct Product {
     // Blocks evened out over this thread's part, so that none is a sliver.
     const int64_t mc = round_up(ceil_div(rows, ceil_div(rows, blk.mc)), uk.mr);
     const int64_t nc = round_up(ceil_div(cols, ceil_div(cols, blk.nc)), uk.nr);
-    T* bp = static_cast<T*>(t_b_panels.get(sizeof(T) * size_t(kc * nc)));
-    T* ap = static_cast<T*>(t_a_panels.get(sizeof(T) * size_t(mc * kc)));
+    Op* bp = static_cast<Op*>(t_b_panels.get(sizeof(Op) * size_t(kc * nc)));
+    Op* ap = static_cast<Op*>(t_a_panels.get(sizeof(Op) * size_t(mc * kc)));
     for (int64_t jc = j0; jc < j1; jc += nc) {
       const int64_t w = std::min(nc, j1 - jc);
       for (int64_t pc = 0; pc < k; pc += kc) {
         const int64_t depth = std::min(kc, k - pc), kcp = round_up(depth, uk.k_unroll);
         for (int64_t c0 = 0; c0 < w; c0 += uk.nr)
-          pack_b(bp + c0 * kcp, b + pc * b_rs + (jc + c0) * b_cs, b_rs, b_cs,
-                 std::min(uk.nr, w - c0), depth, kcp, uk.nr);
+          pack_b_panel(bp + c0 * kcp, b + pc * b_rs + (jc + c0) * b_cs, std::min(uk.nr, w - c0),
+                       depth, kcp);
         for (int64_t ic = i0; ic < i1; ic += mc) {
           const int64_t h = std::min(mc, i1 - ic);
-          pack_a(ap, a + ic * a_rs + pc * a_cs, a_rs, a_cs, h, depth, kcp, uk.mr);
+          pack_a_block(ap, a + ic * a_rs + pc * a_cs, h, depth, kcp);
           for (int64_t c0 = 0; c0 < w; c0 += uk.nr)
             for (int64_t ir = 0; ir < h; ir += uk.mr)
               tile(ap + ir * kcp, bp + c0 * kcp, kcp, ic + ir, jc + c0, pc > 0);
@@ -251,16 +298,16 @@ template <class T> struct Product {
   }
 };
 
-template <class T>
+template <class T, class Op = T>
 void gemm_typed(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blk, int64_t batch,
                 int64_t m, int64_t n, int64_t k, const GemmMatrix& a, const GemmMatrix& b, T* c,
                 int64_t c_row, int64_t c_batch) {
   auto product = [&](int64_t i) {
-    return Product<T>{uk,    blk,   m,
-                      n,     k,     static_cast<const T*>(a.data) + i * a.batch,
-                      a.row, a.col, static_cast<const T*>(b.data) + i * b.batch,
-                      b.row, b.col, c + i * c_batch,
-                      c_row};
+    return Product<T, Op>{uk,    blk,   m,
+                          n,     k,     static_cast<const Op*>(a.data) + i * a.batch,
+                          a.row, a.col, static_cast<const Op*>(b.data) + i * b.batch,
+                          b.row, b.col, c + i * c_batch,
+                          c_row};
   };
   // Many small products: one per thread at a time; else each product on all threads.
   const int64_t threads = num_threads();
@@ -284,7 +331,10 @@ void gemm_with(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blocking,
   if (k <= 0) throw std::invalid_argument("cpu gemm: k must be positive");
   if (blocking.mc % uk.mr || blocking.kc % uk.k_unroll || blocking.nc % uk.nr)
     throw std::invalid_argument("cpu gemm: blocks must be multiples of the microkernel's tile");
-  if (uk.dtype == kFloat32)
+  if (uk.operands == kBFloat16)
+    gemm_typed<float, Bf16>(uk, blocking, batch, m, n, k, a, b, static_cast<float*>(c), c_row,
+                            c_batch);
+  else if (uk.dtype == kFloat32)
     gemm_typed(uk, blocking, batch, m, n, k, a, b, static_cast<float*>(c), c_row, c_batch);
   else
     gemm_typed(uk, blocking, batch, m, n, k, a, b, static_cast<double*>(c), c_row, c_batch);
@@ -300,7 +350,8 @@ void gemm(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, const Gem
 // j * ldc + i, op(B)^T's (j, p) at B[j + p * ldb] when B is transposed (else B[p + j * ldb]), and
 // op(A)^T's (p, i) at A[p + i * lda] when A is transposed (else A[i + p * lda]).
 void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void* c) {
-  const int64_t elem = int64_t(itemsize(dtype));
+  const int64_t elem = int64_t(itemsize(dtype)),
+                c_elem = int64_t(itemsize(dtype == kBFloat16 ? kFloat32 : dtype));
   auto at = [&](const void* p, int64_t offset) {
     return static_cast<const char*>(p) + offset * elem;
   };
@@ -309,7 +360,7 @@ void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void*
   GemmMatrix rhs{at(a, call.offset_a), call.transa ? 1 : call.lda, call.transa ? call.lda : 1,
                  call.stride_a};
   gemm(dtype, call.batch, call.n, call.m, call.k, lhs, rhs,
-       static_cast<char*>(c) + call.offset_c * elem, call.ldc, call.stride_c);
+       static_cast<char*>(c) + call.offset_c * c_elem, call.ldc, call.stride_c);
 }
 
 bool gemm_worthwhile(int64_t rows, int64_t cols, int64_t k) {

@@ -25,7 +25,7 @@ struct GemmMatrix {
 };
 
 // c = a @ b for `batch` matrices: a (m x k), b (k x n), c (m x n) with c.col == 1, float32 or
-// float64. k > 0.
+// float64; or bfloat16 operands into a float32 c, where llvmjit::gemm_bf16_dot(). k > 0.
 void gemm(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, const GemmMatrix& a,
           const GemmMatrix& b, void* c, int64_t c_row, int64_t c_batch);
 
@@ -46,7 +46,8 @@ void gemm_with(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blocking,
                int64_t m, int64_t n, int64_t k, const GemmMatrix& a, const GemmMatrix& b, void* c,
                int64_t c_row, int64_t c_batch);
 
-// One column-major call of a plan (gemm_plan.h), as cuBLAS defines it, computed on the CPU.
+// One column-major call of a plan (gemm_plan.h), as cuBLAS defines it, computed on the CPU
+// (dtype: the operands', as gemm() above).
 void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void* c);
 
 // Whether the packed product pays for itself: a (rows x k) @ (k x cols) product that is not

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -24,6 +25,24 @@ namespace {
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
+
+// A bfloat16 operand of the driver, as its bits: from a double rounded to the nearest even.
+struct Bf16 {
+  uint16_t bits = 0;
+  Bf16() = default;
+  explicit Bf16(double x) {
+    const float f = float(x);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    bits = uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+  }
+  explicit operator double() const {
+    const uint32_t u = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
 
 // A strided operand: rows x cols at (row, col) strides inside a larger buffer, `batch` matrices
 // (batch stride 0: one matrix broadcast).
@@ -62,16 +81,17 @@ Operand<T> make_operand(std::mt19937& rng, int64_t batch, int64_t rows, int64_t 
   return o;
 }
 
-template <class T>
+// T: the operands' type; C: the result's (float32 for bfloat16 operands).
+template <class T, class C = T>
 void check_product(const llvmjit::GemmMicrokernel& uk, const rt::cpu::GemmBlocking& blocking,
                    int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
                    std::mt19937& rng) {
   const Operand<T> a = make_operand<T>(rng, batch, m, k, la),
                    b = make_operand<T>(rng, batch, k, n, lb);
   const int64_t c_row = n + 1, c_batch = m * c_row; // C's rows padded: the padding stays
-  std::vector<T> c(size_t(batch * c_batch), std::numeric_limits<T>::quiet_NaN());
+  std::vector<C> c(size_t(batch * c_batch), std::numeric_limits<C>::quiet_NaN());
   rt::cpu::gemm_with(uk, blocking, batch, m, n, k, a.m, b.m, c.data(), c_row, c_batch);
-  const double eps = std::numeric_limits<T>::epsilon();
+  const double eps = std::numeric_limits<C>::epsilon();
   int64_t bad = 0;
   std::string first;
   for (int64_t bi = 0; bi < batch; ++bi)
@@ -96,7 +116,7 @@ void check_product(const llvmjit::GemmMicrokernel& uk, const rt::cpu::GemmBlocki
   CHECK(bad == 0);
 }
 
-template <class T> void check_driver(DType dtype) {
+template <class T, class C = T> void check_driver(DType dtype) {
   std::mt19937 rng(11);
   const int64_t lanes = llvmjit::gemm_vector_lanes(dtype);
   // The host's tile, and others the generator makes: one row, one vector, odd heights, wide rows.
@@ -118,13 +138,15 @@ template <class T> void check_driver(DType dtype) {
       for (int trial = 0; trial < 12; ++trial) {
         const int64_t batch = trial % 3 == 0 ? 3 : 1;
         Layout la = layouts[pick(rng)], lb = layouts[pick(rng)];
-        check_product<T>(*uk, blocking, batch, sizes[size(rng)], sizes[size(rng)], sizes[size(rng)],
-                         la, lb, rng);
+        check_product<T, C>(*uk, blocking, batch, sizes[size(rng)], sizes[size(rng)],
+                            sizes[size(rng)], la, lb, rng);
       }
   }
   // A product over several KC and MC blocks and both threads at the host's blocking.
-  check_product<T>(*kernels[0], rt::cpu::gemm_blocking(*kernels[0]), 1, 301, 95, 700,
-                   Layout::RowMajor, Layout::Transposed, rng);
+  check_product<T, C>(*kernels[0], rt::cpu::gemm_blocking(*kernels[0]), 1, 301, 95, 700,
+                      Layout::RowMajor, Layout::Transposed, rng);
+  check_product<T, C>(*kernels[0], rt::cpu::gemm_blocking(*kernels[0]), 1, 64, 300, 701,
+                      Layout::RowMajor, Layout::Transposed, rng);
 }
 
 } // namespace
@@ -132,6 +154,19 @@ template <class T> void check_driver(DType dtype) {
 TEST_CASE("cpu gemm: tiles, blocks, strides and batches against a double loop", "[gemm]") {
   SECTION("float32") { check_driver<float>(kFloat32); }
   SECTION("float64") { check_driver<double>(kFloat64); }
+  SECTION("bfloat16 pairs into float32") {
+    // Where the CPU has the dot instruction; elsewhere bfloat16 products are float32 ones.
+    if (llvmjit::gemm_bf16_dot()) {
+      check_driver<Bf16, float>(kBFloat16);
+      const auto uk = llvmjit::gemm_microkernel(kBFloat16);
+      CHECK(uk->dtype == kFloat32);
+      CHECK(uk->k_unroll % 2 == 0);
+      CHECK(contains(llvmjit::gemm_microkernel_asm(kBFloat16), "vdpbf16ps"));
+    } else {
+      WARN("no AVX512_BF16 on this CPU: the bfloat16 microkernel is not run");
+      CHECK_THROWS_AS(llvmjit::gemm_microkernel(kBFloat16), std::invalid_argument);
+    }
+  }
 }
 
 TEST_CASE("cpu gemm: tiles the host cannot hold and other dtypes are refused", "[gemm]") {
@@ -209,6 +244,82 @@ TEST_CASE("cpu gemm: 16-bit products are float32 products rounded once", "[gemm]
     Tensor want = matmul(a.to(kFloat64), b.to(kFloat64)).to(dt);
     CHECK(allclose(p.to(kFloat64), want.to(kFloat64), 2 * test::epsilon(dt), 1e-3));
   }
+}
+
+TEST_CASE("cpu gemm: bfloat16 products by dot instructions", "[gemm][matmul]") {
+  if (!llvmjit::gemm_bf16_dot()) {
+    // Then they are float32 products (the test above), and a Call of bfloat16 finds no library.
+    WARN("no AVX512_BF16 on this CPU: bfloat16 products are float32 ones here");
+    CHECK(!contains(ir::dump({matmul(randn({40, 40}).to(kBFloat16), randn({40, 40}).to(kBFloat16))},
+                             "schedule"),
+                    "pairs"));
+    return;
+  }
+  manual_seed(26);
+  // Operands as they lie: rows along k (pairs move as words), columns along k (pairs gathered),
+  // odd k (a half pair), odd offsets and strides (words not aligned), broadcast batches.
+  Tensor big = randn({3, 70, 90}).to(kBFloat16);
+  eval({big});
+  struct Case {
+    const char* what;
+    Tensor a, b;
+  };
+  const std::vector<Case> cases{
+      {"x @ w.t()", big[0].narrow(1, 0, 64), big[1].narrow(1, 0, 64).t()},
+      {"x @ w", big[0].narrow(1, 0, 40), big[1].narrow(0, 0, 40)},
+      {"odd k", big[0].narrow(1, 0, 33), big[1].narrow(1, 0, 33).t()},
+      {"odd offset", big[0].narrow(1, 1, 48), big[2].narrow(1, 3, 48).t()},
+      {"odd stride", big[0].narrow(0, 0, 45).narrow(1, 0, 89), big[1].narrow(1, 0, 89).t()},
+      {"transposed a", big[0].narrow(0, 0, 50).t(), big[1].narrow(0, 0, 50)},
+      {"broadcast batch", big.narrow(2, 0, 32), big[2].narrow(0, 0, 32)},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    Tensor p = matmul(c.a, c.b);
+    CHECK(p.dtype() == kBFloat16);
+    CHECK(contains(ir::dump({p}, "schedule"), "bfloat16 pairs into float32"));
+    // Each product of two bfloat16 values is exact in float32; the float32 sums differ from
+    // the double product by a few float32 ulps of the sum of magnitudes, then one rounding to
+    // bfloat16.
+    Tensor want = matmul(c.a.to(kFloat64), c.b.to(kFloat64));
+    Tensor scale = matmul(c.a.to(kFloat64).abs(), c.b.to(kFloat64).abs());
+    Tensor err = (p.to(kFloat64) - want).abs() - (want.abs() * 0x1p-8 + scale * 1e-6);
+    CHECK(err.max().item<double>() <= 0);
+    // The same product through the float32 GEMM, rounded once, agrees but for the order of
+    // the float32 sums: at most one bfloat16 ulp apart.
+    Tensor f32 = matmul(c.a.to(kFloat32), c.b.to(kFloat32)).to(kBFloat16);
+    CHECK(((p.to(kFloat64) - f32.to(kFloat64)).abs() - f32.to(kFloat64).abs() * 0x1p-7 - 1e-30)
+              .max()
+              .item<double>() <= 0);
+  }
+  // The interpreter, the text form and the graph's gradient take the Call of bfloat16 operands.
+  Tensor a = big[0].narrow(1, 0, 48), b = big[1].narrow(1, 0, 48).t();
+  Tensor p = matmul(a, b);
+  const std::string text = ir::dump({p}, "graph");
+  INFO(text);
+  CHECK(contains(text, "= Call gemm %"));
+  // The text form: a product of bfloat16 operands is float32; mixed operands are refused.
+  const std::string head = "storage a : bfloat16[6] = [1, 2, 3, 4, 5, 6]\n"
+                           "storage b : float32[6] = [1, 2, 3, 4, 5, 6]\n"
+                           "%0 = Buffer a strides=[3, 1] offset=0 : bfloat16[2, 3]\n"
+                           "%1 = Buffer a strides=[2, 1] offset=0 : bfloat16[3, 2]\n"
+                           "%2 = Buffer b strides=[2, 1] offset=0 : float32[3, 2]\n";
+  CHECK_NOTHROW(ir::parse(head + "%3 = Call gemm %0, %1 : float32[2, 2]\noutput %3\n"));
+  CHECK_THROWS_WITH(ir::parse(head + "%3 = Call gemm %0, %1 : bfloat16[2, 2]\noutput %3\n"),
+                    Catch::Contains("computes in float32 or float64"));
+  CHECK_THROWS_WITH(ir::parse(head + "%3 = Call gemm %0, %2 : float32[2, 2]\noutput %3\n"),
+                    Catch::Contains("or be bfloat16 for float32"));
+  const test::Tolerance tol = test::tolerance(kBFloat16, test::Accuracy::Arithmetic);
+  const test::Expectation e = test::expect(p, tol, "bf16 product");
+  REQUIRE(e.expected);
+  const std::string diff = test::compare(test::read_back(p), *e.expected, tol, "bf16 product");
+  INFO(diff);
+  CHECK(diff.empty());
+  // Gradients through it, as through the float32 product.
+  Tensor x = a.detach().requires_grad_(), y = b.detach().requires_grad_();
+  matmul(x, y).to(kFloat32).sum().backward();
+  Tensor gx = ones({70, 70}).matmul(b.to(kFloat32).t());
+  CHECK(allclose(x.grad().to(kFloat32), gx, 1e-2, 1e-2));
 }
 
 TEST_CASE("cpu gemm: gradients through it against finite differences", "[gemm][autograd]") {

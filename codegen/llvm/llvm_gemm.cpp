@@ -1,11 +1,14 @@
 // The GEMM microkernel (llvm_gemm.h) in LLVM IR: MR x NR accumulators as MR * (NR / lanes)
 // vector values carried through the k loop, each step one vector load per NR / lanes of B's
-// packed row, one broadcast per element of A's packed column, and an FMA per accumulator.
+// packed row, one broadcast per element of A's packed column, and an FMA per accumulator. With
+// bfloat16 operands a step is a pair of k: the broadcast is A's pair, and each accumulator takes
+// both products with one dot instruction (vdpbf16ps).
 #include "codegen/llvm/llvm_gemm.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 
 #include <atomic>
 #include <chrono>
@@ -36,8 +39,12 @@ int64_t host_vector_bytes() {
   return 16;
 }
 
+// What the accumulators and C hold for operands of `dtype`.
+DType acc_dtype(DType dtype) { return dtype == kBFloat16 ? kFloat32 : dtype; }
+
 Tile checked_tile(DType dtype, int64_t mr, int64_t nr) {
-  const int64_t vector_bytes = host_vector_bytes(), lanes = vector_bytes / int64_t(itemsize(dtype));
+  const int64_t vector_bytes = host_vector_bytes(),
+                lanes = vector_bytes / int64_t(itemsize(acc_dtype(dtype)));
   if (mr < 1 || nr < lanes || nr % lanes != 0 || mr * (nr / lanes) > 32)
     throw std::invalid_argument(fmt::format("gemm microkernel: tile {}x{}: NR must be a multiple "
                                             "of {} and MR * NR / {} at most 32",
@@ -49,7 +56,7 @@ Tile checked_tile(DType dtype, int64_t mr, int64_t nr) {
 // one broadcast. With 32 registers (AVX-512): 14 rows of 2 vectors (28 accumulators); with 16
 // (AVX2): 6 rows of 2 vectors (12); with SSE's 128-bit vectors and no FMA, 4 rows of 2.
 Tile host_tile(DType dtype) {
-  const int64_t lanes = host_vector_bytes() / int64_t(itemsize(dtype));
+  const int64_t lanes = host_vector_bytes() / int64_t(itemsize(acc_dtype(dtype)));
   if (const char* s = std::getenv("TJ_GEMM_TILE"); s && *s) {
     int64_t mr = 0, nr = 0;
     if (std::sscanf(s, "%ldx%ld", &mr, &nr) != 2)
@@ -67,9 +74,11 @@ Tile host_tile(DType dtype) {
 constexpr int64_t kUnroll = 4;
 
 // void f(i64 kc, ptr a, ptr b, ptr c, i64 ldc, i64 accumulate)
-void build_microkernel(llvm::Module& m, const std::string& name, DType dtype, const Tile& t) {
+void build_microkernel(llvm::Module& m, const std::string& name, DType operands, const Tile& t) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
+  const bool pairs = operands == kBFloat16;
+  const DType dtype = acc_dtype(operands);
   llvm::Type* et = dtype == kFloat64 ? b.getDoubleTy() : b.getFloatTy();
   const int64_t lanes = t.vector_bytes / int64_t(itemsize(dtype)), nv = t.nr / lanes;
   auto* vt = llvm::FixedVectorType::get(et, unsigned(lanes));
@@ -101,7 +110,9 @@ void build_microkernel(llvm::Module& m, const std::string& name, DType dtype, co
                    {b.CreateGEP(b.getInt8Ty(), b.CreateGEP(et, pc, b.CreateMul(b.getInt64(i), ldc)),
                                 b.getInt64(off)),
                     b.getInt32(1), b.getInt32(3), b.getInt32(1)});
-  b.CreateCondBr(b.CreateICmpSGT(kc, b.getInt64(0)), loop, done);
+  // Steps of the k loop: pairs of k for bfloat16 (kc is even).
+  llvm::Value* steps = pairs ? b.CreateLShr(kc, b.getInt64(1)) : kc;
+  b.CreateCondBr(b.CreateICmpSGT(steps, b.getInt64(0)), loop, done);
 
   // The k loop, kUnroll steps per iteration; the accumulators are its phis.
   b.SetInsertPoint(loop);
@@ -116,25 +127,37 @@ void build_microkernel(llvm::Module& m, const std::string& name, DType dtype, co
   }
   llvm::Function* fma = llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::fmuladd, {vt});
   const llvm::Align elem_align(int64_t(itemsize(dtype)));
+  // A pair of bfloat16 moves as one 32-bit word; the dot instruction reads a vector of them as
+  // whatever type LLVM's declaration gives its operands.
+  llvm::Function* dot =
+      pairs ? llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512)
+            : nullptr;
+  llvm::Type* word = pairs ? b.getInt32Ty() : et;
+  auto* word_vt = llvm::FixedVectorType::get(word, unsigned(lanes));
   for (int64_t u = 0; u < kUnroll; ++u) {
     llvm::Value* p = b.CreateAdd(k, b.getInt64(u));
-    llvm::Value* brow = b.CreateGEP(et, pb, b.CreateMul(p, b.getInt64(t.nr)));
-    llvm::Value* acol = b.CreateGEP(et, pa, b.CreateMul(p, b.getInt64(t.mr)));
+    llvm::Value* brow = b.CreateGEP(word, pb, b.CreateMul(p, b.getInt64(t.nr)));
+    llvm::Value* acol = b.CreateGEP(word, pa, b.CreateMul(p, b.getInt64(t.mr)));
     std::vector<llvm::Value*> bv;
-    for (int64_t v = 0; v < nv; ++v)
-      bv.push_back(b.CreateAlignedLoad(vt, b.CreateConstGEP1_64(et, brow, v * lanes), elem_align));
+    for (int64_t v = 0; v < nv; ++v) {
+      bv.push_back(
+          b.CreateAlignedLoad(word_vt, b.CreateConstGEP1_64(word, brow, v * lanes), elem_align));
+      if (pairs) bv.back() = b.CreateBitCast(bv.back(), dot->getFunctionType()->getParamType(2));
+    }
     for (int64_t i = 0; i < t.mr; ++i) {
-      llvm::Value* s = b.CreateAlignedLoad(et, b.CreateConstGEP1_64(et, acol, i), elem_align);
+      llvm::Value* s = b.CreateAlignedLoad(word, b.CreateConstGEP1_64(word, acol, i), elem_align);
       llvm::Value* splat = b.CreateVectorSplat(unsigned(lanes), s);
+      if (pairs) splat = b.CreateBitCast(splat, dot->getFunctionType()->getParamType(1));
       for (int64_t v = 0; v < nv; ++v)
-        acc[i * nv + v] = b.CreateCall(fma, {splat, bv[v], acc[i * nv + v]});
+        acc[i * nv + v] = pairs ? b.CreateCall(dot, {acc[i * nv + v], splat, bv[v]})
+                                : b.CreateCall(fma, {splat, bv[v], acc[i * nv + v]});
     }
   }
   llvm::Value* next = b.CreateAdd(k, b.getInt64(kUnroll));
   k->addIncoming(next, loop);
   for (size_t i = 0; i < acc.size(); ++i)
     acc_phi[i]->addIncoming(acc[i], loop);
-  b.CreateCondBr(b.CreateICmpSLT(next, kc), loop, done);
+  b.CreateCondBr(b.CreateICmpSLT(next, steps), loop, done);
 
   // The tile, stored or added to C.
   b.SetInsertPoint(done);
@@ -171,7 +194,7 @@ std::string symbol_for(DType dtype, const Tile& t) {
 }
 
 void check_dtype(DType dtype) {
-  if (dtype != kFloat32 && dtype != kFloat64)
+  if (dtype != kFloat32 && dtype != kFloat64 && !(dtype == kBFloat16 && gemm_bf16_dot()))
     throw std::invalid_argument(
         fmt::format("gemm microkernel: no microkernel for {}", short_dtype_name(dtype)));
 }
@@ -197,10 +220,11 @@ std::shared_ptr<const GemmMicrokernel> compile(DType dtype, const Tile& t) {
   auto k = std::make_shared<Held>();
   k->fn = reinterpret_cast<GemmMicrokernelFn>(built.address);
   k->code = std::move(built.code);
-  k->dtype = dtype;
+  k->dtype = acc_dtype(dtype);
+  k->operands = dtype;
   k->mr = t.mr;
   k->nr = t.nr;
-  k->k_unroll = kUnroll;
+  k->k_unroll = dtype == kBFloat16 ? 2 * kUnroll : kUnroll;
   k->vector_bytes = t.vector_bytes;
   k->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -210,8 +234,17 @@ std::shared_ptr<const GemmMicrokernel> compile(DType dtype, const Tile& t) {
 } // namespace
 
 std::string GemmMicrokernel::describe() const {
+  if (operands != dtype)
+    return fmt::format("{}x{} {} pairs into {} ({}-bit vectors, dot products)", mr, nr,
+                       short_dtype_name(operands), short_dtype_name(dtype), vector_bytes * 8);
   return fmt::format("{}x{} {} ({}-bit vectors)", mr, nr, short_dtype_name(dtype),
                      vector_bytes * 8);
+}
+
+bool gemm_bf16_dot() {
+  static const bool yes = has_feature(detail::host_lowering_target().features, "avx512bf16") &&
+                          host_vector_bytes() == 64;
+  return yes;
 }
 
 std::shared_ptr<const GemmMicrokernel> compile_gemm_microkernel(DType dtype, int64_t mr,
@@ -223,16 +256,16 @@ std::shared_ptr<const GemmMicrokernel> compile_gemm_microkernel(DType dtype, int
 std::shared_ptr<const GemmMicrokernel> gemm_microkernel(DType dtype) {
   check_dtype(dtype);
   static std::mutex mu;
-  static std::shared_ptr<const GemmMicrokernel> kernels[2];
+  static std::shared_ptr<const GemmMicrokernel> kernels[3];
   std::lock_guard lock(mu);
-  auto& slot = kernels[dtype == kFloat64];
+  auto& slot = kernels[dtype == kFloat64 ? 1 : dtype == kBFloat16 ? 2 : 0];
   if (!slot) slot = compile(dtype, host_tile(dtype));
   return slot;
 }
 
 int64_t gemm_vector_lanes(DType dtype) {
   check_dtype(dtype);
-  return host_vector_bytes() / int64_t(itemsize(dtype));
+  return host_vector_bytes() / int64_t(itemsize(acc_dtype(dtype)));
 }
 
 std::string gemm_microkernel_ir(DType dtype) { return build(dtype, detail::Emit::IR).text; }

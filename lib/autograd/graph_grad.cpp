@@ -133,7 +133,7 @@ Tensor apply_op(const Node& n, const std::vector<Tensor>& in) {
     return gather(x, n.args[0], in[1]);
   case Op::Call: {
     const Routine r = routine(n);
-    if (r == Routine::Gemm) return matmul(x, in[1]);
+    if (r == Routine::Gemm) return matmul(x.to(n.dtype), in[1].to(n.dtype)); // bfloat16: exact
     // lu: its frontend ops (det, slogdet) differentiate themselves; eig's results are complex
     if (r == Routine::Lu || r == Routine::Eig)
       throw Error(fmt::format("differentiate: Call {} has no gradient", name(r)));

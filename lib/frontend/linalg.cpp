@@ -49,10 +49,17 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
   const int64_t n = a->shape[a->ndim() - 2], k = a->shape.back(), m = b->shape.back();
   const ir::Shape batch = ir::broadcast_shapes(ir::Shape(a->shape.begin(), a->shape.end() - 2),
                                                ir::Shape(b->shape.begin(), b->shape.end() - 2));
-  // 16-bit floats are multiplied as float32 (their accumulator) and rounded once, at the end.
-  const DType lib_dtype = fe::float_accumulator(a->dtype);
-  if (b->device == a->device && b->dtype == a->dtype && k > 0 && n * m * ir::numel(batch) > 0 &&
-      pipeline::gemm_library(a->device, lib_dtype, n, m, k, ir::numel(batch))) {
+  // 16-bit floats are multiplied as float32 (their accumulator) and rounded once, at the end;
+  // bfloat16 operands go to the library as they are where it multiplies them so (the CPU's dot
+  // instruction: pairs of exact products added in float32).
+  const bool lib =
+      b->device == a->device && b->dtype == a->dtype && k > 0 && n * m * ir::numel(batch) > 0;
+  const DType lib_dtype =
+      lib && a->dtype == kBFloat16 &&
+              pipeline::gemm_library(a->device, kBFloat16, n, m, k, ir::numel(batch))
+          ? kBFloat16
+          : fe::float_accumulator(a->dtype);
+  if (lib && pipeline::gemm_library(a->device, lib_dtype, n, m, k, ir::numel(batch))) {
     ir::Shape as = batch, bs = batch;
     as.insert(as.end(), {n, k});
     bs.insert(bs.end(), {k, m});

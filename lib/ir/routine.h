@@ -16,7 +16,8 @@ namespace tj::ir {
 
 // Operands are float32 or float64 (or complex64, complex128, except for gemm; a real part such
 // as a singular value is then a complex number with a zero imaginary part), all
-// of the result's dtype, with equal batch dims (a broadcast
+// of the result's dtype (a gemm of float32 may take bfloat16 operands: exact products added in
+// float32, where a library multiplies them as such), with equal batch dims (a broadcast
 // batch is an Expand of the operand). A factorization's outputs are laid end to end in the
 // result's last dim, one batch entry per row: (batch..., sum of the parts' sizes), each part a
 // row-major matrix or vector (routine_parts); the frontend reads them as views.

@@ -25,15 +25,18 @@ ScopedGemmOverride::~ScopedGemmOverride() {
 
 const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m, int64_t k,
                                 int64_t batch) {
-  if ((dtype != kFloat32 && dtype != kFloat64) || !rt::gemm_sizes_fit(n, m, k, batch))
+  // bfloat16 operands: the CPU GEMM's dot products alone take them.
+  const bool pairs = dtype == kBFloat16;
+  if ((dtype != kFloat32 && dtype != kFloat64 && !pairs) || !rt::gemm_sizes_fit(n, m, k, batch))
     return nullptr;
+  if (pairs && (device.is_cuda() || g_override || !llvmjit::gemm_bf16_dot())) return nullptr;
   if (g_override && !device.is_cuda()) return g_override; // the model reads host memory
   if (!device.is_cuda()) {
     if (!config().cpu_gemm || !rt::cpu::gemm_worthwhile(n, m, k)) return nullptr;
     static const GemmLibrary cpu{
         "the CPU GEMM",
         [](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b, const ir::Node& c) {
-          rt::cpu::gemm(c.dtype, call, a.storage->data(), b.storage->data(), c.storage->data());
+          rt::cpu::gemm(a.dtype, call, a.storage->data(), b.storage->data(), c.storage->data());
         },
         [](DType dtype) { return rt::cpu::gemm_describe(dtype); },
         [](DType dtype, std::string_view stage) {

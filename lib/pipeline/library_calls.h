@@ -27,12 +27,13 @@ struct GemmLibrary {
   std::function<std::string(DType, std::string_view stage)> code;
 };
 
-// The library that computes a (batch, n, k) x (batch, k, m) product of `dtype` on `device`, or
-// null: cuBLAS on a CUDA device for float32 and float64 (once loaded), sizes in its 32-bit
-// range; on the CPU the packed GEMM (runtime/cpu_gemm.h) for the float32 and float64 products
-// worth packing (config().cpu_gemm); on the CPU, the model a test installs, before that. Where
-// none does, a product is a reduction that fuses like any other (and a Call of gemm is
-// performed by such kernels).
+// The library that computes a (batch, n, k) x (batch, k, m) product of operands of `dtype` on
+// `device`, or null: cuBLAS on a CUDA device for float32 and float64 (once loaded), sizes in its
+// 32-bit range; on the CPU the packed GEMM (runtime/cpu_gemm.h) for the float32 and float64
+// products worth packing (config().cpu_gemm), and for bfloat16 ones into float32 where the CPU
+// has the bfloat16 dot instruction; on the CPU, the model a test installs, before that (float32
+// and float64). Where none does, a product is a reduction that fuses like any other (and a Call
+// of gemm is performed by such kernels). `describe` and `code` take the operands' dtype too.
 const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m, int64_t k,
                                 int64_t batch);
 

@@ -231,8 +231,9 @@ void Materializer::perform_call(const ir::NodePtr& c) {
   const ir::NodePtr &a0 = c->src[0], &b0 = c->src[1];
   const int64_t n = a0->shape[a0->shape.size() - 2], k = a0->shape.back(), m = c->shape.back();
   const int64_t batch = n != 0 && m != 0 ? c->numel() / (n * m) : 0;
+  const DType operands = a0->dtype; // the Call's, or bfloat16 into a float32 result
   const pipeline::GemmLibrary* library =
-      pipeline::gemm_library(c->device, c->dtype, n, m, k, batch);
+      pipeline::gemm_library(c->device, operands, n, m, k, batch);
   if (!library || c->numel() == 0 || k == 0) return perform_by_kernels(c);
   ir::NodePtr a = in_memory(a0), b = in_memory(b0);
   auto storage =
@@ -254,9 +255,9 @@ void Materializer::perform_call(const ir::NodePtr& c) {
   }
   if (plan_) {
     detail::PlannedCall planned{plan_->kernels.size(), c, library->name, plan.calls, {}, {}};
-    if (library->describe) planned.details = library->describe(c->dtype);
+    if (library->describe) planned.details = library->describe(operands);
     if (library->code)
-      planned.code = [code = library->code, dtype = c->dtype](std::string_view stage) {
+      planned.code = [code = library->code, dtype = operands](std::string_view stage) {
         return code(dtype, stage);
       };
     plan_->calls.push_back(std::move(planned));
@@ -365,7 +366,8 @@ void Materializer::perform_by_kernels(const ir::NodePtr& c) {
   as.push_back(1);            // (..., n, k, 1)
   bs.insert(bs.end() - 2, 1); // (..., 1, k, m)
   full.push_back(m);          // (..., n, k, m)
-  auto spread = [&](const ir::NodePtr& x, const ir::Shape& s) {
+  auto spread = [&](ir::NodePtr x, const ir::Shape& s) {
+    if (x->dtype != c->dtype) x = ir::make_node(ir::Op::Cast, c->dtype, x->shape, {x}); // bfloat16
     ir::NodePtr shaped = ir::make_node(ir::Op::Reshape, x->dtype, s, {x}, s);
     return ir::make_node(ir::Op::Expand, x->dtype, full, {shaped}, full);
   };

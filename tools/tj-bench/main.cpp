@@ -503,6 +503,7 @@ int bench(const Options& o) {
          report.fma_isa = fma_peak_isa();
          report.fma_peak_f32 = fma_peak_gflops(false, report.threads, 3);
          report.fma_peak_f64 = fma_peak_gflops(true, report.threads, 3);
+         report.dot_peak_bf16 = bf16_dot_peak_gflops(report.threads, 3);
          std::vector<const Blas*> peers;
          for (const Blas* peer : {openblas(report.threads), onednn(report.threads)})
            if (peer) peers.push_back(peer);
@@ -522,7 +523,9 @@ int bench(const Options& o) {
                    Kind::Compute,
                    2.0 * m * n * k,
                    {},
-                   dt == tj::kFloat64 ? report.fma_peak_f64 : report.fma_peak_f32};
+                   dt == tj::kFloat64                                ? report.fma_peak_f64
+                   : dt == tj::kBFloat16 && report.dot_peak_bf16 > 0 ? report.dot_peak_bf16
+                                                                     : report.fma_peak_f32};
            auto product = [&] {
              return fused ? tj::relu(tj::matmul(x, w.t()) + bias) : tj::matmul(x, w.t());
            };

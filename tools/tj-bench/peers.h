@@ -12,6 +12,10 @@ namespace tj::bench {
 // of products. `float64`: in doubles. The faster of `reps` timings.
 double fma_peak_gflops(bool float64, int threads, int reps);
 
+// The same of bfloat16 dot products (AVX512_BF16's vdpbf16ps: two multiply-adds per float32
+// lane), the roofline of bfloat16 products there; 0 where the CPU lacks them.
+double bf16_dot_peak_gflops(int threads, int reps);
+
 // The vector instructions fma_peak_gflops used: "AVX-512", "AVX2", "scalar".
 std::string fma_peak_isa();
 

@@ -136,8 +136,10 @@ void print_table(const Report& r, std::ostream& out) {
     }
   }
   if (r.fma_peak_f32 > 0)
-    fmt::print(out, "FMA peak ({}, {} threads): {:.1f} GFLOP/s float32, {:.1f} float64\n",
-               r.fma_isa, r.threads, r.fma_peak_f32, r.fma_peak_f64);
+    fmt::print(out, "FMA peak ({}, {} threads): {:.1f} GFLOP/s float32, {:.1f} float64{}\n",
+               r.fma_isa, r.threads, r.fma_peak_f32, r.fma_peak_f64,
+               r.dot_peak_bf16 > 0 ? fmt::format(", {:.1f} bfloat16 dot products", r.dot_peak_bf16)
+                                   : "");
   if (!r.gpu())
     fmt::print(out,
                "machine: {} threads, copy bandwidth {:.1f} GB/s (the faster of {:.1f} before and "
@@ -187,8 +189,10 @@ void write_json(const Report& r, std::ostream& out) {
              json_string(r.device), json_string(r.machine), json_string(r.date), r.threads, r.size,
              r.reps, r.copy_gbps);
   if (r.fma_peak_f32 > 0)
-    fmt::print(out, "  \"fma_peak_gflops\": {{\"float32\": {:.3f}, \"float64\": {:.3f}}},\n",
-               r.fma_peak_f32, r.fma_peak_f64);
+    fmt::print(out, "  \"fma_peak_gflops\": {{\"float32\": {:.3f}, \"float64\": {:.3f}{}}},\n",
+               r.fma_peak_f32, r.fma_peak_f64,
+               r.dot_peak_bf16 > 0 ? fmt::format(", \"bfloat16_dot\": {:.3f}", r.dot_peak_bf16)
+                                   : "");
   // One entry per timing: memory rows in "rows" (as the table), products in "products".
   auto entries = [&](Kind kind, auto&& print) {
     bool first = true;

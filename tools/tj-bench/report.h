@@ -50,6 +50,7 @@ struct Report {
   double copy_gbps_before = 0, copy_gbps_after = 0;
   // The CPU's FMA peak (fma_peak_gflops in peers.h) in float32 and float64, and its vectors.
   double fma_peak_f32 = 0, fma_peak_f64 = 0;
+  double dot_peak_bf16 = 0; // bfloat16 dot products (bf16_dot_peak_gflops), 0 without them
   std::string fma_isa;
   std::vector<Row> rows;
 
