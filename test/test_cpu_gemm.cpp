@@ -315,6 +315,15 @@ TEST_CASE("cpu gemm: bfloat16 products by dot instructions", "[gemm][matmul]") {
   const std::string diff = test::compare(test::read_back(p), *e.expected, tol, "bf16 product");
   INFO(diff);
   CHECK(diff.empty());
+  // A Call built for the library and performed where none takes it is computed by kernels, the
+  // bfloat16 operands cast exactly to float32.
+  Tensor late = matmul(a * 2, b); // a new Call (a * 2 is exact)
+  CHECK(contains(ir::dump({late}, "graph"), "= Call gemm %"));
+  config().cpu_gemm = false;
+  CHECK(!contains(ir::dump({late}, "schedule"), "call gemm"));
+  late.eval();
+  config().cpu_gemm = true;
+  CHECK(allclose(late.to(kFloat64), p.to(kFloat64) * 2, 0x1p-7, 0));
   // Gradients through it, as through the float32 product.
   Tensor x = a.detach().requires_grad_(), y = b.detach().requires_grad_();
   matmul(x, y).to(kFloat32).sum().backward();
