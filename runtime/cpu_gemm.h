@@ -35,8 +35,10 @@ struct GemmBlocking {
 };
 
 // KC such that an NR-wide panel of B, KC deep, fills half of L1 (the other half streams A's
-// panels and C's tile); MC such that the MC x KC block of A fills half of L2; NC such that the
-// KC x NC block of B fills a quarter of the last-level cache, at most 4096 columns.
+// panels and C's tile), but at least 12 NR: a wide tile's k steps are long enough that its panels
+// stream from L2, and C's tile is loaded and stored once per KC steps; MC such that the MC x KC
+// block of A fills half of L2; NC such that the KC x NC block of B fills a quarter of the
+// last-level cache, at most 4096 columns.
 // TJ_GEMM_BLOCKS=MC,KC,NC (read once) overrides them, for tuning.
 GemmBlocking gemm_blocking(const llvmjit::GemmMicrokernel& uk);
 
