@@ -23,8 +23,13 @@ namespace {
 // Elements below which a launch runs on the calling thread only.
 constexpr int64_t kGrain = 32768;
 
-// Side of the square tiles a transposing launch is walked in (elements).
-constexpr int64_t kTile = 32;
+// The tiles a transposing launch is walked in: kTile rows (a transposed input's runs of memory:
+// four cache lines of floats) by kTileCols columns, each row one call of the kernel. Launches
+// with fewer than kMinTiled rows or columns are not tiled. Tiles of 32 x 32 made a call per 32
+// elements and read runs of two lines: tj-bench's transposed 4096 x 4096 read (x.t() * 2 + 1)
+// took 14.8-15.6 ms on a 2-core Zen 4; 64 x 128 tiles 10.5-13.5 (and 32 x 256 12.7-13, 256 x 256
+// 10.1-11.5). A plain transpose in 8 x 8 AVX blocks on both cores took 17-23 ms there.
+constexpr int64_t kTile = 64, kTileCols = 128, kMinTiled = 32;
 constexpr int64_t kCacheLine = 64;
 
 // An input read across memory along the rows (each element on its own cache
@@ -43,7 +48,8 @@ bool transposed_input(const Launch& l, size_t s) {
 
 bool walks_in_tiles(const Launch& l) {
   const size_t nd = l.domain.size();
-  if (l.r != 1 || nd < 2 || l.domain[nd - 1] < kTile || l.domain[nd - 2] < kTile) return false;
+  if (l.r != 1 || nd < 2 || l.domain[nd - 1] < kMinTiled || l.domain[nd - 2] < kMinTiled)
+    return false;
   if (l.kernel.scatters()) return false; // its elements run in order
   // A gathered slot is read at places a packed tile does not hold.
   for (const auto& v : l.kernel.values)
@@ -56,20 +62,20 @@ bool walks_in_tiles(const Launch& l) {
 namespace {
 
 // Each column of a packed tile is a separate short run of memory that no hardware prefetcher
-// predicts, so the same column of the next tile (c + kTile: the walk moves across) is prefetched,
+// predicts, so the column 32 ahead (the walk moves across) is prefetched,
 // its first and last element, while this one is copied. Integer arithmetic: past the last tile
 // the address lies outside the buffer, which a prefetch may touch but a pointer may not point to.
 void prefetch_next_column(const char* column, int64_t down, int64_t across, int64_t rows,
                           int64_t size) {
   const auto next =
-      reinterpret_cast<uintptr_t>(column) + static_cast<uintptr_t>(kTile * across * size);
+      reinterpret_cast<uintptr_t>(column) + static_cast<uintptr_t>(32 * across * size);
   __builtin_prefetch(reinterpret_cast<const void*>(next));
   __builtin_prefetch(
       reinterpret_cast<const void*>(next + static_cast<uintptr_t>((rows - 1) * down * size)));
 }
 
 // Copies a rows x cols block, element (r, c) at src[r * down + c * across],
-// into dst row-major with rows kTile long. Walking r innermost reads along
+// into dst row-major with rows kTileCols long. Walking r innermost reads along
 // memory. Elements move as bytes (a memcpy of one element compiles to one load):
 // user memory may be unaligned, and its elements are not T's.
 template <typename T>
@@ -79,7 +85,7 @@ void pack(const char* src, int64_t down, int64_t across, int64_t rows, int64_t c
     const char* column = src + c * across * size;
     prefetch_next_column(column, down, across, rows, size);
     for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(dst + (r * kTile + c) * size, column + r * down * size, size);
+      std::memcpy(dst + (r * kTileCols + c) * size, column + r * down * size, size);
   }
 }
 
@@ -102,8 +108,8 @@ __attribute__((target("avx2"))) void pack8x8(const char* src, int64_t across, ch
     }
   // v[k], k < 4: rows k and k + 4 of columns 0..3; v[k + 4]: the same rows of columns 4..7.
   for (int k = 0; k < 4; ++k) {
-    float* lo = reinterpret_cast<float*>(dst + k * kTile * 4);
-    float* hi = reinterpret_cast<float*>(dst + (k + 4) * kTile * 4);
+    float* lo = reinterpret_cast<float*>(dst + k * kTileCols * 4);
+    float* hi = reinterpret_cast<float*>(dst + (k + 4) * kTileCols * 4);
     _mm256_storeu_ps(lo, _mm256_permute2f128_ps(v[k], v[k + 4], 0x20));
     _mm256_storeu_ps(hi, _mm256_permute2f128_ps(v[k], v[k + 4], 0x31));
   }
@@ -125,10 +131,11 @@ void pack4(const char* src, int64_t down, int64_t across, int64_t rows, int64_t 
       for (int64_t k = 0; k < 8; ++k)
         prefetch_next_column(src + (c + k) * across * 4, down, across, rows, 4);
       for (int64_t r = 0; r < rows8; r += 8)
-        pack8x8(src + (r + c * across) * 4, across, dst + (r * kTile + c) * 4);
+        pack8x8(src + (r + c * across) * 4, across, dst + (r * kTileCols + c) * 4);
     }
     if (rows8 < rows)
-      pack<uint32_t>(src + rows8 * 4, down, across, rows - rows8, cols8, dst + rows8 * kTile * 4);
+      pack<uint32_t>(src + rows8 * 4, down, across, rows - rows8, cols8,
+                     dst + rows8 * kTileCols * 4);
     if (cols8 < cols)
       pack<uint32_t>(src + cols8 * across * 4, down, across, rows, cols - cols8, dst + cols8 * 4);
     return;
@@ -137,7 +144,7 @@ void pack4(const char* src, int64_t down, int64_t across, int64_t rows, int64_t 
   pack<uint32_t>(src, down, across, rows, cols, dst);
 }
 
-// Walks a transposing launch in kTile x kTile tiles. Each transposed input's
+// Walks a transposing launch in kTile x kTileCols tiles. Each transposed input's
 // tile is first packed into a small row-major buffer (reading it along
 // memory), and the kernel reads the buffer: its stride is a run-time value,
 // so the same compiled kernel serves, now over contiguous memory.
@@ -146,14 +153,15 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
                std::atomic<int32_t>& err) {
   const size_t nd = l.domain.size(), ns = l.slots.size();
   const int64_t rows = l.domain[nd - 2], cols = l.domain[nd - 1];
-  const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  const int64_t row_tiles = (rows + kTile - 1) / kTile,
+                col_tiles = (cols + kTileCols - 1) / kTileCols;
   int64_t outer = 1;
   for (size_t d = 0; d + 2 < nd; ++d)
     outer *= l.domain[d];
   std::vector<char> packed(ns);
   // The item size of each output written along its rows (0 for other slots): each row of a tile
   // is a short run of memory that no hardware prefetcher predicts, so the same row of the next
-  // tile along (c0 + kTile) is prefetched for writing while this one computes. The transposed
+  // tile along (c0 + kTileCols) is prefetched for writing while this one computes. The transposed
   // 4096 x 4096 read of tj-bench went from 17-19 to 10.5-11 ms.
   std::vector<int64_t> out_item(ns, 0);
   for (size_t s = 0; s < ns; ++s) {
@@ -167,16 +175,17 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
     std::vector<std::vector<uint64_t>> buffers(ns);
     for (size_t s = 0; s < ns; ++s)
       if (packed[s]) {
-        buffers[s].resize(kTile * kTile);
+        buffers[s].resize(kTile * kTileCols);
         ptrs[s] = buffers[s].data();
         inner[s] = 1;
       }
     int32_t local_err = 0;
     for (int64_t t = begin; t < end; ++t) {
+      // Across the columns first (down the rows first was 1.2x slower).
       int64_t col_tile = t % col_tiles, row_tile = t / col_tiles % row_tiles;
       int64_t rem = t / col_tiles / row_tiles;
-      const int64_t r0 = row_tile * kTile, c0 = col_tile * kTile;
-      const int64_t nr = std::min(kTile, rows - r0), nc = std::min(kTile, cols - c0);
+      const int64_t r0 = row_tile * kTile, c0 = col_tile * kTileCols;
+      const int64_t nr = std::min(kTile, rows - r0), nc = std::min(kTileCols, cols - c0);
       for (size_t s = 0; s < ns; ++s)
         tile[s] =
             l.slots[s].base + r0 * l.slots[s].strides[nd - 2] + c0 * l.slots[s].strides[nd - 1];
@@ -208,11 +217,11 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
       }
       for (int64_t r = 0; r < nr; ++r) {
         for (size_t s = 0; s < ns; ++s) {
-          base[s] = packed[s] ? r * kTile : tile[s] + r * l.slots[s].strides[nd - 2];
+          base[s] = packed[s] ? r * kTileCols : tile[s] + r * l.slots[s].strides[nd - 2];
           if (out_item[s]) { // past the last tile the address lies outside: only prefetched
             const auto at = reinterpret_cast<uintptr_t>(ptrs0[s]) +
-                            static_cast<uintptr_t>((base[s] + kTile) * out_item[s]);
-            for (int64_t b = 0; b < kTile * out_item[s]; b += kCacheLine)
+                            static_cast<uintptr_t>((base[s] + kTileCols) * out_item[s]);
+            for (int64_t b = 0; b < kTileCols * out_item[s]; b += kCacheLine)
               __builtin_prefetch(reinterpret_cast<const void*>(at + static_cast<uintptr_t>(b)), 1);
           }
         }
@@ -221,7 +230,7 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
     }
     if (local_err) err.fetch_or(local_err);
   };
-  parallel_for(outer * row_tiles * col_tiles, std::max<int64_t>(1, kGrain / (kTile * kTile)), 1,
+  parallel_for(outer * row_tiles * col_tiles, std::max<int64_t>(1, kGrain / (kTile * kTileCols)), 1,
                body);
 }
 

@@ -91,19 +91,21 @@ TEST_CASE("elementwise ops over a transposed, sliced input are one kernel", "[vi
 TEST_CASE("transposed reads walked in tiles give every element once", "[views][executor]") {
   // Large enough that the CPU executor walks tiles and packs the transposed
   // input; odd sizes leave partial tiles on both edges.
-  for (DType t : {kInt8, kFloat16, kInt32, kFloat32, kFloat64}) {
-    INFO(dtype_name(t));
-    Tensor x = arange(45 * 70).view({45, 70}).remainder(101).to(t).eval();
-    Tensor row = arange(45).to(t);
-    Tensor y = (x.t() * 2 + row).eval(); // (70, 45): reads x across, row broadcast
-    std::vector<double> xv = values(x), yv = values(y);
-    for (int64_t i = 0; i < 70; ++i)
-      for (int64_t j = 0; j < 45; ++j) {
-        double expect = xv[j * 70 + i] * 2 + j;
-        if (t == kInt8) expect = static_cast<double>(static_cast<int8_t>(expect));
-        REQUIRE(yv[i * 45 + j] == expect);
-      }
-  }
+  // 45 x 70 is inside one tile; 150 x 300 crosses whole tiles both ways (runtime/executor.cpp).
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{45, 70}, {150, 300}})
+    for (DType t : {kInt8, kFloat16, kInt32, kFloat32, kFloat64}) {
+      INFO(dtype_name(t) << " " << h << "x" << w);
+      Tensor x = arange(h * w).view({h, w}).remainder(101).to(t).eval();
+      Tensor row = arange(h).remainder(7).to(t);
+      Tensor y = (x.t() * 2 + row).eval(); // (w, h): reads x across, row broadcast
+      std::vector<double> xv = values(x), yv = values(y);
+      for (int64_t i = 0; i < w; ++i)
+        for (int64_t j = 0; j < h; ++j) {
+          double expect = xv[j * w + i] * 2 + double(j % 7);
+          if (t == kInt8) expect = static_cast<double>(static_cast<int8_t>(expect));
+          REQUIRE(yv[i * h + j] == expect);
+        }
+    }
   // Outer dims, a stepped transposed slice, and an in-place write through a
   // transposed view of the tensor it reads.
   Tensor a = arange(3 * 40 * 90, TensorOptions().dtype(kFloat32)).view({3, 40, 90}).eval();
