@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "runtime/kernel_cache.h"
 #include "runtime/launch.h"
@@ -278,6 +279,83 @@ void run_columns(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>
   });
 }
 
+// Rows shorter than this many elements are walked as one flat run where the launch allows it
+// (flat_rows); a call per row costs more than its elements. Flat calls take kFlatRun elements.
+constexpr int64_t kShortRow = 256, kFlatRun = 1024;
+
+// How a launch of short rows runs as one flat run of calls (run_flat): possible when every slot
+// either lies row-major over the whole domain (element k of the flat index at base + k) or is the
+// same in every row (a bias); the latter read from `repeated`, the row's elements laid end to end
+// kFlatRun / w times, so that any run starting on a row boundary reads them with stride 1.
+struct FlatRows {
+  int64_t w = 0, run = 0;                  // the row's length; elements per call (a multiple of w)
+  std::vector<std::vector<char>> repeated; // per slot: empty for a row-major one
+};
+
+std::optional<FlatRows> flat_rows(const Launch& l) {
+  const size_t nd = l.domain.size();
+  if (l.r != 1 || nd < 2 || l.kernel.scatters()) return std::nullopt;
+  const int64_t w = l.domain[nd - 1];
+  if (w <= 0 || w >= kShortRow) return std::nullopt;
+  // Values that depend on where a row starts or ends: a scan runs along the row, a gather reads
+  // at an access of the domain.
+  for (const auto& v : l.kernel.values)
+    if (v.op == ir::Op::Gather || ir::is_scan(v.op)) return std::nullopt;
+  FlatRows f{w, std::max<int64_t>(1, kFlatRun / w) * w, {}};
+  f.repeated.resize(l.slots.size());
+  bool repeats = false;
+  for (size_t s = 0; s < l.slots.size(); ++s) {
+    const kir::Slot& k = l.kernel.slots[s];
+    const SlotBinding& b = l.slots[s];
+    if (k.stream || k.next_to >= 0 || k.stride == kir::StrideKind::Pairs) return std::nullopt;
+    bool row_major = b.strides[nd - 1] == 1, same = true;
+    for (size_t d = nd - 1; d-- > 0;) {
+      row_major &= b.strides[d] == b.strides[d + 1] * l.domain[d + 1];
+      same &= b.strides[d] == 0;
+    }
+    if (row_major) continue;
+    if (!same || !b.storage || k.role != kir::Slot::Role::Input) return std::nullopt;
+    const int64_t item = static_cast<int64_t>(itemsize(k.dtype));
+    const char* src = static_cast<const char*>(b.storage->data());
+    std::vector<char>& r = f.repeated[s];
+    r.resize(size_t(f.run * item));
+    for (int64_t e = 0; e < f.run; ++e)
+      std::memcpy(r.data() + e * item, src + (b.base + e % w * b.strides[nd - 1]) * item,
+                  size_t(item));
+    repeats = true;
+  }
+  // Without a repeated slot the launch is one run already (its dims merge).
+  if (!repeats) return std::nullopt;
+  return f;
+}
+
+// Walks a launch of short rows as flat runs of f.run elements over the thread pool, each
+// starting on a row boundary.
+void run_flat(const Launch& l, const FlatRows& f, llvmjit::KernelFn fn,
+              const std::vector<void*>& ptrs0, const int64_t* rstride, std::atomic<int32_t>& err) {
+  const size_t ns = l.slots.size();
+  int64_t total = 1;
+  for (int64_t d : l.domain)
+    total *= d;
+  std::vector<void*> ptrs = ptrs0;
+  std::vector<int64_t> inner(ns, 1);
+  for (size_t s = 0; s < ns; ++s)
+    if (!f.repeated[s].empty()) ptrs[s] = const_cast<char*>(f.repeated[s].data());
+  const int64_t runs = (total + f.run - 1) / f.run;
+  parallel_for(runs, std::max<int64_t>(1, kGrain / f.run), 1, [&](int64_t lo, int64_t hi) {
+    std::vector<int64_t> base(ns);
+    int32_t local_err = 0;
+    for (int64_t c = lo; c < hi; ++c) {
+      const int64_t start = c * f.run;
+      for (size_t s = 0; s < ns; ++s)
+        base[s] = f.repeated[s].empty() ? l.slots[s].base + start : 0;
+      fn(std::min(f.run, total - start), ptrs.data(), base.data(), inner.data(), l.params.data(),
+         &local_err, 1, rstride);
+    }
+    if (local_err) err.fetch_or(local_err);
+  });
+}
+
 // Walks the launch row by row, in chunks of whole and partial rows over the thread pool.
 void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& ptrs,
               const std::vector<int64_t>& inner, const int64_t* rstride,
@@ -352,6 +430,8 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
   else if (l.kernel.scatters() && !scatters_apart_along(l, 0) && scatters_apart_along(l, nd - 1) &&
            l.domain[nd - 1] >= 32)
     run_columns(l, fn, ptrs, inner, rstride.data(), err);
+  else if (auto flat = flat_rows(l))
+    run_flat(l, *flat, fn, ptrs, rstride.data(), err);
   else
     run_rows(l, fn, ptrs, inner, rstride.data(), err);
   raise_kernel_errors(err);

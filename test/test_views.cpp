@@ -9,6 +9,7 @@
 
 #include "lib/frontend/tensor_impl.h"
 #include "lib/interp/interpreter.h"
+#include "test/support/tolerance.h"
 
 using namespace tj;
 using namespace tj::indexing;
@@ -120,6 +121,37 @@ TEST_CASE("transposed reads walked in tiles give every element once", "[views][e
   Tensor before = m.clone();
   m.t().mul_(2);
   CHECK(values(m) == values(before * 2));
+}
+
+TEST_CASE("short rows with an operand the same in every row run as flat runs",
+          "[views][executor]") {
+  // The executor walks rows shorter than 256 elements as flat runs, a repeated operand (a bias)
+  // laid end to end (runtime/executor.cpp); against the interpreter, with runs that end inside
+  // a row, operands it cannot repeat (a column, a view written in place) and rows of one.
+  manual_seed(31);
+  test::OracleBatch batch(1);
+  Tensor bias = randn({24}), wide = randn({48}), col = randn({40, 1});
+  batch.add(rand({1000, 24}) * 2 + bias, test::Accuracy::Arithmetic, "random rows + bias");
+  batch.add(randn({1000, 24}).eval() * 2 + bias, test::Accuracy::Arithmetic, "rows + bias");
+  batch.add(randn({5, 40, 24}, dtype(kFloat64)) + bias.to(kFloat64), test::Accuracy::Arithmetic,
+            "3-d rows + bias");
+  batch.add(randn({5, 40, 24}).eval() + bias + col, test::Accuracy::Arithmetic, "+ a column");
+  batch.add(randn({700, 24}).eval() - wide.index({Slice(None, None, 2)}),
+            test::Accuracy::Arithmetic, "a strided bias");
+  batch.add(arange(600 * 24).view({600, 24}).remainder(7) * bias, test::Accuracy::Arithmetic,
+            "indices * bias");
+  batch.add((randn({300, 7}).eval() * 50).to(kInt8) * arange(7).to(kInt8), test::Accuracy::Exact,
+            "int8 rows wrap");
+  batch.add(randn({1000, 1}).eval() + randn({1}), test::Accuracy::Arithmetic, "rows of one");
+  batch.add(randn({1000, 24}).eval() + randn({1}).expand({24}), test::Accuracy::Arithmetic,
+            "a broadcast scalar");
+  TJ_CHECK_BATCH(batch);
+  // Written in place through a view: its rows are not the flat run.
+  Tensor t = zeros({100, 48});
+  t.eval();
+  t.narrow(1, 0, 24).add_(bias);
+  CHECK(equal(t.narrow(1, 0, 24), bias.expand({100, 24})));
+  CHECK(equal(t.narrow(1, 24, 24), zeros({100, 24})));
 }
 
 TEST_CASE("clone keeps a dense layout's strides and copies the rest contiguous", "[views]") {
