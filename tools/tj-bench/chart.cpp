@@ -231,10 +231,16 @@ void write_svg(const Report& r, std::ostream& out) {
     if (row.kind != Kind::Latency) continue;
     const Variant& v = row.variants.front();
     notes.push_back(
-        row.workload == "compile"
-            ? fmt::format("Compile latency of one fused elementwise kernel: "
-                          "{:.2f} ms (median of {}).",
-                          v.ms, v.samples)
+        row.workload == "compile" ? fmt::format("Compile latency of one fused elementwise kernel: "
+                                                "{:.2f} ms (median of {}).",
+                                                v.ms, v.samples)
+        : row.workload == "op chain"
+            ? fmt::format("200 elementwise ops on 16 elements, then sum().item(): {:.1f} \u00b5s "
+                          "(median of {}).",
+                          v.ms * 1e3, v.samples)
+        : row.workload == "materialized op"
+            ? fmt::format("The same ops, each materialized: {:.2f} \u00b5s per op (median of {}).",
+                          v.ms * 1e3, v.samples)
             : fmt::format("A cache hit, end to end ({}): {:.1f} \u00b5s (median of {}).", row.shape,
                           v.ms * 1e3, v.samples));
   }

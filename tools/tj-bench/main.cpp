@@ -45,7 +45,8 @@ C++ loop (CPU) and the copy bandwidth measured in the same run.
                      '_' stands for a space): copy, gelu_tanh, sum, softmax,
                      layer_norm, cumsum, cumsum cols, transposed, narrow rows,
                      gather rows, scatter add, slice add_, matmul, linalg,
-                     mlp step, compile, cache hit
+                     mlp step, compile, cache hit, op chain,
+                     materialized op
   --json FILE        write the figures as JSON
   --csv FILE         write the figures as CSV, one line per workload
   --chart FILE.svg   draw them as an SVG chart
@@ -684,6 +685,36 @@ int bench(const Options& o) {
                    double t = time_median(hit_reps, [&] { run(tj::exp(tiny) * tiny + 1); });
                    rows.push_back({"cache hit", "16 elements", Kind::Latency, 0, {}});
                    rows.back().variants.push_back({"median", Role::Fused, 1e3 * t, hit_reps});
+                 }});
+  // Fixed costs of small graphs (16 elements): a chain of 200 elementwise ops read by
+  // sum().item() (one fused kernel: building, simplifying and scheduling 200 nodes), and the
+  // same chain with every op materialized (the time per op). PyTorch eager takes about 3.7 us
+  // per op on these machines (docs/performance.md).
+  auto chain = [&](const tj::Tensor& x, bool each) {
+    tj::Tensor y = x;
+    for (int i = 0; i < 200; ++i) {
+      y = i % 2 ? y * 1.0001 : y + 0.5;
+      if (each) run(y);
+    }
+    return y.sum().item<double>();
+  };
+  all.push_back({"op chain", "200 ops on 16 elements, then sum().item()", [&] {
+                   tj::Tensor tiny = tj::rand({16}, on);
+                   run(tiny);
+                   chain(tiny, false);
+                   const int chain_reps = std::max(25, reps);
+                   double t = time_median(chain_reps, [&] { chain(tiny, false); });
+                   rows.push_back({"op chain", "200 ops", Kind::Latency, 0, {}});
+                   rows.back().variants.push_back({"median", Role::Fused, 1e3 * t, chain_reps});
+                 }});
+  all.push_back({"materialized op", "16 elements, each op evaluated", [&] {
+                   tj::Tensor tiny = tj::rand({16}, on);
+                   run(tiny);
+                   chain(tiny, true);
+                   const int chain_reps = std::max(9, reps);
+                   double t = time_median(chain_reps, [&] { chain(tiny, true); }) / 200;
+                   rows.push_back({"materialized op", "per op", Kind::Latency, 0, {}});
+                   rows.back().variants.push_back({"median", Role::Fused, 1e3 * t, chain_reps});
                  }});
 
   std::vector<const Workload*> selected;
