@@ -52,7 +52,8 @@ GemmBlocking gemm_blocking(const llvmjit::GemmMicrokernel& uk) {
   GemmBlocking b{};
   // With AVX-512's 14x32 tile the L1 rule gives KC 128; 384 (an A block of 336 rows) ran
   // 2048^3 at 190-205 GFLOP/s instead of 155-185 on a 2-core Zen 4. A panel's k step is 128 bytes
-  // of B and 56 of A per 28 FMA cycles: L2 feeds that. AVX2's 6x16 keeps the L1 rule's 256.
+  // of B and 56 of A per 28 FMAs (28 cycles where a core does one 512-bit FMA a cycle, as Zen 4):
+  // L2 feeds that. AVX2's 6x16 keeps the L1 rule's 256.
   b.kc = std::max<int64_t>(l1 / 2 / (uk.nr * elem), 12 * uk.nr) / uk.k_unroll * uk.k_unroll;
   b.kc = std::max(b.kc, uk.k_unroll);
   b.mc = std::max<int64_t>(uk.mr, l2 / 2 / (b.kc * elem) / uk.mr * uk.mr);
@@ -84,6 +85,10 @@ private:
 
 thread_local Scratch t_a_panels, t_b_panels;
 
+// One element moved as bytes: a pair of bfloat16 moves as a 32-bit word that its memory does not
+// hold as one (a load of the word's type would break the aliasing rules).
+template <class T> void copy_one(T* d, const T* s) { std::memcpy(d, s, sizeof(T)); }
+
 // d[p * ld_d + j] = s[j * ld_s + p] for j < w, p < kc: a transposing copy, in 4x4 (float) or 2x2
 // (double) blocks transposed in SSE registers. Packing a row-major A or a transposed B is such a
 // copy; element by element it was 15% of a 128x784x512 product (x @ w.t()).
@@ -107,7 +112,7 @@ void transpose_copy(T* d, int64_t ld_d, const T* s, int64_t ld_s, int64_t w, int
       }
       for (; p < kc; ++p)
         for (int64_t jj = j; jj < j + 4; ++jj)
-          d[p * ld_d + jj] = s[jj * ld_s + p];
+          copy_one(d + p * ld_d + jj, s + jj * ld_s + p);
     }
   } else {
     for (; j + 2 <= w; j += 2) {
@@ -120,13 +125,13 @@ void transpose_copy(T* d, int64_t ld_d, const T* s, int64_t ld_s, int64_t w, int
       }
       for (; p < kc; ++p)
         for (int64_t jj = j; jj < j + 2; ++jj)
-          d[p * ld_d + jj] = s[jj * ld_s + p];
+          copy_one(d + p * ld_d + jj, s + jj * ld_s + p);
     }
   }
 #endif
   for (; j < w; ++j)
     for (int64_t p = 0; p < kc; ++p)
-      d[p * ld_d + j] = s[j * ld_s + p];
+      copy_one(d + p * ld_d + j, s + j * ld_s + p);
 }
 
 // Panels of `mr` rows of the rows x kc block at a: dst[panel][p][i], rows and p padded with
@@ -192,10 +197,17 @@ void pack_pairs(Bf16* dst, const Bf16* x, int64_t step, int64_t along, int64_t c
       transpose_copy(reinterpret_cast<uint32_t*>(d), width, reinterpret_cast<const uint32_t*>(s),
                      step / 2, h, q);
     }
-    for (; 2 * q < kc; ++q)
+    // Else the pair's two elements from their two runs along the panel (rows 2q and 2q + 1 of
+    // a row-major B), interleaved; a last odd element's partner stays the padding's zero.
+    for (; 2 * q < kc; ++q) {
+      const Bf16* even = s + 2 * q * along;
+      Bf16* to = d + q * width * 2;
       for (int64_t i = 0; i < h; ++i)
-        for (int64_t e = 0; e < 2 && 2 * q + e < kc; ++e)
-          d[(q * width + i) * 2 + e] = s[i * step + (2 * q + e) * along];
+        to[2 * i] = even[i * step];
+      if (2 * q + 1 < kc)
+        for (int64_t i = 0; i < h; ++i)
+          to[2 * i + 1] = even[along + i * step];
+    }
   }
 }
 

@@ -59,7 +59,7 @@ void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void*
 // ms for 512x12x784). Others are fused reductions.
 bool gemm_worthwhile(int64_t rows, int64_t cols, int64_t k);
 
-// "microkernel 14x32 float32 (512-bit vectors), blocks MC 672 KC 192 NC 4096", for dumps.
+// "microkernel 14x32 float32 (512-bit vectors), blocks MC 336 KC 384 NC 4096", for dumps.
 std::string gemm_describe(DType dtype);
 
 } // namespace tj::rt::cpu

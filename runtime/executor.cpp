@@ -1,10 +1,12 @@
 // The CPU executor: walks each launch's outer dims and calls the kernel per row.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "runtime/kernel_cache.h"
@@ -173,11 +175,11 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
   auto body = [&](int64_t begin, int64_t end) {
     std::vector<int64_t> base(ns), tile(ns), inner = inner0;
     std::vector<void*> ptrs = ptrs0;
-    std::vector<std::vector<uint64_t>> buffers(ns);
+    std::vector<std::unique_ptr<uint64_t[]>> buffers(ns); // not zeroed: packing fills them
     for (size_t s = 0; s < ns; ++s)
       if (packed[s]) {
-        buffers[s].resize(kTile * kTileCols);
-        ptrs[s] = buffers[s].data();
+        buffers[s] = std::make_unique_for_overwrite<uint64_t[]>(size_t(kTile * kTileCols));
+        ptrs[s] = buffers[s].get();
         inner[s] = 1;
       }
     int32_t local_err = 0;
@@ -199,7 +201,7 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
         if (!packed[s]) continue;
         const size_t item = itemsize(l.kernel.slots[s].dtype);
         const char* src = static_cast<const char*>(ptrs0[s]) + tile[s] * int64_t(item);
-        char* dst = reinterpret_cast<char*>(buffers[s].data());
+        char* dst = reinterpret_cast<char*>(buffers[s].get());
         const int64_t down = l.slots[s].strides[nd - 2], across = l.slots[s].strides[nd - 1];
         switch (item) {
         case 1:
@@ -280,7 +282,8 @@ void run_columns(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>
 }
 
 // Rows shorter than this many elements are walked as one flat run where the launch allows it
-// (flat_rows); a call per row costs more than its elements. Flat calls take kFlatRun elements.
+// (flat_rows); a call per row costs more than its elements. Flat calls take as many whole rows
+// as fit in kFlatRun elements (at least one).
 constexpr int64_t kShortRow = 256, kFlatRun = 1024;
 
 // How a launch of short rows runs as one flat run of calls (run_flat): possible when every slot
@@ -301,7 +304,11 @@ std::optional<FlatRows> flat_rows(const Launch& l) {
   // at an access of the domain.
   for (const auto& v : l.kernel.values)
     if (v.op == ir::Op::Gather || ir::is_scan(v.op)) return std::nullopt;
-  FlatRows f{w, std::max<int64_t>(1, kFlatRun / w) * w, {}};
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < nd; ++d)
+    rows *= l.domain[d];
+  if (rows < 2) return std::nullopt;
+  FlatRows f{w, std::clamp<int64_t>(kFlatRun / w, 1, rows) * w, {}};
   f.repeated.resize(l.slots.size());
   bool repeats = false;
   for (size_t s = 0; s < l.slots.size(); ++s) {

@@ -234,7 +234,7 @@ TEST_CASE("cpu gemm: matmul's cases against the reference interpreter", "[gemm][
   }
 }
 
-TEST_CASE("cpu gemm: 16-bit products are float32 products rounded once", "[gemm][matmul]") {
+TEST_CASE("cpu gemm: 16-bit products accumulate in float32 and round once", "[gemm][matmul]") {
   manual_seed(23);
   for (DType dt : {kFloat16, kBFloat16}) {
     Tensor a = randn({24, 40}).to(dt), b = randn({40, 36}).to(dt);
