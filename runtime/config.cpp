@@ -59,7 +59,7 @@ Stats stats() {
   auto& c = rt::counters();
   return Stats{c.kernels_compiled.load(), c.kernels_launched.load(), c.memory_cache_hits.load(),
                c.disk_cache_hits.load(),  c.materializations.load(), c.bytes_allocated.load(),
-               c.library_calls.load()};
+               c.library_calls.load(),    c.parallel_chunks.load()};
 }
 
 void reset_stats() {
@@ -71,6 +71,7 @@ void reset_stats() {
   c.materializations = 0;
   c.bytes_allocated = 0;
   c.library_calls = 0;
+  c.parallel_chunks = 0;
 }
 
 } // namespace tj

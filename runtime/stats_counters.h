@@ -13,6 +13,7 @@ struct Counters {
   std::atomic<int64_t> materializations{0};
   std::atomic<int64_t> bytes_allocated{0};
   std::atomic<int64_t> library_calls{0};
+  std::atomic<int64_t> parallel_chunks{0};
 };
 Counters& counters();
 

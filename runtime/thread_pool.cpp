@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/stats_counters.h"
 #include "tensorjit/config.h"
 
 namespace tj::rt {
@@ -151,6 +152,7 @@ void parallel_for(int64_t n, int64_t grain, int64_t align,
   if (n <= 0) return;
   int threads = num_threads();
   if (threads <= 1 || n < 2 * grain) {
+    ++counters().parallel_chunks;
     fn(0, n);
     return;
   }
@@ -158,6 +160,7 @@ void parallel_for(int64_t n, int64_t grain, int64_t align,
   int64_t per = (n + chunks - 1) / chunks;
   per = (per + align - 1) / align * align;
   chunks = (n + per - 1) / per;
+  counters().parallel_chunks += chunks;
   pool().run(chunks, [&](int64_t c) { fn(c * per, std::min(n, (c + 1) * per)); });
 }
 

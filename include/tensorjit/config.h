@@ -15,6 +15,9 @@ struct Stats {
   int64_t bytes_allocated = 0;
   int64_t library_calls =
       0; // calls into a library (cuBLAS, the CPU GEMM) that computed a graph node
+  // Pieces the CPU's parallel loops split their work into (a kernel launch's chunks, a GEMM's
+  // blocks): tasks of the thread pool, or 1 for a loop run on the calling thread alone.
+  int64_t parallel_chunks = 0;
 };
 Stats stats();
 void reset_stats();

@@ -1,0 +1,95 @@
+// Work split by the thread count (config().num_threads, TJ_NUM_THREADS): how many pieces each
+// kind of CPU launch makes (tj::stats().parallel_chunks), that no result changes with the thread
+// count, and that more threads than cores neither deadlock nor change anything.
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace tj;
+
+namespace {
+
+// Sets config().num_threads for a scope.
+struct Threads {
+  explicit Threads(int n) : old(config().num_threads) { config().num_threads = n; }
+  ~Threads() { config().num_threads = old; }
+  int old;
+};
+
+// The chunks that materializing `make()` splits its work into, with `threads` threads (the
+// inputs are materialized before counting).
+int64_t chunks(int threads, const std::function<Tensor()>& make) {
+  Threads t(threads);
+  Tensor y = make();
+  reset_stats();
+  y.eval();
+  return stats().parallel_chunks;
+}
+
+} // namespace
+
+TEST_CASE("launches split into chunks by the thread count", "[threads]") {
+  Tensor x = rand({1 << 20}), big = rand({1 << 24}), m = randn({512, 512});
+  eval({x, big, m});
+  for (int threads : {1, 2, 5, 16, 64}) {
+    INFO(threads << " threads");
+    // Elementwise: at most a chunk per thread, none under kGrain (32768) elements: 2^20 elements
+    // make at most 32.
+    CHECK(chunks(threads, [&] { return x * 2 + 1; }) == std::min(threads, 32));
+    // A whole-tensor sum: 256 partial sums split over the threads, then their sum inline.
+    CHECK(chunks(threads, [&] { return big.sum(); }) == (threads == 1 ? 2 : threads + 1));
+    // Rows of a softmax: a chunk per thread, none under kGrain elements' work: 512 rows of 512
+    // make at most 8.
+    CHECK(chunks(threads, [&] { return nn::functional::softmax(m, 1); }) == std::min(threads, 8));
+    // A GEMM: a grid of blocks, one per thread at most, at least half the threads busy; on one
+    // thread it runs on the caller, no parallel loop.
+    const int64_t gemm = chunks(threads, [&] { return matmul(m, m.t()); });
+    CHECK(gemm <= (threads == 1 ? 0 : threads));
+    CHECK(gemm >= threads / 2);
+  }
+}
+
+TEST_CASE("results do not change with the thread count", "[threads]") {
+  manual_seed(33);
+  Tensor x = randn({1 << 18}), m = randn({300, 700}), w = randn({90, 700});
+  Tensor ids = randint(0, 300, {1000}), rows = randn({1000, 700});
+  eval({x, m, w, ids, rows});
+  auto everything = [&] {
+    std::vector<Tensor> out{x.sum(),
+                            (x * x).mean(),
+                            nn::functional::softmax(m, 1),
+                            nn::functional::layer_norm(m, {700}),
+                            m.cumsum(1),
+                            m.cumsum(0),
+                            matmul(m, w.t()),
+                            m.t() * 2 + 1};
+    // Rows added at the rows their indices name (an embedding's gradient: a scatter).
+    Tensor table = m.detach().requires_grad_();
+    (index_select(table, 0, ids) * rows).sum().backward();
+    out.push_back(table.grad());
+    eval(out);
+    std::vector<std::vector<float>> values;
+    for (const Tensor& t : out)
+      values.push_back(t.to_vector<float>());
+    return values;
+  };
+  std::vector<std::vector<float>> one;
+  {
+    Threads t(1);
+    one = everything();
+  }
+  // More threads than this machine has cores (the pool's workers take the chunks in turn).
+  for (int threads : {2, 3, 16, 64}) {
+    INFO(threads << " threads");
+    Threads t(threads);
+    const auto many = everything();
+    for (size_t i = 0; i < one.size(); ++i) {
+      INFO("result " << i);
+      CHECK(many[i] == one[i]);
+    }
+  }
+}
