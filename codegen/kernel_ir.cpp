@@ -129,6 +129,11 @@ bool Kernel::has_scan() const {
                      [](const Value& v) { return ir::is_scan(v.op); });
 }
 
+bool Kernel::gathers() const {
+  return std::any_of(values.begin(), values.end(),
+                     [](const Value& v) { return v.op == Op::Gather; });
+}
+
 bool Kernel::scatters() const {
   return std::any_of(stores.begin(), stores.end(), [](const Store& s) { return s.scatters(); });
 }

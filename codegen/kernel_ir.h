@@ -135,6 +135,8 @@ struct Kernel {
   bool has_scan() const;
   // Whether a store scatters: then the elements run in order on a CPU (see Store).
   bool scatters() const;
+  // Whether a value gathers: reads a slot at a data-dependent place of the domain.
+  bool gathers() const;
   // Whether the kernel loops over j: it reduces or stores rows (it takes r and rstride).
   bool has_row_loops() const;
   // Whether slot s is read by a Gather or written by a scattering store: where its elements lie

@@ -367,7 +367,7 @@ void gemm(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, const Gem
 // op(A)^T's (p, i) at A[p + i * lda] when A is transposed (else A[i + p * lda]).
 void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void* c) {
   const int64_t elem = int64_t(itemsize(dtype)),
-                c_elem = int64_t(itemsize(dtype == kBFloat16 ? kFloat32 : dtype));
+                c_elem = int64_t(itemsize(llvmjit::gemm_result_dtype(dtype)));
   auto at = [&](const void* p, int64_t offset) {
     return static_cast<const char*>(p) + offset * elem;
   };

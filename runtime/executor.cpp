@@ -34,6 +34,8 @@ constexpr int64_t kGrain = 32768;
 // 10.1-11.5). A plain transpose in 8 x 8 AVX blocks on both cores took 17-23 ms there.
 constexpr int64_t kTile = 64, kTileCols = 128, kMinTiled = 32;
 constexpr int64_t kCacheLine = 64;
+// How far ahead (columns) packing a tile prefetches the column it will copy.
+constexpr int64_t kPrefetchColumns = 32;
 
 // An input read across memory along the rows (each element on its own cache
 // line) but along memory down the columns: a transpose. Read row by row, it
@@ -54,9 +56,7 @@ bool walks_in_tiles(const Launch& l) {
   if (l.r != 1 || nd < 2 || l.domain[nd - 1] < kMinTiled || l.domain[nd - 2] < kMinTiled)
     return false;
   if (l.kernel.scatters()) return false; // its elements run in order
-  // A gathered slot is read at places a packed tile does not hold.
-  for (const auto& v : l.kernel.values)
-    if (v.op == ir::Op::Gather) return false;
+  if (l.kernel.gathers()) return false;  // read at places a packed tile does not hold
   for (size_t s = 0; s < l.slots.size(); ++s)
     if (transposed_input(l, s)) return true;
   return false;
@@ -65,13 +65,13 @@ bool walks_in_tiles(const Launch& l) {
 namespace {
 
 // Each column of a packed tile is a separate short run of memory that no hardware prefetcher
-// predicts, so the column 32 ahead (the walk moves across) is prefetched,
+// predicts, so the column kPrefetchColumns ahead (the walk moves across) is prefetched,
 // its first and last element, while this one is copied. Integer arithmetic: past the last tile
 // the address lies outside the buffer, which a prefetch may touch but a pointer may not point to.
 void prefetch_next_column(const char* column, int64_t down, int64_t across, int64_t rows,
                           int64_t size) {
-  const auto next =
-      reinterpret_cast<uintptr_t>(column) + static_cast<uintptr_t>(32 * across * size);
+  const auto next = reinterpret_cast<uintptr_t>(column) +
+                    static_cast<uintptr_t>(kPrefetchColumns * across * size);
   __builtin_prefetch(reinterpret_cast<const void*>(next));
   __builtin_prefetch(
       reinterpret_cast<const void*>(next + static_cast<uintptr_t>((rows - 1) * down * size)));
@@ -302,15 +302,13 @@ std::optional<FlatRows> flat_rows(const Launch& l) {
   if (w <= 0 || w >= kShortRow) return std::nullopt;
   // Values that depend on where a row starts or ends: a scan runs along the row, a gather reads
   // at an access of the domain.
-  for (const auto& v : l.kernel.values)
-    if (v.op == ir::Op::Gather || ir::is_scan(v.op)) return std::nullopt;
+  if (l.kernel.gathers() || l.kernel.has_scan()) return std::nullopt;
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < nd; ++d)
     rows *= l.domain[d];
   if (rows < 2) return std::nullopt;
-  FlatRows f{w, std::clamp<int64_t>(kFlatRun / w, 1, rows) * w, {}};
-  f.repeated.resize(l.slots.size());
-  bool repeats = false;
+  // Which slots repeat, decided for all before any is copied.
+  std::vector<char> repeats(l.slots.size(), 0);
   for (size_t s = 0; s < l.slots.size(); ++s) {
     const kir::Slot& k = l.kernel.slots[s];
     const SlotBinding& b = l.slots[s];
@@ -322,17 +320,23 @@ std::optional<FlatRows> flat_rows(const Launch& l) {
     }
     if (row_major) continue;
     if (!same || !b.storage || k.role != kir::Slot::Role::Input) return std::nullopt;
-    const int64_t item = static_cast<int64_t>(itemsize(k.dtype));
+    repeats[s] = 1;
+  }
+  // Without a repeated slot the launch is one run already (its dims merge).
+  if (std::find(repeats.begin(), repeats.end(), 1) == repeats.end()) return std::nullopt;
+  FlatRows f{w, std::clamp<int64_t>(kFlatRun / w, 1, rows) * w, {}};
+  f.repeated.resize(l.slots.size());
+  for (size_t s = 0; s < l.slots.size(); ++s) {
+    if (!repeats[s]) continue;
+    const SlotBinding& b = l.slots[s];
+    const int64_t item = static_cast<int64_t>(itemsize(l.kernel.slots[s].dtype));
     const char* src = static_cast<const char*>(b.storage->data());
     std::vector<char>& r = f.repeated[s];
     r.resize(size_t(f.run * item));
     for (int64_t e = 0; e < f.run; ++e)
       std::memcpy(r.data() + e * item, src + (b.base + e % w * b.strides[nd - 1]) * item,
                   size_t(item));
-    repeats = true;
   }
-  // Without a repeated slot the launch is one run already (its dims merge).
-  if (!repeats) return std::nullopt;
   return f;
 }
 

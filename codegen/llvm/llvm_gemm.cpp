@@ -39,12 +39,9 @@ int64_t host_vector_bytes() {
   return 16;
 }
 
-// What the accumulators and C hold for operands of `dtype`.
-DType acc_dtype(DType dtype) { return dtype == kBFloat16 ? kFloat32 : dtype; }
-
 Tile checked_tile(DType dtype, int64_t mr, int64_t nr) {
   const int64_t vector_bytes = host_vector_bytes(),
-                lanes = vector_bytes / int64_t(itemsize(acc_dtype(dtype)));
+                lanes = vector_bytes / int64_t(itemsize(gemm_result_dtype(dtype)));
   if (mr < 1 || nr < lanes || nr % lanes != 0 || mr * (nr / lanes) > 32)
     throw std::invalid_argument(fmt::format("gemm microkernel: tile {}x{}: NR must be a multiple "
                                             "of {} and MR * NR / {} at most 32",
@@ -56,7 +53,7 @@ Tile checked_tile(DType dtype, int64_t mr, int64_t nr) {
 // one broadcast. With 32 registers (AVX-512): 14 rows of 2 vectors (28 accumulators); with 16
 // (AVX2): 6 rows of 2 vectors (12); with SSE's 128-bit vectors and no FMA, 4 rows of 2.
 Tile host_tile(DType dtype) {
-  const int64_t lanes = host_vector_bytes() / int64_t(itemsize(acc_dtype(dtype)));
+  const int64_t lanes = host_vector_bytes() / int64_t(itemsize(gemm_result_dtype(dtype)));
   if (const char* s = std::getenv("TJ_GEMM_TILE"); s && *s) {
     int64_t mr = 0, nr = 0;
     if (std::sscanf(s, "%ldx%ld", &mr, &nr) != 2)
@@ -78,7 +75,7 @@ void build_microkernel(llvm::Module& m, const std::string& name, DType operands,
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
   const bool pairs = operands == kBFloat16;
-  const DType dtype = acc_dtype(operands);
+  const DType dtype = gemm_result_dtype(operands);
   llvm::Type* et = dtype == kFloat64 ? b.getDoubleTy() : b.getFloatTy();
   const int64_t lanes = t.vector_bytes / int64_t(itemsize(dtype)), nv = t.nr / lanes;
   auto* vt = llvm::FixedVectorType::get(et, unsigned(lanes));
@@ -220,7 +217,7 @@ std::shared_ptr<const GemmMicrokernel> compile(DType dtype, const Tile& t) {
   auto k = std::make_shared<Held>();
   k->fn = reinterpret_cast<GemmMicrokernelFn>(built.address);
   k->code = std::move(built.code);
-  k->dtype = acc_dtype(dtype);
+  k->dtype = gemm_result_dtype(dtype);
   k->operands = dtype;
   k->mr = t.mr;
   k->nr = t.nr;
@@ -240,6 +237,8 @@ std::string GemmMicrokernel::describe() const {
   return fmt::format("{}x{} {} ({}-bit vectors)", mr, nr, short_dtype_name(dtype),
                      vector_bytes * 8);
 }
+
+DType gemm_result_dtype(DType dtype) { return dtype == kBFloat16 ? kFloat32 : dtype; }
 
 bool gemm_bf16_dot() {
   static const bool yes = has_feature(detail::host_lowering_target().features, "avx512bf16") &&
@@ -265,7 +264,7 @@ std::shared_ptr<const GemmMicrokernel> gemm_microkernel(DType dtype) {
 
 int64_t gemm_vector_lanes(DType dtype) {
   check_dtype(dtype);
-  return host_vector_bytes() / int64_t(itemsize(acc_dtype(dtype)));
+  return host_vector_bytes() / int64_t(itemsize(gemm_result_dtype(dtype)));
 }
 
 std::string gemm_microkernel_ir(DType dtype) { return build(dtype, detail::Emit::IR).text; }

@@ -52,6 +52,9 @@ std::shared_ptr<const GemmMicrokernel> gemm_microkernel(DType dtype);
 std::shared_ptr<const GemmMicrokernel> compile_gemm_microkernel(DType dtype, int64_t mr,
                                                                 int64_t nr);
 
+// What C and the accumulators hold for operands of `dtype`: float32 for bfloat16, else dtype.
+DType gemm_result_dtype(DType dtype);
+
 // The lanes of the host's vectors for the accumulators of dtype's operands.
 int64_t gemm_vector_lanes(DType dtype);
 
