@@ -104,6 +104,10 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+bool any_requires_grad(const Tensor& a, const Tensor& b) {
+  return GradMode::is_enabled() && (tracked(a) || tracked(b));
+}
+
 void rename(const Tensor& t, const char* name) {
   if (t.impl()->grad_fn) t.impl()->grad_fn->name_ = name;
 }

@@ -79,6 +79,8 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
 
 // Whether recording would happen for these inputs.
 bool any_requires_grad(const std::vector<Tensor>& inputs);
+// The same for two inputs, without building a vector: every binary op asks it.
+bool any_requires_grad(const Tensor& a, const Tensor& b);
 
 // Brings a view's history up to date after an in-place write changed its
 // base's: the view becomes a strided read of the base's new value.

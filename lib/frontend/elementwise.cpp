@@ -57,6 +57,7 @@ void reject_bool(DType t, const char* kernel) {
 // a + alpha * b: the gradients are g and alpha * g, summed back over broadcasting.
 void record_add_sub(const char* name, const Operand& a, const Operand& b, const Tensor& out,
                     const Scalar& alpha) {
+  if (!ag::any_requires_grad(a.tensor, b.tensor)) return;
   ag::record(name, {a.tensor, b.tensor}, {out}, {},
              [alpha, sa = a.node->shape, sb = b.node->shape](const Grads& g, const Saved&) {
                Tensor gb = alpha.to_double() == 1.0 ? g[0] : g[0] * alpha;
@@ -66,7 +67,7 @@ void record_add_sub(const char* name, const Operand& a, const Operand& b, const 
 
 // A binary primitive's result, recorded with the primitive's gradient.
 Tensor recorded(Op op, const Operand& a, const Operand& b, Tensor out, const char* name = nullptr) {
-  if (ag::any_requires_grad({a.tensor, b.tensor}))
+  if (ag::any_requires_grad(a.tensor, b.tensor))
     ag::record_binary(op, a.as_tensor(), b.as_tensor(), out, name);
   return out;
 }

@@ -37,7 +37,20 @@ bool same_scalar(const Scalar& a, const Scalar& b) {
   return a.kind() == b.kind() && scalar_bits(a) == scalar_bits(b);
 }
 
-size_t hash_of(const Node& n) {
+// What identifies a node: make_node looks it up before allocating one.
+struct Key {
+  Op op;
+  DType dtype;
+  const Shape& shape;
+  const std::vector<NodePtr>& src;
+  const std::vector<int64_t>& args;
+  const Scalar& value;
+  const rt::Storage* storage;
+  const View& view;
+  Device device;
+};
+
+size_t hash_of(const Key& n) {
   size_t h = mix(static_cast<size_t>(n.op), static_cast<size_t>(n.dtype));
   for (int64_t d : n.shape)
     h = mix(h, static_cast<size_t>(d));
@@ -46,23 +59,93 @@ size_t hash_of(const Node& n) {
   for (int64_t a : n.args)
     h = mix(h, static_cast<size_t>(a));
   h = mix(h, scalar_bits(n.value) ^ static_cast<size_t>(n.value.kind()));
-  h = mix(h, reinterpret_cast<size_t>(n.storage.get()));
+  h = mix(h, reinterpret_cast<size_t>(n.storage));
   for (int64_t s : n.view.strides)
     h = mix(h, static_cast<size_t>(s));
   h = mix(h,
           static_cast<size_t>(n.device.type()) * 1024 + static_cast<size_t>(n.device.index() + 1));
-  return mix(h, static_cast<size_t>(n.view.offset));
+  h = mix(h, static_cast<size_t>(n.view.offset));
+  return h < 2 ? h + 2 : h; // 0 and 1 mark the table's empty and erased slots
 }
 
-bool same_node(const Node& a, const Node& b) {
+bool same_node(const Node& a, const Key& b) {
   if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.args != b.args ||
-      a.storage != b.storage || !(a.view == b.view) || !same_scalar(a.value, b.value) ||
+      a.storage.get() != b.storage || !(a.view == b.view) || !same_scalar(a.value, b.value) ||
       a.device != b.device || a.src.size() != b.src.size())
     return false;
   for (size_t i = 0; i < a.src.size(); ++i)
     if (a.src[i] != b.src[i]) return false;
   return true;
 }
+
+// The live nodes by hash: open addressing with linear probing, so that registering a node
+// allocates nothing (a node-based multimap cost a malloc and a free per node, and building a
+// graph is mostly that). A slot holds a node's hash and address; a node erases its own slot
+// as it dies, under the table's lock, so an address found there is alive or blocked in its
+// destructor, which lock() on its weak self-reference tells apart.
+class NodeSet {
+public:
+  template <class Match> const Node* find(size_t hash, Match&& match) const {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = hash & mask();; i = (i + 1) & mask()) {
+      const Slot& s = slots_[i];
+      if (s.hash == kEmpty) return nullptr;
+      if (s.hash == hash && match(s.node)) return s.node;
+    }
+  }
+  // Calls visit(node) for each node of this hash.
+  template <class Visit> void for_each(size_t hash, Visit&& visit) const {
+    find(hash, [&](const Node* n) {
+      visit(n);
+      return false;
+    });
+  }
+  void insert(size_t hash, const Node* node) {
+    if ((used_ + 1) * 2 > slots_.size()) rehash();
+    size_t i = hash & mask();
+    while (slots_[i].hash > kErased)
+      i = (i + 1) & mask();
+    if (slots_[i].hash == kEmpty) ++used_;
+    slots_[i] = {hash, node};
+    ++live_;
+  }
+  void erase(size_t hash, const Node* node) {
+    if (slots_.empty()) return;
+    for (size_t i = hash & mask();; i = (i + 1) & mask()) {
+      Slot& s = slots_[i];
+      if (s.hash == kEmpty) return;
+      if (s.hash == hash && s.node == node) {
+        s = {kErased, nullptr};
+        --live_;
+        return;
+      }
+    }
+  }
+  size_t size() const { return live_; }
+
+private:
+  static constexpr size_t kEmpty = 0, kErased = 1;
+  struct Slot {
+    size_t hash = kEmpty;
+    const Node* node = nullptr;
+  };
+  size_t mask() const { return slots_.size() - 1; }
+  // Twice the live nodes' room (at least 1024 slots), dropping the erased slots.
+  void rehash() {
+    size_t cap = 1024;
+    while (cap < 4 * (live_ + 1))
+      cap *= 2;
+    std::vector<Slot> old(cap);
+    old.swap(slots_);
+    used_ = live_ = 0;
+    for (const Slot& s : old)
+      if (s.hash > kErased) insert(s.hash, s.node);
+  }
+
+  std::vector<Slot> slots_;
+  size_t used_ = 0; // live and erased slots: probes stop only at an empty one
+  size_t live_ = 0;
+};
 
 struct Entry {
   const Node* raw;
@@ -73,7 +156,7 @@ struct Entry {
 // common-subexpression elimination free and equality a pointer compare.
 struct Table {
   std::mutex mu;
-  std::unordered_multimap<size_t, Entry> map;
+  NodeSet nodes;
   // Buffer nodes by storage, so that an in-place write can find who reads the
   // version it is about to overwrite.
   std::unordered_multimap<const rt::Storage*, Entry> buffers;
@@ -94,20 +177,15 @@ Node::~Node() {
   {
     auto& t = table();
     std::lock_guard lock(t.mu);
-    auto [lo, hi] = t.map.equal_range(hash);
-    for (auto it = lo; it != hi; ++it)
-      if (it->second.raw == this) {
-        t.map.erase(it);
-        if (op == Op::Buffer) {
-          auto [blo, bhi] = t.buffers.equal_range(storage.get());
-          for (auto b = blo; b != bhi; ++b)
-            if (b->second.raw == this) {
-              t.buffers.erase(b);
-              break;
-            }
+    t.nodes.erase(hash, this);
+    if (op == Op::Buffer) {
+      auto [lo, hi] = t.buffers.equal_range(storage.get());
+      for (auto b = lo; b != hi; ++b)
+        if (b->second.raw == this) {
+          t.buffers.erase(b);
+          break;
         }
-        break;
-      }
+    }
   }
   if (!tl_pending) tl_pending = new std::vector<NodePtr>;
   for (auto& s : src)
@@ -225,6 +303,25 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
         throw Error(fmt::format("internal error: {} node with inputs on {} and {}", name(op),
                                 device.str(), s->device.str()));
   }
+  const Key key{op, dtype, shape, src, args, value, storage.get(), view, device};
+  const size_t hash = hash_of(key);
+  // Nodes passed over (unequal ones of the same hash) are released after the lock: dropping the
+  // last reference while holding it would re-enter the table from ~Node.
+  std::vector<NodePtr> passed;
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  NodePtr found;
+  t.nodes.find(hash, [&](const Node* e) {
+    NodePtr alive = e->weak_from_this().lock(); // null: dying, blocked in ~Node on the lock
+    if (alive && same_node(*alive, key)) {
+      found = std::move(alive);
+      return true;
+    }
+    passed.push_back(std::move(alive));
+    return false;
+  });
+  if (found) return found;
+
   auto n = std::make_shared<Node>();
   n->op = op;
   n->dtype = dtype;
@@ -236,7 +333,7 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   n->view = std::move(view);
   n->device = device;
   n->site.store(tl_site, std::memory_order_relaxed);
-  n->hash = hash_of(*n);
+  n->hash = hash;
   int64_t depth = 0;
   for (const auto& s : n->src)
     depth = std::max(depth, s->realized ? 0 : s->depth);
@@ -250,24 +347,10 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   n->may_fail = divides || std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) {
                   return s->may_fail && !s->realized;
                 });
-
-  // Candidates are kept alive until the lock is released: dropping the last
-  // reference while holding it would re-enter the table from ~Node.
-  std::vector<NodePtr> candidates;
-  auto& t = table();
-  std::lock_guard lock(t.mu);
-  auto [lo, hi] = t.map.equal_range(n->hash);
-  for (auto it = lo; it != hi; ++it) {
-    auto existing = it->second.weak.lock();
-    if (!existing) continue;
-    if (same_node(*existing, *n)) {
-      // `n` dies unregistered; its destructor finds nothing to erase.
-      n->hash = 0;
-      return existing;
-    }
-    candidates.push_back(std::move(existing));
-  }
-  t.map.emplace(n->hash, Entry{n.get(), n});
+  n->performs = is_performed(op) || std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) {
+                  return s->performs && !s->realized;
+                });
+  t.nodes.insert(hash, n.get());
   if (op == Op::Buffer) t.buffers.emplace(n->storage.get(), Entry{n.get(), n});
   return n;
 }
@@ -325,7 +408,7 @@ std::vector<NodePtr> current_buffers(const rt::Storage* storage) {
 size_t live_node_count() {
   auto& t = table();
   std::lock_guard lock(t.mu);
-  return t.map.size();
+  return t.nodes.size();
 }
 
 } // namespace tj::ir

@@ -47,7 +47,7 @@ Site intern_site(std::string_view text);
 // the op's site.
 using SiteScope = detail::CallSite;
 
-struct Node {
+struct Node : std::enable_shared_from_this<Node> {
   Op op;
   DType dtype;
   Shape shape;
@@ -69,6 +69,9 @@ struct Node {
   // A complex dtype or a complex op lies among the unrealized nodes below (this one included):
   // passes/lower_complex has work to do.
   bool complex = false;
+  // A write or a library call (ir::is_performed) lies among the unrealized nodes below (this one
+  // included): materialization has something to perform before it schedules kernels.
+  bool performs = false;
   // Metadata, not identity: passes and the parser fill it in on shared nodes.
   mutable std::atomic<Site> site = nullptr;
 

@@ -122,7 +122,8 @@ namespace {
 void collect_performed(const ir::NodePtr& in, std::unordered_set<const ir::Node*>& seen,
                        std::vector<ir::NodePtr>& out) {
   ir::NodePtr n = ir::resolve(in);
-  if (n->realized || ir::is_leaf(n->op) || !seen.insert(n.get()).second) return;
+  // A graph of kernels alone (most are) is not walked.
+  if (!n->performs || ir::is_leaf(n->op) || !seen.insert(n.get()).second) return;
   for (const auto& s : n->src)
     collect_performed(s, seen, out);
   if (ir::is_performed(n->op)) out.push_back(n);
