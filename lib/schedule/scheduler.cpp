@@ -7,6 +7,8 @@
 #include <bit>
 #include <map>
 #include <optional>
+#include <set>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -237,6 +239,9 @@ std::optional<std::pair<const Node*, size_t>> find_scan(const NodePtr& in, std::
 
 class KernelBuilder {
 public:
+  // Moved, never copied: the memo's keys point into accesses_.
+  KernelBuilder(KernelBuilder&&) = default;
+  KernelBuilder(const KernelBuilder&) = delete;
   // Iterates over `out` and, when `reduce` is given, over its reduced axes.
   // With `local`, reductions read inside its loop are computed in the kernel too when the rows
   // are row-local (a variance's mean).
@@ -278,10 +283,13 @@ public:
 
   int32_t lower(const NodePtr& in, const Access& a) {
     NodePtr n = ir::resolve(in);
-    auto key = std::make_pair(n.get(), a);
+    // A kernel reads its nodes through few distinct accesses: each is copied once, and the memo
+    // is keyed by its copy's address (copying the access per node was a fifth of scheduling an
+    // elementwise chain).
+    const std::pair<const Node*, const Access*> key{n.get(), &*accesses_.insert(a).first};
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     int32_t v = lower_uncached(n, a);
-    memo_.emplace(std::move(key), v);
+    memo_.emplace(key, v);
     keep_.push_back(n);
     return v;
   }
@@ -831,11 +839,26 @@ private:
   std::vector<NodePtr> slot_leaf_; // parallel to slots_: the node each input slot's leaf reads
   NodePtr leaf_origin_;            // the node a leaf being lowered was made for, if any
   std::vector<uint64_t> params_;
-  std::map<std::pair<const Node*, Access>, int32_t> memo_;
+  struct PairHash {
+    size_t operator()(const std::pair<const Node*, const Access*>& p) const {
+      return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
+    }
+  };
+  std::set<Access> accesses_; // node-based: the memo's keys point into it
+  std::unordered_map<std::pair<const Node*, const Access*>, int32_t, PairHash> memo_;
   std::vector<NodePtr> keep_; // keeps memo keys alive while building
-  std::map<const Node*, int32_t> param_memo_;
+  std::unordered_map<const Node*, int32_t> param_memo_;
   std::map<int64_t, int32_t> int_params_;
-  std::map<ValueKey, int32_t> cse_;
+  struct ValueKeyHash {
+    size_t operator()(const ValueKey& k) const {
+      const auto& [op, dtype, s0, s1, s2, slot, imm, param] = k;
+      size_t h = size_t(op) * 131 + size_t(dtype);
+      for (int64_t x : {int64_t(s0), int64_t(s1), int64_t(s2), int64_t(slot), imm, int64_t(param)})
+        h = h * 0x9e3779b97f4a7c15ULL + size_t(x);
+      return h ^ (h >> 29);
+    }
+  };
+  std::unordered_map<ValueKey, int32_t, ValueKeyHash> cse_;
 };
 
 // The builder of a kernel computing `roots`, all of shape `shape`: over the outputs of a reduction
