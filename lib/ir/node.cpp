@@ -350,6 +350,9 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   n->performs = is_performed(op) || std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) {
                   return s->performs && !s->realized;
                 });
+  n->loops = is_reduce(op) || is_scan(op) ||
+             std::any_of(n->src.begin(), n->src.end(),
+                         [](const NodePtr& s) { return s->loops && !s->realized; });
   t.nodes.insert(hash, n.get());
   if (op == Op::Buffer) t.buffers.emplace(n->storage.get(), Entry{n.get(), n});
   return n;

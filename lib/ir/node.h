@@ -72,6 +72,9 @@ struct Node : std::enable_shared_from_this<Node> {
   // A write or a library call (ir::is_performed) lies among the unrealized nodes below (this one
   // included): materialization has something to perform before it schedules kernels.
   bool performs = false;
+  // A reduction or a scan lies among the unrealized nodes below (this one included): the
+  // scheduler looks for the loops a kernel needs only below such nodes.
+  bool loops = false;
   // Metadata, not identity: passes and the parser fill it in on shared nodes.
   mutable std::atomic<Site> site = nullptr;
 
@@ -79,7 +82,10 @@ struct Node : std::enable_shared_from_this<Node> {
   // later graphs that reach this node read memory instead of recomputing.
   mutable NodePtr realized;
 
-  Node() = default;
+  // Not defaulted: make_shared value-initializes, which for a defaulted constructor zeroes the
+  // whole node before the members' own initializers run (a `rep stos` that was a sixth of
+  // building a node).
+  Node() {} // NOLINT(modernize-use-equals-default)
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;

@@ -178,7 +178,7 @@ bool is_half(DType t) { return t == kFloat16 || t == kBFloat16; }
 // elementwise and movement ops, with as many outputs as the kernel.
 const Node* find_reduce(const NodePtr& in, int64_t outputs, std::unordered_set<const Node*>& seen) {
   NodePtr n = ir::resolve(in);
-  if (!seen.insert(n.get()).second || ir::is_leaf(n->op)) return nullptr;
+  if (!n->loops || !seen.insert(n.get()).second) return nullptr;
   if (ir::is_reduce(n->op)) return n->numel() == outputs ? n.get() : nullptr;
   for (const auto& s : n->src)
     if (const Node* r = find_reduce(s, outputs, seen)) return r;
@@ -209,7 +209,7 @@ bool row_local(const Node& r) {
 const Node* find_row_reduce(const NodePtr& in, const ir::Shape& shape,
                             std::unordered_set<const Node*>& seen) {
   NodePtr n = ir::resolve(in);
-  if (!seen.insert(n.get()).second || ir::is_leaf(n->op)) return nullptr;
+  if (!n->loops || !seen.insert(n.get()).second) return nullptr;
   if (ir::is_reduce(n->op)) return n->src[0]->shape == shape && row_local(*n) ? n.get() : nullptr;
   for (const auto& s : n->src)
     if (const Node* r = find_row_reduce(s, shape, seen)) return r;
@@ -222,7 +222,7 @@ const Node* find_row_reduce(const NodePtr& in, const ir::Shape& shape,
 std::optional<std::pair<const Node*, size_t>> find_scan(const NodePtr& in, std::vector<size_t> dims,
                                                         std::unordered_set<const Node*>& seen) {
   NodePtr n = ir::resolve(in);
-  if (!seen.insert(n.get()).second) return std::nullopt;
+  if (!n->loops || !seen.insert(n.get()).second) return std::nullopt;
   if (ir::is_scan(n->op)) return std::pair{n.get(), dims[static_cast<size_t>(n->args[0])]};
   if (n->op == Op::Permute) {
     std::vector<size_t> below(dims.size());
