@@ -59,7 +59,7 @@ Stats stats() {
   auto& c = rt::counters();
   return Stats{c.kernels_compiled.load(), c.kernels_launched.load(), c.memory_cache_hits.load(),
                c.disk_cache_hits.load(),  c.materializations.load(), c.bytes_allocated.load(),
-               c.library_calls.load(),    c.parallel_chunks.load()};
+               c.library_calls.load(),    c.parallel_chunks.load(),  c.pool_polls.load()};
 }
 
 void reset_stats() {
@@ -72,6 +72,7 @@ void reset_stats() {
   c.bytes_allocated = 0;
   c.library_calls = 0;
   c.parallel_chunks = 0;
+  c.pool_polls = 0;
 }
 
 } // namespace tj

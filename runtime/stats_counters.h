@@ -14,6 +14,7 @@ struct Counters {
   std::atomic<int64_t> bytes_allocated{0};
   std::atomic<int64_t> library_calls{0};
   std::atomic<int64_t> parallel_chunks{0};
+  std::atomic<int64_t> pool_polls{0};
 };
 Counters& counters();
 

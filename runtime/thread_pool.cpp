@@ -22,6 +22,8 @@ namespace {
 // training step, a benchmark loop), since the caller starts its chunk at once and a woken worker
 // late.
 template <class F> bool spin_until(F&& ready, int us) {
+  if (us <= 0) return ready();
+  ++counters().pool_polls;
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
   for (int i = 1;; ++i) {
     if (ready()) return true;
@@ -34,10 +36,7 @@ template <class F> bool spin_until(F&& ready, int us) {
 
 class Pool {
 public:
-  explicit Pool(int n) {
-    for (int i = 1; i < n; ++i)
-      workers_.emplace_back([this] { loop(); });
-  }
+  Pool() = default;
   ~Pool() {
     {
       std::lock_guard lock(mu_);
@@ -50,8 +49,12 @@ public:
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Runs task(i) for i in [0, ntasks) on the workers and the caller.
-  void run(int64_t ntasks, const std::function<void(int64_t)>& task) {
+  // Runs task(i) for i in [0, ntasks) on the caller and up to `threads` - 1 workers (started on
+  // first need: the pool grows to the most threads a job has asked for).
+  void run(int64_t ntasks, int threads, const std::function<void(int64_t)>& task) {
     std::lock_guard job_lock(job_mu_); // one job at a time
+    while (size() < threads)
+      workers_.emplace_back([this] { loop(); });
     {
       std::lock_guard lock(mu_);
       task_ = &task;
@@ -59,10 +62,19 @@ public:
       next_.store(0);
       pending_.store(ntasks);
       error_ = nullptr;
-      spin_us_.store(config().spin_us); // read by the workers: config() is the caller's
+      // Read by the workers: config() is the caller's. Threads that outnumber the cores do not
+      // poll: each would take a core from one that has work (64 threads on 2 cores made every
+      // launch wait for the polling to time out).
+      spin_us_.store(threads <= cores() ? config().spin_us : 0);
       generation_.fetch_add(1);
     }
-    cv_.notify_all();
+    // As many workers as there are tasks beside the caller's; polling ones take theirs unwoken.
+    const int64_t wake = std::min<int64_t>(ntasks - 1, static_cast<int64_t>(workers_.size()));
+    if (wake >= static_cast<int64_t>(workers_.size()))
+      cv_.notify_all();
+    else
+      for (int64_t i = 0; i < wake; ++i)
+        cv_.notify_one();
     work();
     // Every task has run; then no worker joins the job, and the caller returns once those in it
     // have left, so that the next job's fields are never read by a worker of this one.
@@ -133,18 +145,22 @@ private:
 };
 
 Pool& pool() {
-  static Pool p(num_threads());
+  static Pool p;
   return p;
 }
 
 } // namespace
 
+int cores() {
+  // Read once: hardware_concurrency() opens and reads a sysfs file on each call, which cost
+  // about 5 us of every materialization.
+  static const int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return n;
+}
+
 int num_threads() {
-  // The cores, read once: hardware_concurrency() opens and reads a sysfs file on each call,
-  // which cost about 5 us of every materialization.
-  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int n = config().num_threads;
-  return n > 0 ? n : cores;
+  return n > 0 ? n : cores();
 }
 
 void parallel_for(int64_t n, int64_t grain, int64_t align,
@@ -161,7 +177,7 @@ void parallel_for(int64_t n, int64_t grain, int64_t align,
   per = (per + align - 1) / align * align;
   chunks = (n + per - 1) / per;
   counters().parallel_chunks += chunks;
-  pool().run(chunks, [&](int64_t c) { fn(c * per, std::min(n, (c + 1) * per)); });
+  pool().run(chunks, threads, [&](int64_t c) { fn(c * per, std::min(n, (c + 1) * per)); });
 }
 
 } // namespace tj::rt

@@ -1,4 +1,5 @@
-// A fixed pool of worker threads for data-parallel loops.
+// The pool of worker threads for data-parallel loops: started on first need, grown to the most
+// threads a loop has asked for.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -7,6 +8,9 @@ namespace tj::rt {
 
 // Number of threads parallel_for uses (TJ_NUM_THREADS, default: all cores).
 int num_threads();
+// The machine's cores (hardware threads), read once. Where the threads outnumber them, neither
+// the workers nor the caller poll for work before sleeping (config().spin_us).
+int cores();
 
 // Calls fn(begin, end) over disjoint chunks covering [0, n), on up to
 // num_threads() threads including the caller. Chunks are multiples of `align`

@@ -1,12 +1,16 @@
 // Work split by the thread count (config().num_threads, TJ_NUM_THREADS): how many pieces each
 // kind of CPU launch makes (tj::stats().parallel_chunks), that no result changes with the thread
-// count, and that more threads than cores neither deadlock nor change anything.
+// count, and that more threads than cores neither deadlock, nor change anything, nor poll.
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
 
+#include "runtime/thread_pool.h"
+
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace tj;
@@ -91,5 +95,35 @@ TEST_CASE("results do not change with the thread count", "[threads]") {
       INFO("result " << i);
       CHECK(many[i] == one[i]);
     }
+  }
+}
+
+TEST_CASE("threads that outnumber the cores sleep instead of polling", "[threads]") {
+  Tensor x = rand({1 << 20});
+  x.eval();
+  const int old_spin = config().spin_us;
+  auto polls = [&](int threads, int spin_us) {
+    Threads t(threads);
+    config().spin_us = spin_us;
+    // A launch with these settings first, then a pause: a worker's poll after an earlier
+    // launch (which may begin late on a loaded machine) is not counted.
+    (x * 2).eval();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    reset_stats();
+    for (int i = 0; i < 20; ++i)
+      (x * float(i)).eval(); // 32 chunks each: parallel
+    config().spin_us = old_spin;
+    return stats().pool_polls;
+  };
+  const int cores = rt::cores();
+  // More threads than cores: a polling thread would hold a core that another needs for its
+  // chunk, so none polls, the caller included; every launch still completes.
+  CHECK(polls(cores + 1, 200) == 0);
+  if (cores < 64) CHECK(polls(64, 200) == 0);
+  // As many threads as cores: the caller polls for the workers' end, and idle workers for the
+  // next launch; with spin_us 0, nobody does.
+  if (cores >= 2) {
+    CHECK(polls(cores, 200) > 0);
+    CHECK(polls(cores, 0) == 0);
   }
 }

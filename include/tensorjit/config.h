@@ -18,6 +18,9 @@ struct Stats {
   // Pieces the CPU's parallel loops split their work into (a kernel launch's chunks, a GEMM's
   // blocks): tasks of the thread pool, or 1 for a loop run on the calling thread alone.
   int64_t parallel_chunks = 0;
+  // Times a thread of the pool, a worker or the caller, polled for work or for the workers to
+  // finish before sleeping (config().spin_us); none where the threads outnumber the cores.
+  int64_t pool_polls = 0;
 };
 Stats stats();
 void reset_stats();
