@@ -222,6 +222,7 @@ template <class T, class Op = T> struct Product {
   int64_t b_rs, b_cs;
   T* c;
   int64_t c_rs;
+  const GemmEpilogue* epilogue;
 
   void pack_a_block(Op* dst, const Op* x, int64_t rows, int64_t depth, int64_t kcp) const {
     if constexpr (std::is_same_v<Op, Bf16>)
@@ -275,6 +276,12 @@ template <class T, class Op = T> struct Product {
           for (int64_t c0 = 0; c0 < w; c0 += uk.nr)
             for (int64_t ir = 0; ir < h; ir += uk.mr)
               tile(ap + ir * kcp, bp + c0 * kcp, kcp, ic + ir, jc + c0, pc > 0);
+          // The last KC step left this MC x NC block final, in the cache still: the epilogue
+          // takes its rows whole (in runs of 256 columns, each kernel call's overhead and the
+          // short streams it read made the epilogue slower than a pass after the product).
+          if (epilogue && pc + kc >= k)
+            for (int64_t i = ic; i < ic + h; ++i)
+              (*epilogue)(c + i * c_rs + jc, w);
         }
       }
     }
@@ -317,13 +324,13 @@ template <class T, class Op = T> struct Product {
 template <class T, class Op = T>
 void gemm_typed(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blk, int64_t batch,
                 int64_t m, int64_t n, int64_t k, const GemmMatrix& a, const GemmMatrix& b, T* c,
-                int64_t c_row, int64_t c_batch) {
+                int64_t c_row, int64_t c_batch, const GemmEpilogue* epilogue) {
   auto product = [&](int64_t i) {
-    return Product<T, Op>{uk,    blk,   m,
-                          n,     k,     static_cast<const Op*>(a.data) + i * a.batch,
-                          a.row, a.col, static_cast<const Op*>(b.data) + i * b.batch,
-                          b.row, b.col, c + i * c_batch,
-                          c_row};
+    return Product<T, Op>{uk,    blk,     m,
+                          n,     k,       static_cast<const Op*>(a.data) + i * a.batch,
+                          a.row, a.col,   static_cast<const Op*>(b.data) + i * b.batch,
+                          b.row, b.col,   c + i * c_batch,
+                          c_row, epilogue};
   };
   // Many small products: one per thread at a time; else each product on all threads.
   const int64_t threads = num_threads();
@@ -342,30 +349,34 @@ void gemm_typed(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blk, int
 
 void gemm_with(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blocking, int64_t batch,
                int64_t m, int64_t n, int64_t k, const GemmMatrix& a, const GemmMatrix& b, void* c,
-               int64_t c_row, int64_t c_batch) {
+               int64_t c_row, int64_t c_batch, const GemmEpilogue* epilogue) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
   if (k <= 0) throw std::invalid_argument("cpu gemm: k must be positive");
   if (blocking.mc % uk.mr || blocking.kc % uk.k_unroll || blocking.nc % uk.nr)
     throw std::invalid_argument("cpu gemm: blocks must be multiples of the microkernel's tile");
   if (uk.operands == kBFloat16)
     gemm_typed<float, Bf16>(uk, blocking, batch, m, n, k, a, b, static_cast<float*>(c), c_row,
-                            c_batch);
+                            c_batch, epilogue);
   else if (uk.dtype == kFloat32)
-    gemm_typed(uk, blocking, batch, m, n, k, a, b, static_cast<float*>(c), c_row, c_batch);
+    gemm_typed(uk, blocking, batch, m, n, k, a, b, static_cast<float*>(c), c_row, c_batch,
+               epilogue);
   else
-    gemm_typed(uk, blocking, batch, m, n, k, a, b, static_cast<double*>(c), c_row, c_batch);
+    gemm_typed(uk, blocking, batch, m, n, k, a, b, static_cast<double*>(c), c_row, c_batch,
+               epilogue);
 }
 
 void gemm(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, const GemmMatrix& a,
-          const GemmMatrix& b, void* c, int64_t c_row, int64_t c_batch) {
+          const GemmMatrix& b, void* c, int64_t c_row, int64_t c_batch,
+          const GemmEpilogue* epilogue) {
   const auto uk = llvmjit::gemm_microkernel(dtype); // throws for other dtypes
-  gemm_with(*uk, gemm_blocking(*uk), batch, m, n, k, a, b, c, c_row, c_batch);
+  gemm_with(*uk, gemm_blocking(*uk), batch, m, n, k, a, b, c, c_row, c_batch, epilogue);
 }
 
 // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T: C^T's (j, i) lies at
 // j * ldc + i, op(B)^T's (j, p) at B[j + p * ldb] when B is transposed (else B[p + j * ldb]), and
 // op(A)^T's (p, i) at A[p + i * lda] when A is transposed (else A[i + p * lda]).
-void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void* c) {
+void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void* c,
+          const GemmEpilogue* epilogue) {
   const int64_t elem = int64_t(itemsize(dtype)),
                 c_elem = int64_t(itemsize(llvmjit::gemm_result_dtype(dtype)));
   auto at = [&](const void* p, int64_t offset) {
@@ -376,7 +387,7 @@ void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void*
   GemmMatrix rhs{at(a, call.offset_a), call.transa ? 1 : call.lda, call.transa ? call.lda : 1,
                  call.stride_a};
   gemm(dtype, call.batch, call.n, call.m, call.k, lhs, rhs,
-       static_cast<char*>(c) + call.offset_c * c_elem, call.ldc, call.stride_c);
+       static_cast<char*>(c) + call.offset_c * c_elem, call.ldc, call.stride_c, epilogue);
 }
 
 bool gemm_worthwhile(int64_t rows, int64_t cols, int64_t k) {

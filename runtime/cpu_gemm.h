@@ -25,9 +25,12 @@ struct GemmMatrix {
 };
 
 // c = a @ b for `batch` matrices: a (m x k), b (k x n), c (m x n) with c.col == 1, float32 or
-// float64; or bfloat16 operands into a float32 c, where llvmjit::gemm_bf16_dot(). k > 0.
+// float64; or bfloat16 operands into a float32 c, where llvmjit::gemm_bf16_dot(). k > 0. With an
+// epilogue, each row of each MC x NC block goes to it on the thread that computed the block, as
+// soon as the block's last KC step has stored it (in the cache still).
 void gemm(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, const GemmMatrix& a,
-          const GemmMatrix& b, void* c, int64_t c_row, int64_t c_batch);
+          const GemmMatrix& b, void* c, int64_t c_row, int64_t c_batch,
+          const GemmEpilogue* epilogue = nullptr);
 
 // The blocks, in elements: multiples of the microkernel's MR, k_unroll and NR.
 struct GemmBlocking {
@@ -46,11 +49,12 @@ GemmBlocking gemm_blocking(const llvmjit::GemmMicrokernel& uk);
 // small enough that small products cross every block's edge.
 void gemm_with(const llvmjit::GemmMicrokernel& uk, const GemmBlocking& blocking, int64_t batch,
                int64_t m, int64_t n, int64_t k, const GemmMatrix& a, const GemmMatrix& b, void* c,
-               int64_t c_row, int64_t c_batch);
+               int64_t c_row, int64_t c_batch, const GemmEpilogue* epilogue = nullptr);
 
 // One column-major call of a plan (gemm_plan.h), as cuBLAS defines it, computed on the CPU
 // (dtype: the operands', as gemm() above).
-void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void* c);
+void gemm(DType dtype, const GemmCall& call, const void* a, const void* b, void* c,
+          const GemmEpilogue* epilogue = nullptr);
 
 // Whether the packed product pays for itself: a (rows x k) @ (k x cols) product that is not
 // small in every dim, nor a matrix-vector product in disguise (fewer than 8 rows or columns

@@ -367,11 +367,58 @@ void run_flat(const Launch& l, const FlatRows& f, llvmjit::KernelFn fn,
   });
 }
 
+// The elements [begin, end) of the launch's domain, in row-major order, on this thread: a call
+// per (part of a) row.
+void run_span(const Launch& l, llvmjit::KernelFn fn, void* const* ptrs, const int64_t* inner,
+              const int64_t* rstride, int64_t begin, int64_t end, int32_t& err) {
+  const size_t nd = l.domain.size(), ns = l.slots.size();
+  // On the stack where they fit: the GEMM's epilogue calls this for every run of C's rows.
+  constexpr size_t kInline = 32;
+  int64_t idx_inline[kInline], base_inline[kInline];
+  std::vector<int64_t> idx_heap(nd > kInline ? nd : 0), base_heap(ns > kInline ? ns : 0);
+  int64_t* idx = nd > kInline ? idx_heap.data() : idx_inline;
+  int64_t* base = ns > kInline ? base_heap.data() : base_inline;
+  std::fill(idx, idx + nd, 0);
+  int64_t rem = begin;
+  for (size_t d = nd; d-- > 0;) {
+    idx[d] = rem % l.domain[d];
+    rem /= l.domain[d];
+  }
+  // Rows are short where the innermost dim is (a bias over a few features): from one whole row
+  // to the next in the same plane the bases only step, and are not recomputed.
+  bool stepped = false;
+  for (int64_t pos = begin; pos < end;) {
+    int64_t n = std::min(l.domain[nd - 1] - idx[nd - 1], end - pos);
+    if (!stepped)
+      for (size_t s = 0; s < ns; ++s) {
+        int64_t b = l.slots[s].base;
+        for (size_t d = 0; d < nd; ++d)
+          b += idx[d] * l.slots[s].strides[d];
+        base[s] = b;
+      }
+    fn(n, ptrs, base, inner, l.params.data(), &err, l.r, rstride);
+    pos += n;
+    const bool whole_row = idx[nd - 1] == 0;
+    idx[nd - 1] = 0;
+    stepped = false;
+    for (size_t d = nd - 1; d-- > 0;) {
+      if (++idx[d] < l.domain[d]) {
+        if (d == nd - 2 && whole_row) {
+          for (size_t s = 0; s < ns; ++s)
+            base[s] += l.slots[s].strides[d];
+          stepped = true;
+        }
+        break;
+      }
+      idx[d] = 0;
+    }
+  }
+}
+
 // Walks the launch row by row, in chunks of whole and partial rows over the thread pool.
 void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& ptrs,
               const std::vector<int64_t>& inner, const int64_t* rstride,
               std::atomic<int32_t>& err) {
-  const size_t nd = l.domain.size(), ns = l.slots.size();
   int64_t total = 1;
   for (int64_t d : l.domain)
     total *= d;
@@ -386,42 +433,8 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
     grain = (std::max(grain, align) + align - 1) / align * align;
   }
   parallel_for(total, grain, align, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> idx(nd), base(ns);
-    int64_t rem = begin;
-    for (size_t d = nd; d-- > 0;) {
-      idx[d] = rem % l.domain[d];
-      rem /= l.domain[d];
-    }
     int32_t local_err = 0;
-    // Rows are short where the innermost dim is (a bias over a few features): from one whole row
-    // to the next in the same plane the bases only step, and are not recomputed.
-    bool stepped = false;
-    for (int64_t pos = begin; pos < end;) {
-      int64_t n = std::min(l.domain[nd - 1] - idx[nd - 1], end - pos);
-      if (!stepped)
-        for (size_t s = 0; s < ns; ++s) {
-          int64_t b = l.slots[s].base;
-          for (size_t d = 0; d < nd; ++d)
-            b += idx[d] * l.slots[s].strides[d];
-          base[s] = b;
-        }
-      fn(n, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, l.r, rstride);
-      pos += n;
-      const bool whole_row = idx[nd - 1] == 0;
-      idx[nd - 1] = 0;
-      stepped = false;
-      for (size_t d = nd - 1; d-- > 0;) {
-        if (++idx[d] < l.domain[d]) {
-          if (d == nd - 2 && whole_row) {
-            for (size_t s = 0; s < ns; ++s)
-              base[s] += l.slots[s].strides[d];
-            stepped = true;
-          }
-          break;
-        }
-        idx[d] = 0;
-      }
-    }
+    run_span(l, fn, ptrs.data(), inner.data(), rstride, begin, end, local_err);
     if (local_err) err.fetch_or(local_err);
   });
 }
@@ -449,6 +462,38 @@ void run_launch(const Launch& l, llvmjit::KernelFn fn) {
 }
 
 } // namespace
+
+LaunchRanges::LaunchRanges(const Launch& l) : l_(l) {
+  if (!accepts(l)) throw std::logic_error("LaunchRanges: not an elementwise launch in host memory");
+  code_ = get_kernel(l.kernel);
+  const size_t nd = l.domain.size(), ns = l.slots.size();
+  ptrs_.assign(ns, nullptr);
+  inner_.resize(ns);
+  rstride_.resize(ns);
+  for (size_t s = 0; s < ns; ++s) {
+    if (l.slots[s].storage) ptrs_[s] = l.slots[s].storage->data();
+    inner_[s] = l.slots[s].strides[nd - 1];
+    rstride_[s] = l.slots[s].rstride;
+  }
+}
+
+bool LaunchRanges::accepts(const Launch& l) {
+  if (l.domain.empty() || l.r != 1 || l.kernel.has_row_loops() || l.kernel.scatters()) return false;
+  return std::none_of(l.slots.begin(), l.slots.end(), [](const SlotBinding& s) {
+    return s.storage && s.storage->device().is_cuda();
+  });
+}
+
+void LaunchRanges::run(int64_t begin, int64_t end) const {
+  int32_t err = 0;
+  run_span(l_, code_->fn, ptrs_.data(), inner_.data(), rstride_.data(), begin, end, err);
+  if (err) err_.fetch_or(err);
+}
+
+void LaunchRanges::finish() const {
+  ++counters().kernels_launched;
+  raise_kernel_errors(err_.load());
+}
 
 void raise_kernel_errors(int32_t bits) {
   if (bits & kir::kErrDivideByZero) throw Error("ZeroDivisionError");

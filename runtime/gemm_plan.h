@@ -12,6 +12,7 @@
 // dimension the library rejects, or too many calls) asks for a contiguous copy.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace tj::rt {
@@ -34,6 +35,11 @@ struct GemmCall {
   int64_t batch = 1;
   int64_t offset_a = 0, offset_b = 0, offset_c = 0; // into the library's A, B and C
 };
+
+// Work a library of our own does on C as it computes it: called with a run of `count` elements
+// of one of C's rows once they hold their final values, from whichever thread computed them,
+// each element exactly once (the CPU GEMM's epilogue).
+using GemmEpilogue = std::function<void(void* run, int64_t count)>;
 
 struct GemmPlan {
   // Empty when a copy is asked for, or when there is nothing to compute.

@@ -1,6 +1,7 @@
 // A kernel launch: a kernel of the kernel IR bound to memory over an iteration space.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <memory>
@@ -8,6 +9,10 @@
 
 #include "codegen/kernel_ir.h"
 #include "runtime/storage.h"
+
+namespace tj::llvmjit {
+struct CompiledKernel;
+}
 
 namespace tj::rt {
 
@@ -48,6 +53,28 @@ void raise_kernel_errors(int32_t bits);
 // Whether the CPU executor walks this launch in square tiles (an input read across memory along
 // rows but along it down columns: a transpose) instead of row by row.
 bool walks_in_tiles(const Launch& l);
+
+// An elementwise launch on the CPU run by its caller in pieces: ranges of its domain's elements
+// in row-major order, each on the calling thread, from any threads at once. The CPU GEMM runs
+// its epilogue so, on each run of C's rows as soon as it is final. `l` must outlive it.
+class LaunchRanges {
+public:
+  // Compiles the kernel (or finds it in the cache). Throws for a launch that accepts() refuses.
+  explicit LaunchRanges(const Launch& l);
+  // A launch that stores each element once, computed from that element alone: no loops over
+  // rows, no scattering stores, in host memory.
+  static bool accepts(const Launch& l);
+  void run(int64_t begin, int64_t end) const;
+  // After every range has run: counts the launch and raises the errors its kernel flagged.
+  void finish() const;
+
+private:
+  const Launch& l_;
+  std::shared_ptr<llvmjit::CompiledKernel> code_;
+  std::vector<void*> ptrs_;
+  std::vector<int64_t> inner_, rstride_;
+  mutable std::atomic<int32_t> err_{0};
+};
 
 // Runs launches in order on their device: on the CPU, compiled kernels split
 // each iteration space over the thread pool; on a GPU, one launch each.

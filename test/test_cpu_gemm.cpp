@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -81,16 +82,27 @@ Operand<T> make_operand(std::mt19937& rng, int64_t batch, int64_t rows, int64_t 
   return o;
 }
 
-// T: the operands' type; C: the result's (float32 for bfloat16 operands).
+// T: the operands' type; C: the result's (float32 for bfloat16 operands). With `epilogue`, the
+// driver's epilogue makes each element 2 c + 1 and counts its visits: once each, after the last
+// KC step (an earlier visit's change would be added to).
 template <class T, class C = T>
 void check_product(const llvmjit::GemmMicrokernel& uk, const rt::cpu::GemmBlocking& blocking,
                    int64_t batch, int64_t m, int64_t n, int64_t k, Layout la, Layout lb,
-                   std::mt19937& rng) {
+                   std::mt19937& rng, bool epilogue = false) {
   const Operand<T> a = make_operand<T>(rng, batch, m, k, la),
                    b = make_operand<T>(rng, batch, k, n, lb);
   const int64_t c_row = n + 1, c_batch = m * c_row; // C's rows padded: the padding stays
   std::vector<C> c(size_t(batch * c_batch), std::numeric_limits<C>::quiet_NaN());
-  rt::cpu::gemm_with(uk, blocking, batch, m, n, k, a.m, b.m, c.data(), c_row, c_batch);
+  std::vector<int> visits(c.size(), 0);
+  const rt::GemmEpilogue twice_plus_one = [&](void* run, int64_t count) {
+    C* x = static_cast<C*>(run);
+    for (int64_t i = 0; i < count; ++i) {
+      ++visits[size_t(x + i - c.data())];
+      x[i] = C(2 * double(x[i]) + 1);
+    }
+  };
+  rt::cpu::gemm_with(uk, blocking, batch, m, n, k, a.m, b.m, c.data(), c_row, c_batch,
+                     epilogue ? &twice_plus_one : nullptr);
   const double eps = std::numeric_limits<C>::epsilon();
   int64_t bad = 0;
   std::string first;
@@ -102,7 +114,14 @@ void check_product(const llvmjit::GemmMicrokernel& uk, const rt::cpu::GemmBlocki
           want += double(a.at(bi, i, p)) * double(b.at(bi, p, j));
           scale += std::abs(double(a.at(bi, i, p)) * double(b.at(bi, p, j)));
         }
-        const double got = c[size_t(bi * c_batch + i * c_row + j)];
+        const size_t at = size_t(bi * c_batch + i * c_row + j);
+        double got = c[at];
+        if (epilogue) {
+          if (visits[at] != 1 && bad++ == 0)
+            first = fmt::format("({}, {}, {}): {} visits", bi, i, j, visits[at]);
+          got = (got - 1) / 2; // exact in binary, but for 2 c + 1's rounding
+          scale += 1;
+        }
         if (!(std::abs(got - want) <= 2 * double(k) * eps * scale + 1e-30)) {
           if (bad++ == 0) first = fmt::format("({}, {}, {}): {} vs {}", bi, i, j, got, want);
         }
@@ -110,8 +129,9 @@ void check_product(const llvmjit::GemmMicrokernel& uk, const rt::cpu::GemmBlocki
       if (!std::isnan(c[size_t(bi * c_batch + i * c_row + n)]) && bad++ == 0)
         first = fmt::format("padding of row {} written", i);
     }
-  INFO(fmt::format("{} blocks {},{},{}: batch {} m {} n {} k {} layouts {} {}", uk.describe(),
-                   blocking.mc, blocking.kc, blocking.nc, batch, m, n, k, int(la), int(lb)));
+  INFO(fmt::format("{} blocks {},{},{}: batch {} m {} n {} k {} layouts {} {}{}", uk.describe(),
+                   blocking.mc, blocking.kc, blocking.nc, batch, m, n, k, int(la), int(lb),
+                   epilogue ? ", with an epilogue" : ""));
   INFO(first);
   CHECK(bad == 0);
 }
@@ -139,7 +159,7 @@ template <class T, class C = T> void check_driver(DType dtype) {
         const int64_t batch = trial % 3 == 0 ? 3 : 1;
         Layout la = layouts[pick(rng)], lb = layouts[pick(rng)];
         check_product<T, C>(*uk, blocking, batch, sizes[size(rng)], sizes[size(rng)],
-                            sizes[size(rng)], la, lb, rng);
+                            sizes[size(rng)], la, lb, rng, trial % 2 == 1);
       }
   }
   // A product over several KC and MC blocks and both threads at the host's blocking.
@@ -147,6 +167,11 @@ template <class T, class C = T> void check_driver(DType dtype) {
                       Layout::RowMajor, Layout::Transposed, rng);
   check_product<T, C>(*kernels[0], rt::cpu::gemm_blocking(*kernels[0]), 1, 64, 300, 701,
                       Layout::RowMajor, Layout::Transposed, rng);
+  // With an epilogue: wider than its runs of columns, deeper than a KC step, on both threads.
+  check_product<T, C>(*kernels[0], rt::cpu::gemm_blocking(*kernels[0]), 1, 301, 700, 401,
+                      Layout::RowMajor, Layout::Transposed, rng, true);
+  check_product<T, C>(*kernels[0], rt::cpu::gemm_blocking(*kernels[0]), 4, 30, 40, 50,
+                      Layout::Transposed, Layout::Broadcast, rng, true);
 }
 
 } // namespace
@@ -178,7 +203,8 @@ TEST_CASE("cpu gemm: tiles the host cannot hold and other dtypes are refused", "
   CHECK(contains(asm_text, "vfmadd")); // FMAs, not multiplies and adds
 }
 
-TEST_CASE("cpu gemm: products are Call nodes, with bias and relu fused after them", "[gemm]") {
+TEST_CASE("cpu gemm: products are Call nodes, with bias and relu fused into their epilogue",
+          "[gemm]") {
   manual_seed(21);
   Tensor x = randn({40, 33}), w = randn({50, 33}), b = randn({50});
   eval({x, w, b});
@@ -191,9 +217,11 @@ TEST_CASE("cpu gemm: products are Call nodes, with bias and relu fused after the
   const std::string schedule = ir::dump({got}, "schedule");
   INFO(schedule);
   CHECK(contains(schedule, "call gemm by the CPU GEMM\n  microkernel "));
-  // Bias and relu: one kernel after the call. Kernels head their lines ("microkernel 14x32"
-  // in the call's line is no kernel).
+  // Bias and relu: one kernel, which the GEMM runs on C's blocks. Kernels head their lines
+  // ("microkernel 14x32" in the call's line is no kernel).
+  CHECK(contains(schedule, "; epilogue: kernel 0\n"));
   CHECK(contains(schedule, "\nkernel 0 "));
+  CHECK(contains(schedule, "because the GEMM's epilogue"));
   // The asm stage shows the microkernel after the kernels.
   const std::string asm_text = ir::dump({got}, "asm");
   CHECK(contains(asm_text, "; call gemm by the CPU GEMM: microkernel "));
@@ -203,6 +231,69 @@ TEST_CASE("cpu gemm: products are Call nodes, with bias and relu fused after the
   got.eval();
   CHECK(stats().library_calls == 1);
   CHECK(allclose(got, want, 1e-5, 1e-5));
+}
+
+TEST_CASE("cpu gemm: epilogues give the unfused results, and leave the product to others",
+          "[gemm]") {
+  manual_seed(23);
+  auto unfused = [](const std::function<Tensor()>& make) {
+    config().fusion = false;
+    Tensor t = make();
+    t.eval();
+    config().fusion = true;
+    return t;
+  };
+  auto fused = [](const Tensor& t) {
+    return contains(ir::dump({t}, "schedule"), "; epilogue: kernel ");
+  };
+  for (DType dtype : {kFloat32, kFloat64, kBFloat16}) {
+    INFO(dtype_name(dtype));
+    // Sizes off every block: C's columns in runs of 256 and a last short one, three KC steps.
+    Tensor x = randn({301, 1000}).to(dtype), w = randn({700, 1000}).to(dtype),
+           b = randn({700}).to(dtype), r = randn({301, 700}).to(dtype);
+    eval({x, w, b, r});
+    const double tol = dtype == kBFloat16 ? 2e-2 : 1e-4;
+    // gelu(x @ w.t() + b) + r: bias, activation and residual on C's blocks (into C's memory,
+    // or for bfloat16 results from a float32 C, into their own).
+    auto layer = [&] { return nn::functional::gelu(matmul(x, w.t()) + b) + r; };
+    Tensor got = layer();
+    CHECK(fused(got));
+    CHECK(allclose(got, unfused(layer), tol, tol));
+    // A batch, and a scale and a cast.
+    Tensor xb = x.reshape({7, 43, 1000});
+    auto batched = [&] { return (matmul(xb, w.t()) * 0.5).to(kFloat64); };
+    Tensor gotb = batched();
+    CHECK(fused(gotb));
+    CHECK(allclose(gotb, unfused(batched), tol, tol));
+  }
+  Tensor x = randn({64, 100}), w = randn({100, 80}), b = randn({80});
+  eval({x, w, b});
+  Tensor want = unfused([&] { return matmul(x, w); });
+  // The product asked for beside its epilogue's target: computed once, not in its epilogue.
+  Tensor y = matmul(x, w), z = relu(y + b);
+  CHECK_FALSE(contains(ir::dump({y, z}, "schedule"), "epilogue"));
+  eval({y, z});
+  CHECK(allclose(y, want, 1e-5, 1e-5));
+  CHECK(allclose(z, relu(want + b), 1e-5, 1e-5));
+  // The product asked for after its epilogue wrote over it: computed again.
+  Tensor y2 = matmul(x, w), z2 = relu(y2 + b);
+  CHECK(fused(z2));
+  z2.eval();
+  CHECK(allclose(z2, relu(want + b), 1e-5, 1e-5));
+  CHECK(allclose(y2, want, 1e-5, 1e-5));
+  // Through autograd, whose backward reads relu's output and the operands (a fresh weight: this
+  // product is not computed yet).
+  Tensor wg = randn({100, 80}).requires_grad_();
+  Tensor h = relu(matmul(x, wg) + b);
+  CHECK(fused(h));
+  h.eval();
+  h.square().sum().backward();
+  Tensor wg2 = wg.detach().clone().requires_grad_();
+  config().fusion = false;
+  Tensor loss2 = relu(matmul(x, wg2) + b).square().sum();
+  loss2.backward();
+  config().fusion = true;
+  CHECK(allclose(wg.grad(), wg2.grad(), 1e-4, 1e-4));
 }
 
 TEST_CASE("cpu gemm: matmul's cases against the reference interpreter", "[gemm][matmul]") {

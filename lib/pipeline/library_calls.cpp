@@ -38,6 +38,11 @@ const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m
         [](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b, const ir::Node& c) {
           rt::cpu::gemm(a.dtype, call, a.storage->data(), b.storage->data(), c.storage->data());
         },
+        [](const rt::GemmCall& call, const ir::Node& a, const ir::Node& b, const ir::Node& c,
+           const rt::GemmEpilogue& epilogue) {
+          rt::cpu::gemm(a.dtype, call, a.storage->data(), b.storage->data(), c.storage->data(),
+                        &epilogue);
+        },
         [](DType dtype) { return rt::cpu::gemm_describe(dtype); },
         [](DType dtype, std::string_view stage) {
           return stage == "llvm"  ? llvmjit::gemm_microkernel_ir(dtype)
@@ -55,6 +60,7 @@ const GemmLibrary* gemm_library(Device device, DType dtype, int64_t n, int64_t m
         };
         rt::cuda::gemm(c.device.index(), c.dtype, call, base(a), base(b), base(c));
       },
+      {},
       {},
       {}};
   return &cublas;

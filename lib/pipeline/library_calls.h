@@ -21,6 +21,11 @@ struct GemmLibrary {
   std::function<void(const rt::GemmCall& call, const ir::Node& lib_a, const ir::Node& lib_b,
                      const ir::Node& lib_c)>
       run;
+  // run() with work on C's values as they are final (rt::GemmEpilogue), where the library is ours
+  // (the CPU GEMM); empty elsewhere.
+  std::function<void(const rt::GemmCall& call, const ir::Node& lib_a, const ir::Node& lib_b,
+                     const ir::Node& lib_c, const rt::GemmEpilogue& epilogue)>
+      run_with_epilogue;
   // For dumps, where the library is ours: how it computes products of a dtype (its schedule
   // line), and the text of its generated code at a stage ("llvm", "asm"); empty otherwise.
   std::function<std::string(DType)> describe;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <typeinfo>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "lib/frontend/graph_builders.h"
@@ -81,10 +82,16 @@ public:
   void realize_now(const std::vector<ir::NodePtr>& nodes);
 
 private:
-  void perform(const ir::NodePtr& n);
+  // A target computed elementwise from a product's result alone (relu(x @ w.t() + b)): the GEMM
+  // runs its kernel on C's values as they are final (rt::GemmEpilogue).
+  struct Epilogue {
+    ir::NodePtr value; // a target of the simplified graph
+  };
+
+  void perform(const ir::NodePtr& n, const Epilogue* epilogue = nullptr);
   void perform_write(const ir::NodePtr& a);
   void perform_scatter(const ir::NodePtr& a);
-  void perform_call(const ir::NodePtr& c);
+  void perform_call(const ir::NodePtr& c, const Epilogue* epilogue);
   void perform_factorization(const ir::NodePtr& c);
   void perform_by_kernels(const ir::NodePtr& c);
   ir::NodePtr in_memory(const ir::NodePtr& x);
@@ -129,9 +136,46 @@ void collect_performed(const ir::NodePtr& in, std::unordered_set<const ir::Node*
   if (ir::is_performed(n->op)) out.push_back(n);
 }
 
-void Materializer::perform(const ir::NodePtr& n) {
+// The Call of gemm that `root` reads through elementwise ops alone, at its own elements, and no
+// other write or call: then the product's epilogue can compute root. Null otherwise.
+const ir::Node* epilogue_call(const ir::NodePtr& root) {
+  const ir::Node* call = nullptr;
+  std::unordered_set<const ir::Node*> seen;
+  bool ok = true;
+  std::function<void(const ir::NodePtr&)> walk = [&](const ir::NodePtr& in) {
+    ir::NodePtr n = ir::resolve(in);
+    if (!ok || !n->performs || !seen.insert(n.get()).second) return;
+    if (ir::is_alu(n->op)) {
+      for (const auto& s : n->src)
+        walk(s);
+    } else if (n->op == ir::Op::Call && ir::routine(*n) == ir::Routine::Gemm &&
+               n->shape == root->shape && (!call || call == n.get())) {
+      call = n.get();
+    } else {
+      ok = false;
+    }
+  };
+  if (!ir::is_alu(root->op) || root->realized) return nullptr;
+  walk(root);
+  return ok ? call : nullptr;
+}
+
+// `n` with `from` read as `to` (a node of the same shape and dtype).
+ir::NodePtr substituted(const ir::NodePtr& in, const ir::Node* from, const ir::NodePtr& to,
+                        std::unordered_map<const ir::Node*, ir::NodePtr>& done) {
+  ir::NodePtr n = ir::resolve(in);
+  if (n.get() == from) return to;
+  if (!n->performs || ir::is_leaf(n->op)) return n;
+  if (auto it = done.find(n.get()); it != done.end()) return it->second;
+  std::vector<ir::NodePtr> src;
+  for (const auto& s : n->src)
+    src.push_back(substituted(s, from, to, done));
+  return done[n.get()] = ir::with_sources(*n, std::move(src));
+}
+
+void Materializer::perform(const ir::NodePtr& n, const Epilogue* epilogue) {
   if (n->op == ir::Op::Call)
-    perform_call(n);
+    perform_call(n, epilogue);
   else if (n->op == ir::Op::Scatter)
     perform_scatter(n);
   else
@@ -223,11 +267,22 @@ ir::NodePtr Materializer::contiguous_copy(const ir::NodePtr& buffer) {
   return r;
 }
 
+// Unless disarmed, forgets the values of the nodes a schedule marked realized: their kernels did
+// not all run.
+struct Forget {
+  const std::vector<ir::NodePtr>* marked;
+  ~Forget() {
+    if (marked)
+      for (const auto& n : *marked)
+        n->realized.reset();
+  }
+};
+
 // Performs a Call of gemm: the operands are computed into memory and handed to the library as
 // they lie (transposed, strided, sliced and broadcast views included; copied contiguous only
 // where no call of the library addresses them); the result is fresh contiguous memory. Where no
 // library computes it, kernels do. Factorizations go to LAPACK.
-void Materializer::perform_call(const ir::NodePtr& c) {
+void Materializer::perform_call(const ir::NodePtr& c, const Epilogue* epilogue) {
   if (ir::routine(*c) != ir::Routine::Gemm) return perform_factorization(c);
   const ir::NodePtr &a0 = c->src[0], &b0 = c->src[1];
   const int64_t n = a0->shape[a0->shape.size() - 2], k = a0->shape.back(), m = c->shape.back();
@@ -254,23 +309,86 @@ void Materializer::perform_call(const ir::NodePtr& c) {
     if (plan.copy_a || plan.copy_b)
       throw Error("internal error: contiguous operands of a matrix product found no plan");
   }
+  // The epilogue's kernel: the target computed from C's memory, into that memory where the dtypes
+  // agree (each element is read, then written, by the same iteration), else into its own.
+  std::vector<rt::Launch> launches;
+  std::vector<sched::KernelInfo> info;
+  std::vector<ir::NodePtr> marked;
+  ir::NodePtr result;
+  if (epilogue && library->run_with_epilogue && !plan.calls.empty()) {
+    const ir::NodePtr& value = epilogue->value;
+    auto dest = value->dtype == c->dtype
+                    ? storage
+                    : rt::Storage::allocate(
+                          static_cast<size_t>(value->numel()) * itemsize(value->dtype), c->device);
+    const ir::View view{ir::contiguous_strides(c->shape), 0};
+    std::unordered_map<const ir::Node*, ir::NodePtr> done;
+    launches = sched::schedule({{nullptr, substituted(value, c.get(), out, done), dest, view}},
+                               config().fusion, &marked, &info);
+    result = ir::make_buffer(dest, value->dtype, value->shape, view);
+  }
+  // One elementwise kernel runs on C's blocks, when it stores element e of its domain (row-major)
+  // at element e of its output, as C lies: a run of C's elements is then a range of the domain.
+  // Anything else runs after the product.
+  auto stores_as_c = [](const rt::Launch& l) {
+    const std::vector<int64_t> row_major = ir::contiguous_strides(l.domain);
+    if (l.kernel.stores.size() != 1) return false;
+    const rt::SlotBinding& s = l.slots[static_cast<size_t>(l.kernel.stores[0].slot)];
+    return s.base == 0 && s.strides == row_major;
+  };
+  const bool fused =
+      launches.size() == 1 && rt::LaunchRanges::accepts(launches[0]) && stores_as_c(launches[0]);
+  if (!launches.empty()) info.back().roots = {epilogue->value};
+  if (fused) info[0].why = "the GEMM's epilogue: it runs on each block of C as the block is final";
   if (plan_) {
     detail::PlannedCall planned{plan_->kernels.size(), c, library->name, plan.calls, {}, {}};
     if (library->describe) planned.details = library->describe(operands);
+    if (fused) planned.details += fmt::format("; epilogue: kernel {}", plan_->kernels.size());
     if (library->code)
       planned.code = [code = library->code, dtype = operands](std::string_view stage) {
         return code(dtype, stage);
       };
     plan_->calls.push_back(std::move(planned));
-    marked_.push_back(c);
+    marked_.insert(marked_.end(), marked.begin(), marked.end());
+    for (size_t i = 0; i < launches.size(); ++i)
+      plan_->kernels.push_back({std::move(launches[i]), std::move(info[i])});
+  } else if (fused) {
+    Forget forget{&marked};
+    const rt::LaunchRanges ranges(launches[0]);
+    const auto* base = static_cast<const char*>(out->storage->data());
+    const auto elem = static_cast<int64_t>(itemsize(c->dtype));
+    const rt::GemmEpilogue run = [&](void* at, int64_t count) {
+      const int64_t begin = (static_cast<const char*>(at) - base) / elem;
+      ranges.run(begin, begin + count);
+    };
+    for (const rt::GemmCall& call : plan.calls) {
+      library->run_with_epilogue(call, *b, *a, *out, run);
+      ++rt::counters().library_calls;
+    }
+    ranges.finish();
+    forget.marked = nullptr;
   } else {
     // The kernels that computed the operands run before: launches are ordered on each device.
     for (const rt::GemmCall& call : plan.calls) {
       library->run(call, *b, *a, *out);
       ++rt::counters().library_calls;
     }
+    Forget forget{&marked};
+    if (!launches.empty()) rt::execute(launches);
+    forget.marked = nullptr;
   }
-  c->realized = out;
+  if (!result) {
+    c->realized = out;
+    if (plan_) marked_.push_back(c);
+    return;
+  }
+  // C's values are gone where the epilogue wrote over them: a later use computes it again.
+  if (result->storage != storage) c->realized = out;
+  epilogue->value->realized = result;
+  if (plan_) {
+    if (c->realized) marked_.push_back(c);
+    marked_.push_back(epilogue->value);
+  }
 }
 
 namespace {
@@ -411,8 +529,28 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   // compute nodes of the simplified graph (which dumps show).
   std::vector<ir::NodePtr> simple = passes::simplify(todo);
   if (config().verify) ir::verify(simple, "simplify");
-  for (const auto& c : performed_below(simple))
-    if (!c->realized) perform(c);
+  // A target computed elementwise from one product on the CPU that no other target reads is its
+  // epilogue.
+  std::unordered_map<const ir::Node*, size_t> epilogues;
+  if (config().fusion) {
+    std::unordered_map<const ir::Node*, int> readers;
+    for (const auto& s : simple)
+      for (const auto& c : performed_below({s}))
+        ++readers[c.get()];
+    for (size_t i = 0; i < simple.size(); ++i)
+      if (const ir::Node* c = epilogue_call(simple[i]); c && c->device.is_cpu() && readers[c] == 1)
+        epilogues.emplace(c, i);
+  }
+  for (const auto& c : performed_below(simple)) {
+    if (c->realized) continue;
+    auto it = epilogues.find(c.get());
+    if (it == epilogues.end()) {
+      perform(c);
+    } else {
+      const Epilogue e{simple[it->second]};
+      perform(c, &e);
+    }
+  }
   std::vector<sched::Target> targets;
   for (size_t i = 0; i < todo.size(); ++i) {
     if (!simple[i]->realized) {

@@ -73,6 +73,7 @@ ModelBlas::ModelBlas()
                  run(double{});
              },
              {},
+             {},
              {}}) {}
 
 } // namespace tj::test

@@ -532,6 +532,17 @@ int bench(const Options& o) {
            };
            row.variants.push_back(
                {"tensorjit", Role::Fused, 1e3 * time_median(runs, [&] { run(product()); }), runs});
+           // The same without the GEMM's epilogue: the product, then the bias and ReLU as a pass
+           // of their own.
+           if (fused)
+             row.variants.push_back({"tensorjit, then bias and relu", Role::Unfused,
+                                     1e3 * time_median(runs,
+                                                       [&] {
+                                                         tj::Tensor y = tj::matmul(x, w.t());
+                                                         run(y);
+                                                         run(tj::relu(y + bias));
+                                                       }),
+                                     runs});
            // Each library's product, then (fused rows) the bias and ReLU in one pass on as many
            // threads.
            auto epilogue = [&](auto* y, const auto* b) {
