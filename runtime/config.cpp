@@ -19,6 +19,7 @@ Config from_env() {
   c.num_threads = env_int("TJ_NUM_THREADS", 0);
   c.spin_us = env_int("TJ_SPIN_US", 200);
   c.fusion = env_int("TJ_FUSION", 1) != 0;
+  c.schedule_cache = env_int("TJ_SCHEDULE_CACHE", 1) != 0;
   c.cpu_gemm = env_int("TJ_CPU_GEMM", 1) != 0;
 #ifdef NDEBUG
   c.verify = env_int("TJ_VERIFY", 0) != 0;
@@ -57,9 +58,10 @@ Counters& counters() {
 
 Stats stats() {
   auto& c = rt::counters();
-  return Stats{c.kernels_compiled.load(), c.kernels_launched.load(), c.memory_cache_hits.load(),
-               c.disk_cache_hits.load(),  c.materializations.load(), c.bytes_allocated.load(),
-               c.library_calls.load(),    c.parallel_chunks.load(),  c.pool_polls.load()};
+  return Stats{c.kernels_compiled.load(),   c.kernels_launched.load(), c.memory_cache_hits.load(),
+               c.disk_cache_hits.load(),    c.materializations.load(), c.bytes_allocated.load(),
+               c.library_calls.load(),      c.parallel_chunks.load(),  c.pool_polls.load(),
+               c.schedule_cache_hits.load()};
 }
 
 void reset_stats() {
@@ -73,6 +75,7 @@ void reset_stats() {
   c.library_calls = 0;
   c.parallel_chunks = 0;
   c.pool_polls = 0;
+  c.schedule_cache_hits = 0;
 }
 
 } // namespace tj

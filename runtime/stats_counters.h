@@ -15,6 +15,7 @@ struct Counters {
   std::atomic<int64_t> library_calls{0};
   std::atomic<int64_t> parallel_chunks{0};
   std::atomic<int64_t> pool_polls{0};
+  std::atomic<int64_t> schedule_cache_hits{0};
 };
 Counters& counters();
 

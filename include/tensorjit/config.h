@@ -21,16 +21,24 @@ struct Stats {
   // Times a thread of the pool, a worker or the caller, polled for work or for the workers to
   // finish before sleeping (config().spin_us); none where the threads outnumber the cores.
   int64_t pool_polls = 0;
+  // Materializations whose schedule was found in the schedule cache (no simplification, no
+  // scheduling: config().schedule_cache).
+  int64_t schedule_cache_hits = 0;
 };
 Stats stats();
 void reset_stats();
 
 // Settings read once from the environment (TJ_NUM_THREADS, TJ_FUSION,
 // TJ_CPU_GEMM, TJ_DEBUG, TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL,
-// TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES, TJ_SPIN_US) and changeable from C++.
+// TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES, TJ_SPIN_US, TJ_SCHEDULE_CACHE, TJ_VERIFY) and
+// changeable from C++.
 struct Config {
   int num_threads = 0; // 0: all cores
   bool fusion = true;  // false: one kernel per primitive op
+  // TJ_SCHEDULE_CACHE: a graph materialized again with the same structure reuses its schedule,
+  // with its leaves' memory bound anew (lib/pipeline/schedule_cache.h); false: every graph is
+  // simplified and scheduled.
+  bool schedule_cache = true;
   // float32/float64 products on the CPU by the packed GEMM (a Call node, runtime/cpu_gemm.h);
   // false: as fused reductions, like the other dtypes' products.
   bool cpu_gemm = true;

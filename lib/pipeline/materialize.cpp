@@ -20,6 +20,7 @@
 #include "lib/passes/simplify.h"
 #include "lib/pipeline/library_calls.h"
 #include "lib/pipeline/materialize.h"
+#include "lib/pipeline/schedule_cache.h"
 #include "lib/schedule/scheduler.h"
 #include "runtime/stats_counters.h"
 #include "tensorjit/config.h"
@@ -96,7 +97,14 @@ private:
   void perform_by_kernels(const ir::NodePtr& c);
   ir::NodePtr in_memory(const ir::NodePtr& x);
   ir::NodePtr contiguous_copy(const ir::NodePtr& buffer);
-  void run(const std::vector<sched::Target>& targets);
+  // What a run scheduled and launched, for the schedule cache.
+  struct Ran {
+    std::vector<rt::Launch> launches;
+    std::vector<std::shared_ptr<rt::Storage>> allocated; // the marked nodes' memory
+  };
+  void run(const std::vector<sched::Target>& targets, Ran* ran = nullptr);
+  void replay(const pipeline::CachedSchedule& cached, const pipeline::GraphKey& key,
+              const std::vector<ir::NodePtr>& todo);
 
   Plan* plan_;
   std::vector<ir::NodePtr> marked_; // planned buffers, taken back at the end
@@ -509,6 +517,11 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   if (todo.empty()) return;
   if (!plan_) ++rt::counters().materializations;
   if (config().verify) ir::verify(todo, "the frontend");
+  // A graph of kernels alone whose structure was scheduled before: its launches again.
+  std::optional<pipeline::GraphKey> key;
+  if (!plan_) key = pipeline::graph_key(todo);
+  if (key)
+    if (auto cached = pipeline::find_schedule(*key)) return replay(*cached, *key, todo);
   auto performed_below = [](const std::vector<ir::NodePtr>& roots) {
     std::unordered_set<const ir::Node*> seen;
     std::vector<ir::NodePtr> out;
@@ -560,10 +573,82 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
       if (plan_) marked_.push_back(todo[i]);
     }
   }
-  if (!targets.empty()) run(targets);
+  Ran ran;
+  if (!targets.empty()) run(targets, key ? &ran : nullptr);
+  if (key) pipeline::remember_schedule(*key, todo, ran.launches, ran.allocated);
 }
 
-void Materializer::run(const std::vector<sched::Target>& targets) {
+namespace {
+
+// The distinct places of the user's program that built the nodes the kernels compute.
+std::vector<ir::Site> sites_of(const std::vector<sched::KernelInfo>& info) {
+  std::vector<ir::Site> sites;
+  for (const auto& k : info)
+    for (ir::Site s : k.sites())
+      if (std::find(sites.begin(), sites.end(), s) == sites.end()) sites.push_back(s);
+  return sites;
+}
+
+// The places of the user's program that built the nodes below `roots`, sources first: where
+// the kernels of a replayed schedule were computing values, in the order a schedule lowers them.
+std::vector<ir::Site> sites_below(const std::vector<ir::NodePtr>& roots) {
+  std::vector<ir::Site> sites;
+  std::unordered_set<const ir::Node*> seen;
+  std::function<void(const ir::Node*)> walk = [&](const ir::Node* n) {
+    n = n->resolved();
+    if (!seen.insert(n).second) return;
+    for (const auto& s : n->src)
+      walk(s.get());
+    if (ir::Site s = n->site.load(std::memory_order_relaxed);
+        s && std::find(sites.begin(), sites.end(), s) == sites.end())
+      sites.push_back(s);
+  };
+  for (const auto& r : roots)
+    walk(r.get());
+  return sites;
+}
+
+// Runs the launches. Errors, the user's (tj::Error) and the backends' (a compiler's, a driver's),
+// name the places of the user's program whose values were being computed; `failed` runs first.
+void execute_annotated(const std::vector<rt::Launch>& launches,
+                       const std::function<std::vector<ir::Site>()>& sites,
+                       const std::function<void()>& failed) {
+  auto annotated = [&](const char* what) {
+    const std::vector<ir::Site> s = sites();
+    if (s.empty()) return std::string(what);
+    return fmt::format("{}\n(while computing values built at {})", what, fmt::join(s, ", "));
+  };
+  try {
+    rt::execute(launches);
+  } catch (const Error& e) {
+    failed();
+    throw Error(annotated(e.what()));
+  } catch (const std::runtime_error& e) {
+    failed();
+    if (typeid(e) != typeid(std::runtime_error)) throw; // a subclass keeps its type
+    throw std::runtime_error(annotated(e.what()));
+  } catch (...) {
+    failed();
+    throw;
+  }
+}
+
+} // namespace
+
+// Replays a cached schedule: its launches over this graph's leaves and fresh memory, then each
+// root realized where the first run left its value.
+void Materializer::replay(const pipeline::CachedSchedule& cached, const pipeline::GraphKey& key,
+                          const std::vector<ir::NodePtr>& todo) {
+  pipeline::BoundSchedule bound = pipeline::bind(cached, key);
+  execute_annotated(
+      bound.launches, [&] { return sites_below(todo); }, [] {});
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const auto& r = cached.results[i];
+    todo[i]->realized = ir::make_buffer(bound.results[i], r.dtype, r.shape, r.view);
+  }
+}
+
+void Materializer::run(const std::vector<sched::Target>& targets, Ran* ran) {
   std::vector<ir::NodePtr> marked;
   std::vector<sched::KernelInfo> info;
   std::vector<rt::Launch> launches = sched::schedule(targets, config().fusion, &marked, &info);
@@ -579,33 +664,18 @@ void Materializer::run(const std::vector<sched::Target>& targets) {
                  fmt::join(launches[i].domain, ", "),
                  launches[i].r > 1 ? fmt::format(" reducing {}", launches[i].r) : "", info[i].why);
   // Whatever fails, nothing can be trusted as computed: every buffer the plan promised is
-  // forgotten. Errors, the user's (tj::Error) and the backends' (a compiler's, a driver's), name
-  // the places of the user's program whose values were being computed.
-  auto forget = [&] {
-    for (const auto& n : marked)
-      n->realized.reset();
-  };
-  auto annotated = [&](const char* what) {
-    std::vector<ir::Site> sites;
-    for (const auto& k : info)
-      for (ir::Site s : k.sites())
-        if (std::find(sites.begin(), sites.end(), s) == sites.end()) sites.push_back(s);
-    if (sites.empty()) return std::string(what);
-    return fmt::format("{}\n(while computing values built at {})", what, fmt::join(sites, ", "));
-  };
-  try {
-    rt::execute(launches);
-  } catch (const Error& e) {
-    forget();
-    throw Error(annotated(e.what()));
-  } catch (const std::runtime_error& e) {
-    forget();
-    if (typeid(e) != typeid(std::runtime_error)) throw; // a subclass keeps its type
-    throw std::runtime_error(annotated(e.what()));
-  } catch (...) {
-    forget();
-    throw;
-  }
+  // forgotten.
+  execute_annotated(
+      launches, [&] { return sites_of(info); },
+      [&] {
+        for (const auto& n : marked)
+          n->realized.reset();
+      });
+  if (!ran) return;
+  for (const auto& n : marked)
+    if (const ir::Node* r = n->resolved(); r->op == ir::Op::Buffer && r->storage)
+      ran->allocated.push_back(r->storage);
+  ran->launches = std::move(launches);
 }
 
 } // namespace

@@ -1,0 +1,182 @@
+// The schedule cache (schedule_cache.h).
+#include "lib/pipeline/schedule_cache.h"
+
+#include <bit>
+#include <mutex>
+#include <unordered_map>
+
+#include "runtime/machine.h"
+#include "runtime/stats_counters.h"
+#include "tensorjit/config.h"
+
+namespace tj::pipeline {
+namespace {
+
+// Entries kept at most: past it the cache starts again (a program that builds ever new
+// structures would otherwise grow it without end).
+constexpr size_t kMaxEntries = 1024;
+
+uint64_t bits(double d) { return std::bit_cast<uint64_t>(d); }
+
+class KeyBuilder {
+public:
+  explicit KeyBuilder(GraphKey& key) : key_(key) {}
+
+  uint64_t visit(const ir::NodePtr& in) {
+    const ir::Node* n = in->resolved();
+    if (auto it = index_.find(n); it != index_.end()) return it->second;
+    // Sources first: a node's words name them by their indices.
+    std::vector<uint64_t> src;
+    src.reserve(n->src.size());
+    for (const auto& s : n->src)
+      src.push_back(visit(s));
+    auto& w = key_.words;
+    const bool buffer = n->op == ir::Op::Buffer;
+    const size_t nargs = buffer ? 0 : n->args.size(); // a buffer's argument is its version
+    w.push_back(uint64_t(n->op) | uint64_t(n->dtype) << 8 | uint64_t(n->device.type()) << 16 |
+                uint64_t(n->device.index() + 1) << 24 | uint64_t(n->shape.size()) << 32 |
+                uint64_t(src.size()) << 40 | uint64_t(nargs) << 48);
+    for (int64_t d : n->shape)
+      w.push_back(uint64_t(d));
+    w.insert(w.end(), src.begin(), src.end());
+    if (!buffer)
+      for (int64_t a : n->args)
+        w.push_back(uint64_t(a));
+    w.push_back(uint64_t(n->value.kind()));
+    w.push_back(n->value.is_floating_point() || n->value.is_complex()
+                    ? bits(n->value.to_double())
+                    : uint64_t(n->value.to_int()));
+    w.push_back(bits(n->value.imag()));
+    if (ir::is_leaf(n->op)) {
+      if (buffer) w.push_back(storage_index(n->storage));
+      w.push_back(uint64_t(n->view.offset));
+      w.push_back(uint64_t(n->view.strides.size()));
+      for (int64_t s : n->view.strides)
+        w.push_back(uint64_t(s));
+    }
+    const uint64_t i = index_.size();
+    index_.emplace(n, i);
+    return i;
+  }
+
+private:
+  uint64_t storage_index(const std::shared_ptr<rt::Storage>& s) {
+    for (size_t i = 0; i < key_.storages.size(); ++i)
+      if (key_.storages[i] == s) return i;
+    key_.storages.push_back(s);
+    return key_.storages.size() - 1;
+  }
+
+  GraphKey& key_;
+  std::unordered_map<const ir::Node*, uint64_t> index_;
+};
+
+struct KeyHash {
+  size_t operator()(const std::vector<uint64_t>& w) const {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (uint64_t x : w)
+      h = (h ^ x) * 0x100000001b3ULL;
+    return size_t(h ^ (h >> 31));
+  }
+};
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<std::vector<uint64_t>, std::shared_ptr<const CachedSchedule>, KeyHash> map;
+};
+Cache& cache() {
+  static Cache* c = new Cache; // never destroyed: materializations may run at exit
+  return *c;
+}
+
+} // namespace
+
+std::optional<GraphKey> graph_key(const std::vector<ir::NodePtr>& roots) {
+  const Config& c = config();
+  if (!c.schedule_cache || !c.dump.empty() || c.debug >= 2) return std::nullopt;
+  for (const auto& r : roots)
+    if (r->resolved()->performs) return std::nullopt;
+  GraphKey key;
+  key.words.reserve(16 * roots.size() + 64);
+  // The settings that schedules depend on.
+  key.words.push_back(uint64_t(c.fusion));
+  key.words.push_back(uint64_t(rt::stream_store_bytes()));
+  KeyBuilder b(key);
+  std::vector<uint64_t> root_index;
+  for (const auto& r : roots)
+    root_index.push_back(b.visit(r));
+  key.words.push_back(root_index.size());
+  key.words.insert(key.words.end(), root_index.begin(), root_index.end());
+  return key;
+}
+
+void remember_schedule(const GraphKey& key, const std::vector<ir::NodePtr>& roots,
+                       const std::vector<rt::Launch>& launches,
+                       const std::vector<std::shared_ptr<rt::Storage>>& allocated) {
+  auto cached = std::make_shared<CachedSchedule>();
+  std::unordered_map<const rt::Storage*, int64_t> source;
+  for (size_t i = 0; i < key.storages.size(); ++i)
+    source.emplace(key.storages[i].get(), int64_t(i));
+  for (const auto& s : allocated)
+    if (source.emplace(s.get(), -1 - int64_t(cached->allocations.size())).second)
+      cached->allocations.push_back({s->nbytes(), s->device()});
+  auto where = [&](const rt::Storage* s) -> std::optional<int64_t> {
+    auto it = source.find(s);
+    if (it == source.end()) return std::nullopt;
+    return it->second;
+  };
+  for (size_t l = 0; l < launches.size(); ++l) {
+    rt::Launch t = launches[l];
+    for (size_t s = 0; s < t.slots.size(); ++s) {
+      if (!t.slots[s].storage) continue;
+      const auto at = where(t.slots[s].storage.get());
+      if (!at) return; // memory the key does not describe
+      cached->bindings.push_back({l, s, *at});
+      t.slots[s].storage = nullptr;
+    }
+    cached->launches.push_back(std::move(t));
+  }
+  for (const auto& r : roots) {
+    const ir::Node* v = r->resolved();
+    const auto at = v->op == ir::Op::Buffer ? where(v->storage.get()) : std::nullopt;
+    if (!at) return;
+    cached->results.push_back({*at, v->dtype, v->shape, v->view});
+  }
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  if (c.map.size() >= kMaxEntries) c.map.clear();
+  c.map.insert_or_assign(key.words, std::move(cached));
+}
+
+std::shared_ptr<const CachedSchedule> find_schedule(const GraphKey& key) {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  auto it = c.map.find(key.words);
+  if (it == c.map.end()) return nullptr;
+  ++rt::counters().schedule_cache_hits;
+  return it->second;
+}
+
+BoundSchedule bind(const CachedSchedule& cached, const GraphKey& key) {
+  std::vector<std::shared_ptr<rt::Storage>> fresh;
+  fresh.reserve(cached.allocations.size());
+  for (const auto& a : cached.allocations)
+    fresh.push_back(rt::Storage::allocate(a.bytes, a.device));
+  auto storage = [&](int64_t source) {
+    return source >= 0 ? key.storages[size_t(source)] : fresh[size_t(-1 - source)];
+  };
+  BoundSchedule b{cached.launches, {}};
+  for (const auto& x : cached.bindings)
+    b.launches[x.launch].slots[x.slot].storage = storage(x.source);
+  for (const auto& r : cached.results)
+    b.results.push_back(storage(r.source));
+  return b;
+}
+
+void clear_schedule_cache() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  c.map.clear();
+}
+
+} // namespace tj::pipeline
