@@ -28,7 +28,7 @@ using Grads = std::vector<Tensor>;
 using Saved = std::vector<Tensor>;
 
 NodePtr bin(Op op, const Operand& a, const Operand& b, DType t) {
-  return fe::binary(op, fe::cast(a.node, t), fe::cast(b.node, t));
+  return fe::binary_as(op, a.node, b.node, t);
 }
 
 void check_integral(const Operand& a, const Operand& b, DType t, const char* name) {
@@ -77,9 +77,9 @@ Tensor add_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
   check_alpha(t, alpha);
   if (t == kBool) // PyTorch: bool + bool is logical or (a + alpha * b, alpha as a bool)
     return wrap(alpha.to_bool() ? bin(Op::Or, a, b, t) : fe::cast(a.node, t));
-  NodePtr y = fe::cast(b.node, t);
-  if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, fe::constant(alpha, t));
-  Tensor out = wrap(fe::binary(Op::Add, fe::cast(a.node, t), y));
+  NodePtr y = b.node;
+  if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, fe::cast(y, t), fe::constant(alpha, t));
+  Tensor out = wrap(fe::binary_as(Op::Add, a.node, y, t));
   record_add_sub("AddBackward0", a, b, out, alpha);
   return out;
 }

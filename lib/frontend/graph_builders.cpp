@@ -85,6 +85,18 @@ NodePtr binary(Op op, NodePtr a, NodePtr b) {
   return ir::make_node(op, out, std::move(shape), {std::move(a), std::move(b)});
 }
 
+NodePtr binary_as(Op op, const NodePtr& a, const NodePtr& b, DType t) {
+  if (a->op != Op::Const && b->op != Op::Const) return binary(op, cast(a, t), cast(b, t));
+  if (a->device != b->device || is_complex(a->dtype) != is_complex(t) ||
+      is_complex(b->dtype) != is_complex(t))
+    return binary(op, cast(a, t), cast(b, t)); // the checks and errors of the long way
+  const Shape shape = ir::broadcast_shapes(a->shape, b->shape);
+  auto operand = [&](const NodePtr& x) {
+    return x->op == Op::Const ? constant(x->value, t, shape, x->device) : cast(x, t);
+  };
+  return binary(op, operand(a), operand(b));
+}
+
 NodePtr where(NodePtr cond, NodePtr a, NodePtr b) {
   align_devices({&cond, &a, &b});
   Shape shape = ir::broadcast_shapes(ir::broadcast_shapes(cond->shape, a->shape), b->shape);

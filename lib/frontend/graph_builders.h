@@ -29,6 +29,9 @@ void check_complex_op(Op op, DType t);
 NodePtr unary(Op op, const NodePtr& x);
 // Broadcasts the operands; comparison ops give bool, others the operands' dtype.
 NodePtr binary(Op op, NodePtr a, NodePtr b);
+// binary(op, cast(a, t), cast(b, t)), a constant operand (a scalar) made in t and the result's
+// shape at once: one node where the cast and the broadcast would make two more.
+NodePtr binary_as(Op op, const NodePtr& a, const NodePtr& b, DType t);
 NodePtr where(NodePtr cond, NodePtr a, NodePtr b);
 
 NodePtr reshape(const NodePtr& x, const Shape& shape);
