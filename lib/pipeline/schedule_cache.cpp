@@ -48,6 +48,7 @@ public:
                     : uint64_t(n->value.to_int()));
     w.push_back(bits(n->value.imag()));
     if (ir::is_leaf(n->op)) {
+      if (n->op == ir::Op::Philox) key_.random = true;
       if (buffer) w.push_back(storage_index(n->storage));
       w.push_back(uint64_t(n->view.offset));
       w.push_back(uint64_t(n->view.strides.size()));
@@ -113,6 +114,7 @@ std::optional<GraphKey> graph_key(const std::vector<ir::NodePtr>& roots) {
 void remember_schedule(const GraphKey& key, const std::vector<ir::NodePtr>& roots,
                        const std::vector<rt::Launch>& launches,
                        const std::vector<std::shared_ptr<rt::Storage>>& allocated) {
+  if (key.random) return;
   auto cached = std::make_shared<CachedSchedule>();
   std::unordered_map<const rt::Storage*, int64_t> source;
   for (size_t i = 0; i < key.storages.size(); ++i)

@@ -19,6 +19,9 @@ namespace tj::pipeline {
 struct GraphKey {
   std::vector<uint64_t> words;
   std::vector<std::shared_ptr<rt::Storage>> storages; // the leaves' memory, numbered
+  // Random numbers: each draw's counter is new, so the structure never comes again (but after a
+  // manual_seed) and remembering it would only push out others.
+  bool random = false;
 };
 
 // The key of the graph below `roots` (unrealized, resolved through realized nodes), or nothing
