@@ -277,8 +277,9 @@ template <class T, class Op = T> struct Product {
             for (int64_t ir = 0; ir < h; ir += uk.mr)
               tile(ap + ir * kcp, bp + c0 * kcp, kcp, ic + ir, jc + c0, pc > 0);
           // The last KC step left this MC x NC block final, in the cache still: the epilogue
-          // takes its rows whole (in runs of 256 columns, each kernel call's overhead and the
-          // short streams it read made the epilogue slower than a pass after the product).
+          // takes each of its rows as one run, the block's width (given runs of 256 columns
+          // instead, the calls' overhead and the short streams they read made it slower than
+          // a pass after the product).
           if (epilogue && pc + kc >= k)
             for (int64_t i = ic; i < ic + h; ++i)
               (*epilogue)(c + i * c_rs + jc, w);

@@ -48,9 +48,9 @@ public:
   }
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs task(i) for i in [0, ntasks) on the workers and the caller.
-  // Runs task(i) for i in [0, ntasks) on the caller and up to `threads` - 1 workers (started on
-  // first need: the pool grows to the most threads a job has asked for).
+  // Runs task(i) for i in [0, ntasks) on the caller and the workers. The pool grows to `threads`
+  // (workers are started on first need, and kept); a job wakes as many as it has tasks beside
+  // the caller's, though others still polling after an earlier job may take some too.
   void run(int64_t ntasks, int threads, const std::function<void(int64_t)>& task) {
     std::lock_guard job_lock(job_mu_); // one job at a time
     while (size() < threads)

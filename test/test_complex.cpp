@@ -418,6 +418,10 @@ TEST_CASE("complex: errors in PyTorch's words", "[complex][errors]") {
                     "Expected object of scalar type Float but got scalar type Double for second "
                     "argument");
   CHECK_THROWS_WITH(c.lt(c), "\"lt_cpu\" not implemented for 'ComplexFloat'");
+  // Constants (zeros) of shapes that do not broadcast: the op's dtype is refused first, as for
+  // tensors in memory.
+  CHECK_THROWS_WITH(zeros({3}, kComplex64) < zeros({4}, kComplex64),
+                    "\"lt_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(c.floor(), "floor is not supported for complex inputs");
   CHECK_THROWS_WITH(c.tanh(), "\"tanh_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(c.max(), Contains("does not support complex input"));

@@ -477,3 +477,22 @@ TEST_CASE("cpu gemm: the same bits on any number of threads", "[gemm]") {
   for (size_t i = 1; i < results.size(); ++i)
     CHECK(results[i] == results[0]);
 }
+
+TEST_CASE("cpu gemm: an epilogue's error names the places that built its values", "[gemm]") {
+  manual_seed(2);
+  Tensor x = randn({64, 64}), w = randn({64, 64}), d = zeros({64, 64}, kInt32);
+  eval({x, w, d});
+  auto message = [&] {
+    try {
+      floor_divide(matmul(x, w).to(kInt32), d).eval();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string fused = message();
+  INFO(fused);
+  CHECK(fused.find("ZeroDivisionError\n(while computing values built at ") == 0);
+  for (const char* op : {"(matmul)", "(to)", "(zeros)", "(floor_divide)"})
+    CHECK(fused.find(op) != std::string::npos);
+}

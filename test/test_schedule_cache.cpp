@@ -171,3 +171,23 @@ TEST_CASE("schedule cache: writes, calls and errors", "[schedule_cache]") {
   CHECK(replayed.find("ZeroDivisionError") == 0);
   CHECK(replayed == fresh_error);
 }
+
+TEST_CASE("schedule cache: a value computed before that simplification finds is not a leaf",
+          "[schedule_cache]") {
+  CacheOn on;
+  manual_seed(1);
+  Tensor x = randn({64});
+  x.eval();
+  Tensor a = x + 1;
+  Tensor keep = a * 3; // keeps a's node (x + 1) alive after a.eval()
+  a.eval();
+  // Simplification turns (x * 1) + 1 into a's node, computed in a's memory: this schedule reads
+  // a's memory twice, where the structure reads a leaf (x) and another (a).
+  Tensor y = (x * 1 + 1) * a;
+  y.eval();
+  Tensor x2 = randn({64}), b = randn({64});
+  eval({x2, b});
+  std::vector<double> got;
+  CHECK(hits_of([&] { return (x2 * 1 + 1) * b; }, &got) == 0);
+  CHECK(got == fresh([&] { return (x2 + 1) * b; }));
+}

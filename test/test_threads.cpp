@@ -111,7 +111,7 @@ TEST_CASE("threads that outnumber the cores sleep instead of polling", "[threads
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     reset_stats();
     for (int i = 0; i < 20; ++i)
-      (x * float(i)).eval(); // 32 chunks each: parallel
+      (x * float(i)).eval(); // 2^20 elements: a chunk per thread (up to 32), in parallel
     config().spin_us = old_spin;
     return stats().pool_polls;
   };

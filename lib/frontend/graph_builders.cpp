@@ -90,6 +90,7 @@ NodePtr binary_as(Op op, const NodePtr& a, const NodePtr& b, DType t) {
   if (a->device != b->device || is_complex(a->dtype) != is_complex(t) ||
       is_complex(b->dtype) != is_complex(t))
     return binary(op, cast(a, t), cast(b, t)); // the checks and errors of the long way
+  check_complex_op(op, t);                     // before the shapes, as binary() checks
   const Shape shape = ir::broadcast_shapes(a->shape, b->shape);
   auto operand = [&](const NodePtr& x) {
     return x->op == Op::Const ? constant(x->value, t, shape, x->device) : cast(x, t);

@@ -93,13 +93,6 @@ public:
       if (s.hash == hash && match(s.node)) return s.node;
     }
   }
-  // Calls visit(node) for each node of this hash.
-  template <class Visit> void for_each(size_t hash, Visit&& visit) const {
-    find(hash, [&](const Node* n) {
-      visit(n);
-      return false;
-    });
-  }
   void insert(size_t hash, const Node* node) {
     if ((used_ + 1) * 2 > slots_.size()) rehash();
     size_t i = hash & mask();
@@ -130,7 +123,8 @@ private:
     const Node* node = nullptr;
   };
   size_t mask() const { return slots_.size() - 1; }
-  // Twice the live nodes' room (at least 1024 slots), dropping the erased slots.
+  // Four times the live nodes' room (at least 1024 slots), dropping the erased slots: the table
+  // grows again when half full.
   void rehash() {
     size_t cap = 1024;
     while (cap < 4 * (live_ + 1))
@@ -202,6 +196,9 @@ Node::~Node() {
 }
 
 thread_local Site tl_site = nullptr;
+thread_local uint64_t tl_realized_found = 0;
+
+uint64_t realized_nodes_found() { return tl_realized_found; }
 thread_local bool tl_site_api = false;
 
 Site current_site() { return tl_site; }
@@ -305,24 +302,31 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   }
   const Key key{op, dtype, shape, src, args, value, storage.get(), view, device};
   const size_t hash = hash_of(key);
-  // Nodes passed over (unequal ones of the same hash) are released after the lock: dropping the
-  // last reference while holding it would re-enter the table from ~Node.
+  // Every reference taken under the lock is dropped after it: dropping the last one while
+  // holding it would re-enter the table from ~Node. So the new node and the nodes passed over
+  // (unequal ones of the same hash: room for 8 made before, as a 64-bit hash seldom has two)
+  // are declared before the lock.
+  std::shared_ptr<Node> n;
   std::vector<NodePtr> passed;
+  passed.reserve(8);
+  NodePtr found;
   auto& t = table();
   std::lock_guard lock(t.mu);
-  NodePtr found;
   t.nodes.find(hash, [&](const Node* e) {
     NodePtr alive = e->weak_from_this().lock(); // null: dying, blocked in ~Node on the lock
     if (alive && same_node(*alive, key)) {
       found = std::move(alive);
       return true;
     }
-    passed.push_back(std::move(alive));
+    if (alive) passed.push_back(std::move(alive)); // past 8, allocates: throws only out of memory
     return false;
   });
-  if (found) return found;
+  if (found) {
+    if (found->realized) ++tl_realized_found;
+    return found;
+  }
 
-  auto n = std::make_shared<Node>();
+  n = std::make_shared<Node>();
   n->op = op;
   n->dtype = dtype;
   n->shape = std::move(shape);
@@ -347,12 +351,13 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   n->may_fail = divides || std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) {
                   return s->may_fail && !s->realized;
                 });
-  n->performs = is_performed(op) || std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) {
-                  return s->performs && !s->realized;
-                });
+  // What may lie below, whether computed since or not: a walk that relies on these stops at
+  // realized nodes by itself, and a realized node can be forgotten again (a failed launch, a
+  // plan), which must not hide what lies below it.
+  n->performs = is_performed(op) || std::any_of(n->src.begin(), n->src.end(),
+                                                [](const NodePtr& s) { return s->performs; });
   n->loops = is_reduce(op) || is_scan(op) ||
-             std::any_of(n->src.begin(), n->src.end(),
-                         [](const NodePtr& s) { return s->loops && !s->realized; });
+             std::any_of(n->src.begin(), n->src.end(), [](const NodePtr& s) { return s->loops; });
   t.nodes.insert(hash, n.get());
   if (op == Op::Buffer) t.buffers.emplace(n->storage.get(), Entry{n.get(), n});
   return n;

@@ -69,11 +69,12 @@ struct Node : std::enable_shared_from_this<Node> {
   // A complex dtype or a complex op lies among the unrealized nodes below (this one included):
   // passes/lower_complex has work to do.
   bool complex = false;
-  // A write or a library call (ir::is_performed) lies among the unrealized nodes below (this one
-  // included): materialization has something to perform before it schedules kernels.
+  // A write or a library call (ir::is_performed) lies below (this one included), computed since
+  // or not: materialization looks for what to perform before it schedules kernels only below
+  // such nodes.
   bool performs = false;
-  // A reduction or a scan lies among the unrealized nodes below (this one included): the
-  // scheduler looks for the loops a kernel needs only below such nodes.
+  // A reduction or a scan lies below (this one included), computed since or not: the scheduler
+  // looks for the loops a kernel needs only below such nodes.
   bool loops = false;
   // Metadata, not identity: passes and the parser fill it in on shared nodes.
   mutable std::atomic<Site> site = nullptr;
@@ -109,6 +110,11 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
                   std::vector<int64_t> args = {}, Scalar value = {},
                   std::shared_ptr<rt::Storage> storage = nullptr, View view = {},
                   Device device = kCPU);
+
+// How many times make_node has returned, on this thread, an existing node that was already
+// computed (realized): a pass that builds nodes found a value computed before. The schedule cache
+// asks whether this happened while a graph was simplified and scheduled.
+uint64_t realized_nodes_found();
 
 // `n` over other operands: the same op, dtype, shape, attributes and leaf data.
 NodePtr with_sources(const Node& n, std::vector<NodePtr> src);

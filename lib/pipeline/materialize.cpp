@@ -178,7 +178,11 @@ ir::NodePtr substituted(const ir::NodePtr& in, const ir::Node* from, const ir::N
   std::vector<ir::NodePtr> src;
   for (const auto& s : n->src)
     src.push_back(substituted(s, from, to, done));
-  return done[n.get()] = ir::with_sources(*n, std::move(src));
+  ir::NodePtr r = ir::with_sources(*n, std::move(src));
+  // The node stands for n: it was built where n was (dumps and errors say so).
+  if (!r->site.load(std::memory_order_relaxed))
+    r->site.store(n->site.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  return done[n.get()] = r;
 }
 
 void Materializer::perform(const ir::NodePtr& n, const Epilogue* epilogue) {
@@ -275,16 +279,65 @@ ir::NodePtr Materializer::contiguous_copy(const ir::NodePtr& buffer) {
   return r;
 }
 
-// Unless disarmed, forgets the values of the nodes a schedule marked realized: their kernels did
-// not all run.
-struct Forget {
-  const std::vector<ir::NodePtr>* marked;
-  ~Forget() {
-    if (marked)
-      for (const auto& n : *marked)
-        n->realized.reset();
+// The distinct places of the user's program that built the nodes the kernels compute.
+std::vector<ir::Site> sites_of(const std::vector<sched::KernelInfo>& info) {
+  std::vector<ir::Site> sites;
+  for (const auto& k : info)
+    for (ir::Site s : k.sites())
+      if (std::find(sites.begin(), sites.end(), s) == sites.end()) sites.push_back(s);
+  return sites;
+}
+
+// The places of the user's program that built the nodes below `roots`, sources first: where
+// the kernels of a replayed schedule were computing values, in the order a schedule lowers them.
+std::vector<ir::Site> sites_below(const std::vector<ir::NodePtr>& roots) {
+  std::vector<ir::Site> sites;
+  std::unordered_set<const ir::Node*> seen;
+  std::function<void(const ir::Node*)> walk = [&](const ir::Node* n) {
+    n = n->resolved();
+    if (!seen.insert(n).second) return;
+    for (const auto& s : n->src)
+      walk(s.get());
+    if (ir::Site s = n->site.load(std::memory_order_relaxed);
+        s && std::find(sites.begin(), sites.end(), s) == sites.end())
+      sites.push_back(s);
+  };
+  for (const auto& r : roots)
+    walk(r.get());
+  return sites;
+}
+
+// Runs `work` (launches, a GEMM with its epilogue). Errors, the user's (tj::Error) and the
+// backends' (a compiler's, a driver's), name the places of the user's program whose values were
+// being computed; `failed` runs first.
+void annotate_errors(const std::function<void()>& work,
+                     const std::function<std::vector<ir::Site>()>& sites,
+                     const std::function<void()>& failed) {
+  auto annotated = [&](const char* what) {
+    const std::vector<ir::Site> s = sites();
+    if (s.empty()) return std::string(what);
+    return fmt::format("{}\n(while computing values built at {})", what, fmt::join(s, ", "));
+  };
+  try {
+    work();
+  } catch (const Error& e) {
+    failed();
+    throw Error(annotated(e.what()));
+  } catch (const std::runtime_error& e) {
+    failed();
+    if (typeid(e) != typeid(std::runtime_error)) throw; // a subclass keeps its type
+    throw std::runtime_error(annotated(e.what()));
+  } catch (...) {
+    failed();
+    throw;
   }
-};
+}
+
+void execute_annotated(const std::vector<rt::Launch>& launches,
+                       const std::function<std::vector<ir::Site>()>& sites,
+                       const std::function<void()>& failed) {
+  annotate_errors([&] { rt::execute(launches); }, sites, failed);
+}
 
 // Performs a Call of gemm: the operands are computed into memory and handed to the library as
 // they lie (transposed, strided, sliced and broadcast views included; copied contiguous only
@@ -322,18 +375,17 @@ void Materializer::perform_call(const ir::NodePtr& c, const Epilogue* epilogue) 
   std::vector<rt::Launch> launches;
   std::vector<sched::KernelInfo> info;
   std::vector<ir::NodePtr> marked;
-  ir::NodePtr result;
+  std::shared_ptr<rt::Storage> dest; // the epilogue's target's memory
   if (epilogue && library->run_with_epilogue && !plan.calls.empty()) {
     const ir::NodePtr& value = epilogue->value;
-    auto dest = value->dtype == c->dtype
-                    ? storage
-                    : rt::Storage::allocate(
-                          static_cast<size_t>(value->numel()) * itemsize(value->dtype), c->device);
-    const ir::View view{ir::contiguous_strides(c->shape), 0};
+    dest = value->dtype == c->dtype
+               ? storage
+               : rt::Storage::allocate(static_cast<size_t>(value->numel()) * itemsize(value->dtype),
+                                       c->device);
     std::unordered_map<const ir::Node*, ir::NodePtr> done;
-    launches = sched::schedule({{nullptr, substituted(value, c.get(), out, done), dest, view}},
+    launches = sched::schedule({{nullptr, substituted(value, c.get(), out, done), dest,
+                                 ir::View{ir::contiguous_strides(c->shape), 0}}},
                                config().fusion, &marked, &info);
-    result = ir::make_buffer(dest, value->dtype, value->shape, view);
   }
   // One elementwise kernel runs on C's blocks, when it stores element e of its domain (row-major)
   // at element e of its output, as C lies: a run of C's elements is then a range of the domain.
@@ -360,43 +412,59 @@ void Materializer::perform_call(const ir::NodePtr& c, const Epilogue* epilogue) 
     marked_.insert(marked_.end(), marked.begin(), marked.end());
     for (size_t i = 0; i < launches.size(); ++i)
       plan_->kernels.push_back({std::move(launches[i]), std::move(info[i])});
-  } else if (fused) {
-    Forget forget{&marked};
-    const rt::LaunchRanges ranges(launches[0]);
-    const auto* base = static_cast<const char*>(out->storage->data());
-    const auto elem = static_cast<int64_t>(itemsize(c->dtype));
-    const rt::GemmEpilogue run = [&](void* at, int64_t count) {
-      const int64_t begin = (static_cast<const char*>(at) - base) / elem;
-      ranges.run(begin, begin + count);
-    };
-    for (const rt::GemmCall& call : plan.calls) {
-      library->run_with_epilogue(call, *b, *a, *out, run);
-      ++rt::counters().library_calls;
-    }
-    ranges.finish();
-    forget.marked = nullptr;
   } else {
-    // The kernels that computed the operands run before: launches are ordered on each device.
-    for (const rt::GemmCall& call : plan.calls) {
-      library->run(call, *b, *a, *out);
-      ++rt::counters().library_calls;
+    // Whatever fails, what the schedule marked is not computed; errors name the places that
+    // built the values, as a launch's do.
+    auto forget = [&] {
+      for (const auto& n : marked)
+        n->realized.reset();
+    };
+    auto sites = [&] { return sites_of(info); };
+    if (fused) {
+      const rt::LaunchRanges ranges(launches[0]);
+      const auto* base = static_cast<const char*>(out->storage->data());
+      const auto elem = static_cast<int64_t>(itemsize(c->dtype));
+      const rt::GemmEpilogue run = [&](void* at, int64_t count) {
+        const int64_t begin = (static_cast<const char*>(at) - base) / elem;
+        ranges.run(begin, begin + count);
+      };
+      annotate_errors(
+          [&] {
+            for (const rt::GemmCall& call : plan.calls) {
+              library->run_with_epilogue(call, *b, *a, *out, run);
+              ++rt::counters().library_calls;
+            }
+            ranges.finish();
+          },
+          sites, forget);
+    } else {
+      // The kernels that computed the operands run before: launches are ordered on each device.
+      for (const rt::GemmCall& call : plan.calls) {
+        library->run(call, *b, *a, *out);
+        ++rt::counters().library_calls;
+      }
+      if (!launches.empty()) execute_annotated(launches, sites, forget);
     }
-    Forget forget{&marked};
-    if (!launches.empty()) rt::execute(launches);
-    forget.marked = nullptr;
   }
-  if (!result) {
+  if (!dest) {
     c->realized = out;
     if (plan_) marked_.push_back(c);
     return;
   }
-  // C's values are gone where the epilogue wrote over them: a later use computes it again.
-  if (result->storage != storage) c->realized = out;
-  epilogue->value->realized = result;
-  if (plan_) {
-    if (c->realized) marked_.push_back(c);
-    marked_.push_back(epilogue->value);
+  // The epilogue's target, in its memory. Where that is C's, C's values are gone (its memory is
+  // at a new version): a later use computes the product again.
+  if (dest != storage) {
+    c->realized = out;
+    if (plan_) marked_.push_back(c);
+  } else if (!plan_) {
+    storage->bump_version();
   }
+  const ir::NodePtr& value = epilogue->value;
+  value->realized =
+      ir::make_buffer(dest, value->dtype, value->shape, {ir::contiguous_strides(c->shape), 0});
+  value->realized->site.store(value->site.load(std::memory_order_relaxed),
+                              std::memory_order_relaxed);
+  if (plan_) marked_.push_back(value);
 }
 
 namespace {
@@ -522,6 +590,9 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   if (!plan_) key = pipeline::graph_key(todo);
   if (key)
     if (auto cached = pipeline::find_schedule(*key)) return replay(*cached, *key, todo);
+  // A schedule that reads a value computed before, which simplification (or the scheduler)
+  // found as a node equal to one it built, depends on more than the key: it is not remembered.
+  const uint64_t found_before = ir::realized_nodes_found();
   auto performed_below = [](const std::vector<ir::NodePtr>& roots) {
     std::unordered_set<const ir::Node*> seen;
     std::vector<ir::NodePtr> out;
@@ -575,65 +646,9 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   }
   Ran ran;
   if (!targets.empty()) run(targets, key ? &ran : nullptr);
-  if (key) pipeline::remember_schedule(*key, todo, ran.launches, ran.allocated);
+  if (key && ir::realized_nodes_found() == found_before)
+    pipeline::remember_schedule(*key, todo, ran.launches, ran.allocated);
 }
-
-namespace {
-
-// The distinct places of the user's program that built the nodes the kernels compute.
-std::vector<ir::Site> sites_of(const std::vector<sched::KernelInfo>& info) {
-  std::vector<ir::Site> sites;
-  for (const auto& k : info)
-    for (ir::Site s : k.sites())
-      if (std::find(sites.begin(), sites.end(), s) == sites.end()) sites.push_back(s);
-  return sites;
-}
-
-// The places of the user's program that built the nodes below `roots`, sources first: where
-// the kernels of a replayed schedule were computing values, in the order a schedule lowers them.
-std::vector<ir::Site> sites_below(const std::vector<ir::NodePtr>& roots) {
-  std::vector<ir::Site> sites;
-  std::unordered_set<const ir::Node*> seen;
-  std::function<void(const ir::Node*)> walk = [&](const ir::Node* n) {
-    n = n->resolved();
-    if (!seen.insert(n).second) return;
-    for (const auto& s : n->src)
-      walk(s.get());
-    if (ir::Site s = n->site.load(std::memory_order_relaxed);
-        s && std::find(sites.begin(), sites.end(), s) == sites.end())
-      sites.push_back(s);
-  };
-  for (const auto& r : roots)
-    walk(r.get());
-  return sites;
-}
-
-// Runs the launches. Errors, the user's (tj::Error) and the backends' (a compiler's, a driver's),
-// name the places of the user's program whose values were being computed; `failed` runs first.
-void execute_annotated(const std::vector<rt::Launch>& launches,
-                       const std::function<std::vector<ir::Site>()>& sites,
-                       const std::function<void()>& failed) {
-  auto annotated = [&](const char* what) {
-    const std::vector<ir::Site> s = sites();
-    if (s.empty()) return std::string(what);
-    return fmt::format("{}\n(while computing values built at {})", what, fmt::join(s, ", "));
-  };
-  try {
-    rt::execute(launches);
-  } catch (const Error& e) {
-    failed();
-    throw Error(annotated(e.what()));
-  } catch (const std::runtime_error& e) {
-    failed();
-    if (typeid(e) != typeid(std::runtime_error)) throw; // a subclass keeps its type
-    throw std::runtime_error(annotated(e.what()));
-  } catch (...) {
-    failed();
-    throw;
-  }
-}
-
-} // namespace
 
 // Replays a cached schedule: its launches over this graph's leaves and fresh memory, then each
 // root realized where the first run left its value.

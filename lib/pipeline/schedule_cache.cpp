@@ -22,8 +22,16 @@ class KeyBuilder {
 public:
   explicit KeyBuilder(GraphKey& key) : key_(key) {}
 
+  // False once the walk met a write or a call to perform: the key is of no use then.
+  bool kernels_only = true;
+
   uint64_t visit(const ir::NodePtr& in) {
     const ir::Node* n = in->resolved();
+    if (!kernels_only) return 0;
+    if (ir::is_performed(n->op)) {
+      kernels_only = false;
+      return 0;
+    }
     if (auto it = index_.find(n); it != index_.end()) return it->second;
     // Sources first: a node's words name them by their indices.
     std::vector<uint64_t> src;
@@ -34,8 +42,10 @@ public:
     const bool buffer = n->op == ir::Op::Buffer;
     const size_t nargs = buffer ? 0 : n->args.size(); // a buffer's argument is its version
     w.push_back(uint64_t(n->op) | uint64_t(n->dtype) << 8 | uint64_t(n->device.type()) << 16 |
-                uint64_t(n->device.index() + 1) << 24 | uint64_t(n->shape.size()) << 32 |
-                uint64_t(src.size()) << 40 | uint64_t(nargs) << 48);
+                uint64_t(n->device.index() + 1) << 32);
+    w.push_back(n->shape.size());
+    w.push_back(src.size());
+    w.push_back(nargs);
     for (int64_t d : n->shape)
       w.push_back(uint64_t(d));
     w.insert(w.end(), src.begin(), src.end());
@@ -95,8 +105,6 @@ Cache& cache() {
 std::optional<GraphKey> graph_key(const std::vector<ir::NodePtr>& roots) {
   const Config& c = config();
   if (!c.schedule_cache || !c.dump.empty() || c.debug >= 2) return std::nullopt;
-  for (const auto& r : roots)
-    if (r->resolved()->performs) return std::nullopt;
   GraphKey key;
   key.words.reserve(16 * roots.size() + 64);
   // The settings that schedules depend on.
@@ -106,6 +114,7 @@ std::optional<GraphKey> graph_key(const std::vector<ir::NodePtr>& roots) {
   std::vector<uint64_t> root_index;
   for (const auto& r : roots)
     root_index.push_back(b.visit(r));
+  if (!b.kernels_only) return std::nullopt;
   key.words.push_back(root_index.size());
   key.words.insert(key.words.end(), root_index.begin(), root_index.end());
   return key;

@@ -55,9 +55,11 @@ struct CachedSchedule {
 
 // The schedule that computed `roots` (keyed by `key`) with `launches`, which stored the roots'
 // values where they are now realized; `allocated`: the memory the schedule allocated (its marked
-// nodes' buffers). Nothing is kept where a launch reads memory that is neither (a node equal to
-// one of the graph computed earlier, which simplification found): the structure does not say
-// what a replay would read there.
+// nodes' buffers). The caller remembers only schedules that read no value computed before other
+// than the key's leaves (ir::realized_nodes_found: simplification may build a node equal to one
+// computed earlier, and read its memory, which may even be a leaf's, at another place than the
+// key says). Nothing is kept either where a launch touches memory that is neither a leaf's nor
+// allocated: the key does not say what a replay would bind there.
 void remember_schedule(const GraphKey& key, const std::vector<ir::NodePtr>& roots,
                        const std::vector<rt::Launch>& launches,
                        const std::vector<std::shared_ptr<rt::Storage>>& allocated);
