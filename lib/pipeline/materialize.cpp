@@ -660,6 +660,9 @@ void Materializer::replay(const pipeline::CachedSchedule& cached, const pipeline
   for (size_t i = 0; i < todo.size(); ++i) {
     const auto& r = cached.results[i];
     todo[i]->realized = ir::make_buffer(bound.results[i], r.dtype, r.shape, r.view);
+    // The memory holds what the program built there.
+    todo[i]->realized->site.store(todo[i]->site.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
   }
 }
 
