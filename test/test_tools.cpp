@@ -345,12 +345,13 @@ TEST_CASE("tools: tj-bench --chart draws a group of bars per workload of the tab
 #endif
 
   // CSV: a header, then one line per workload run (the two latencies included) and per product
-  // (ten of them; their dims scale with --size, here 1/16).
+  // (eleven of them; their dims scale with --size, here 1/16).
   std::vector<std::string> rows = lines(read_file(csv));
-  REQUIRE(rows.size() == 1 + 6 + 10);
+  REQUIRE(rows.size() == 1 + 6 + 11);
   CHECK(rows[0].rfind("workload,shape,unit,fused_ms,", 0) == 0);
   CHECK(rows[4].rfind("slice add_,\"512x256[:, :128]\",GB/s,", 0) == 0);
   CHECK(rows[5].rfind("matmul,64x64x64 float32,GFLOP/s,", 0) == 0);
   CHECK(rows[14].rfind("matmul,256x64x64 float32 relu(x @ w.t() + b),GFLOP/s,", 0) == 0);
+  CHECK(rows[15].rfind("matmul,512x16x64 float32 gelu(x @ w.t() + b) + r,GFLOP/s,", 0) == 0);
 }
 #endif

@@ -509,16 +509,28 @@ int bench(const Options& o) {
          for (const Blas* peer : {openblas(report.threads), onednn(report.threads)})
            if (peer) peers.push_back(peer);
          const int runs = std::max(3, reps / 3);
-         // m x k times (n x k)^T; `fused`: relu(x @ w.t() + b).
-         // Dims scale with the matrices of the strided workloads (a small --size, small products).
+         // m x k times (n x k)^T, then (layers) a bias and an activation: relu(x @ w.t() + b), or
+         // gelu(x @ w.t() + b) + r with a residual r, which tensorjit runs as the GEMM's
+         // epilogue. Dims scale with the matrices of the strided workloads (a small --size,
+         // small products).
+         enum class Layer { None, Relu, GeluResidual };
          auto scaled = [&](int64_t d) { return std::max<int64_t>(16, d * s / 4096); };
          auto linear = [&](int64_t m, int64_t k, int64_t n, tj::DType dt, const std::string& what,
-                           bool fused = false) {
+                           Layer layer = Layer::None) {
            m = scaled(m), k = scaled(k), n = scaled(n);
+           const bool fused = layer != Layer::None;
+           const char* after =
+               layer == Layer::Relu ? ", then bias and relu" : ", then bias, gelu and residual";
            const auto opts = on.dtype(dt);
            tj::Tensor x = tj::randn({m, k}, opts), w = tj::randn({n, k}, opts),
-                      bias = tj::randn({n}, opts);
+                      bias = tj::randn({n}, opts),
+                      res = layer == Layer::GeluResidual ? tj::randn({m, n}, opts) : tj::Tensor();
            tj::eval({x, w, bias});
+           if (res.defined()) res.eval();
+           auto activation = [&](const tj::Tensor& y) {
+             return layer == Layer::Relu ? tj::relu(y + bias)
+                                         : tj::nn::functional::gelu(y + bias) + res;
+           };
            Row row{"matmul",
                    fmt::format("{}x{}x{} {}{}", m, k, n, tj::short_dtype_name(dt), what),
                    Kind::Compute,
@@ -528,23 +540,24 @@ int bench(const Options& o) {
                    : dt == tj::kBFloat16 && report.dot_peak_bf16 > 0 ? report.dot_peak_bf16
                                                                      : report.fma_peak_f32};
            auto product = [&] {
-             return fused ? tj::relu(tj::matmul(x, w.t()) + bias) : tj::matmul(x, w.t());
+             return fused ? activation(tj::matmul(x, w.t())) : tj::matmul(x, w.t());
            };
            row.variants.push_back(
                {"tensorjit", Role::Fused, 1e3 * time_median(runs, [&] { run(product()); }), runs});
-           // The same without the GEMM's epilogue: the product, then the bias and ReLU as a pass
-           // of their own.
+           // The same without the GEMM's epilogue: the product, then the rest as a pass of its
+           // own.
            if (fused)
-             row.variants.push_back({"tensorjit, then bias and relu", Role::Unfused,
+             row.variants.push_back({std::string("tensorjit") + after, Role::Unfused,
                                      1e3 * time_median(runs,
                                                        [&] {
                                                          tj::Tensor y = tj::matmul(x, w.t());
                                                          run(y);
-                                                         run(tj::relu(y + bias));
+                                                         run(activation(y));
                                                        }),
                                      runs});
-           // Each library's product, then (fused rows) the bias and ReLU in one pass on as many
-           // threads.
+           // Each library's product, then (the relu layer) the bias and ReLU in one pass on as
+           // many threads. The gelu layer has no peer: a loop calling std::erf would time the
+           // loop (8 times the product), not the library.
            auto epilogue = [&](auto* y, const auto* b) {
              std::vector<std::thread> pool;
              const int64_t per = (m + report.threads - 1) / report.threads;
@@ -559,6 +572,7 @@ int bench(const Options& o) {
            };
            std::vector<char> c(size_t(m * n) * tj::itemsize(dt));
            for (const Blas* peer : peers) {
+             if (layer == Layer::GeluResidual) break;
              if (!(dt == tj::kFloat32 || (dt == tj::kFloat64 && peer->dgemm_nt))) continue;
              const double t = time_median(runs, [&] {
                if (dt == tj::kFloat32) {
@@ -573,8 +587,8 @@ int bench(const Options& o) {
                  if (fused) epilogue(y, bias.data_ptr<double>());
                }
              });
-             row.variants.push_back({peer->name + (fused ? ", then bias and relu" : ""),
-                                     Role::Baseline, 1e3 * t, runs});
+             row.variants.push_back(
+                 {peer->name + (fused ? after : ""), Role::Baseline, 1e3 * t, runs});
              // The libraries' idle threads spin a while before they sleep (OpenBLAS about 2^28
              // cycles, OpenMP's teams a few hundred ms): the next timing waits until they do,
              // not to share the cores with them.
@@ -589,7 +603,8 @@ int bench(const Options& o) {
          linear(8192, 256, 64, tj::kFloat32, " (tall-thin)");
          linear(1024, 1024, 1024, tj::kFloat64, "");
          linear(1024, 1024, 1024, tj::kBFloat16, "");
-         linear(4096, 1024, 1024, tj::kFloat32, " relu(x @ w.t() + b)", true);
+         linear(4096, 1024, 1024, tj::kFloat32, " relu(x @ w.t() + b)", Layer::Relu);
+         linear(8192, 64, 1024, tj::kFloat32, " gelu(x @ w.t() + b) + r", Layer::GeluResidual);
        }});
   // Batched factorizations (LAPACK's, on the pool) against a plain loop over the batch calling
   // LAPACK on one thread, each matrix copied column-major as tensorjit copies it. Work is the
