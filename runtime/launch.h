@@ -61,8 +61,9 @@ class LaunchRanges {
 public:
   // Compiles the kernel (or finds it in the cache). Throws for a launch that accepts() refuses.
   explicit LaunchRanges(const Launch& l);
-  // A launch that stores each element once, computed from that element alone: no loops over
-  // rows, no scattering stores, in host memory.
+  // A launch whose every iteration stores its own element once and reads no other element of
+  // the memory it stores to: no loops over rows, no scattering stores, in host memory. (Whether
+  // the stores lie as C does is the caller's question.)
   static bool accepts(const Launch& l);
   void run(int64_t begin, int64_t end) const;
   // After every range has run: counts the launch and raises the errors its kernel flagged.
