@@ -71,15 +71,16 @@ public:
   }
 
 private:
+  // By a map, not a search of key_.storages: a graph may read hundreds of tensors (a cat).
   uint64_t storage_index(const std::shared_ptr<rt::Storage>& s) {
-    for (size_t i = 0; i < key_.storages.size(); ++i)
-      if (key_.storages[i] == s) return i;
-    key_.storages.push_back(s);
-    return key_.storages.size() - 1;
+    auto [it, fresh] = storage_index_.try_emplace(s.get(), key_.storages.size());
+    if (fresh) key_.storages.push_back(s);
+    return it->second;
   }
 
   GraphKey& key_;
   std::unordered_map<const ir::Node*, uint64_t> index_;
+  std::unordered_map<const rt::Storage*, uint64_t> storage_index_;
 };
 
 struct KeyHash {
