@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <mutex>
 #include <optional>
@@ -304,11 +305,12 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
   const size_t hash = hash_of(key);
   // Every reference taken under the lock is dropped after it: dropping the last one while
   // holding it would re-enter the table from ~Node. So the new node and the nodes passed over
-  // (unequal ones of the same hash: room for 8 made before, as a 64-bit hash seldom has two)
-  // are declared before the lock.
+  // (unequal ones of the same hash: eight in place, as a 64-bit hash seldom has two, so that a
+  // lookup allocates nothing) are declared before the lock.
   std::shared_ptr<Node> n;
-  std::vector<NodePtr> passed;
-  passed.reserve(8);
+  std::array<NodePtr, 8> passed;
+  size_t npassed = 0;
+  std::vector<NodePtr> passed_more;
   NodePtr found;
   auto& t = table();
   std::lock_guard lock(t.mu);
@@ -318,7 +320,11 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
       found = std::move(alive);
       return true;
     }
-    if (alive) passed.push_back(std::move(alive)); // past 8, allocates: throws only out of memory
+    if (!alive) return false;
+    if (npassed < passed.size())
+      passed[npassed++] = std::move(alive);
+    else
+      passed_more.push_back(std::move(alive)); // allocates: throws only out of memory
     return false;
   });
   if (found) {
