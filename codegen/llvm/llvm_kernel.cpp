@@ -93,6 +93,7 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
 // Returns the error flag at `done`, or nullptr when nothing divides integers.
 llvm::Value* KernelLowering::element_loop(llvm::BasicBlock* done) {
   if (stream_ >= 0 && !reduces_) return streaming_loops(done);
+  if (scan_grouped_) return scan_row_groups(done);
   if (!pipelined_) return counted_loop(done, arg(kN), nullptr, true);
   // Pipelined where the streaming slot's rows all start on a 64-byte boundary (so that its stores
   // from the reduction loop's blocks are aligned) and a kept row fits the scratch twice.
@@ -158,7 +159,7 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
     reduction_loop(l);
   }
   lower_values(plan_.per_i[plan_.reduce_loops]);
-  if (plan_.store_loop) store_loop();
+  if (plan_.store_loop) scan_blocked_ ? scan_blocks() : store_loop();
   store_outputs(/*rows=*/false);
   llvm::Value* next = b_.CreateAdd(k, b_.getInt64(1), "k.next", /*HasNUW=*/true, /*HasNSW=*/true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
@@ -293,6 +294,148 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
   b_.CreateBr(exit);
   llvm::Value* err = ops_.err;
   return err == no_err() ? nullptr : err;
+}
+
+// The rows of a kernel that scans along j (and reduces nothing), kScanRowGroup at a time
+// (row_group_loop), then the rows left over one at a time: each row's scans run in order, as in
+// the plain loop, so the results are the same bits. Returns the error flag at `exit`, or
+// nullptr when nothing divides integers.
+llvm::Value* KernelLowering::scan_row_groups(llvm::BasicBlock* exit) {
+  llvm::Value* n = arg(kN);
+  llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(kScanRowGroup - 1)), "grouped");
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* groups = llvm::BasicBlock::Create(ctx_, "groups", f_, exit);
+  auto* groups_exit = llvm::BasicBlock::Create(ctx_, "groups.exit", f_, exit);
+  auto* rest_check = llvm::BasicBlock::Create(ctx_, "rest.check", f_, exit);
+  auto* rest = llvm::BasicBlock::Create(ctx_, "rest", f_, exit);
+  auto* rest_exit = llvm::BasicBlock::Create(ctx_, "rest.exit", f_, exit);
+  b_.CreateCondBr(b_.CreateICmpSGT(grouped, b_.getInt64(0)), groups, rest_check);
+
+  b_.SetInsertPoint(groups);
+  llvm::Value* err_groups = row_group_loop(groups_exit, grouped);
+  b_.SetInsertPoint(groups_exit);
+  b_.CreateBr(rest_check);
+
+  b_.SetInsertPoint(rest_check);
+  auto* err_mid = b_.CreatePHI(err_ty(), 2, "err.groups");
+  err_mid->addIncoming(no_err(), pre);
+  err_mid->addIncoming(err_groups ? err_groups : no_err(), groups_exit);
+  b_.CreateCondBr(b_.CreateICmpSLT(grouped, n), rest, exit);
+
+  b_.SetInsertPoint(rest);
+  llvm::Value* err_rest = counted_loop(rest_exit, b_.CreateSub(n, grouped), grouped, true);
+  b_.SetInsertPoint(rest_exit);
+  b_.CreateBr(exit);
+
+  b_.SetInsertPoint(exit);
+  if (!err_groups && !err_rest) {
+    err_mid->eraseFromParent();
+    return nullptr;
+  }
+  auto* err = b_.CreatePHI(err_ty(), 2, "err.rows");
+  err->addIncoming(err_mid, rest_check);
+  err->addIncoming(err_rest ? err_rest : no_err(), rest_exit);
+  return err;
+}
+
+// for each group of kScanRowGroup rows in [0, count) (count > 0, a multiple of the group): the
+// values per row of each, then one loop over j computing every row's elements and stores, with
+// a scan accumulation per row and scan, then the stores per row. The group's chains of scan
+// steps are independent, so the core overlaps them. Returns the error flag at `exit`, or nullptr
+// when nothing divides integers.
+llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value* count) {
+  auto* i64 = b_.getInt64Ty();
+  const size_t nv = k_.values.size();
+  constexpr size_t G = size_t(kScanRowGroup);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "group", f_, exit);
+  b_.CreateBr(loop);
+  b_.SetInsertPoint(loop);
+  auto* k = b_.CreatePHI(i64, 2, "k");
+  auto* err_in = b_.CreatePHI(err_ty(), 2, "err.acc");
+  ops_.err = err_in;
+  std::vector<llvm::Value*> rows(G);
+  std::vector<std::vector<llvm::Value*>> per_row(G);
+  for (size_t g = 0; g < G; ++g) {
+    rows[g] = i_ = b_.CreateAdd(k, b_.getInt64(int64_t(g)), "i", true, true);
+    vals_.assign(nv, nullptr);
+    lower_values(plan_.per_i[0]);
+    per_row[g] = vals_;
+  }
+
+  // The loop over j, every row of the group in each step.
+  llvm::BasicBlock* jpre = b_.GetInsertBlock();
+  auto* jloop = llvm::BasicBlock::Create(ctx_, "group.row", f_, exit);
+  auto* jafter = llvm::BasicBlock::Create(ctx_, "group.row.after", f_, exit);
+  llvm::Value* err_outer = ops_.err;
+  b_.CreateCondBr(b_.CreateICmpSGT(arg(kR), b_.getInt64(0)), jloop, jafter);
+  b_.SetInsertPoint(jloop);
+  auto* j = b_.CreatePHI(i64, 2, "j");
+  auto* err_j = b_.CreatePHI(err_ty(), 2, "err.row");
+  std::vector<std::vector<llvm::PHINode*>> acc(G, std::vector<llvm::PHINode*>(nv, nullptr));
+  for (size_t g = 0; g < G; ++g)
+    for (size_t v = 0; v < nv; ++v)
+      if (ir::is_scan(k_.values[v].op) && plan_.in_loop.back()[v])
+        acc[g][v] = b_.CreatePHI(ops_.reg_type(k_.values[v].dtype), 2, "scan");
+  j_ = j;
+  ops_.err = err_j;
+  std::vector<std::vector<llvm::Value*>> acc_next(G, std::vector<llvm::Value*>(nv, nullptr));
+  for (size_t g = 0; g < G; ++g) {
+    i_ = rows[g];
+    vals_ = per_row[g];
+    scan_acc_.assign(acc[g].begin(), acc[g].end());
+    loop_values(plan_.reduce_loops);
+    store_outputs(/*rows=*/true);
+    for (size_t v = 0; v < nv; ++v)
+      if (acc[g][v]) acc_next[g][v] = vals_[v] ? vals_[v] : acc[g][v];
+  }
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
+  llvm::BasicBlock* jlatch = b_.GetInsertBlock();
+  no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(j_next, arg(kR)), jafter, jloop));
+  j->addIncoming(b_.getInt64(0), jpre);
+  j->addIncoming(j_next, jlatch);
+  for (size_t g = 0; g < G; ++g)
+    for (size_t v = 0; v < nv; ++v)
+      if (acc[g][v]) {
+        acc[g][v]->addIncoming(scan_identity(int(v)), jpre);
+        acc[g][v]->addIncoming(acc_next[g][v], jlatch);
+      }
+  llvm::Value* err_loop = ops_.err;
+  err_j->addIncoming(err_outer, jpre);
+  err_j->addIncoming(err_loop, jlatch);
+  j_ = nullptr;
+  scan_acc_.assign(nv, nullptr);
+
+  b_.SetInsertPoint(jafter);
+  if (err_loop == err_j) { // nothing divides integers along the rows
+    err_j->replaceAllUsesWith(err_outer);
+    err_j->eraseFromParent();
+    ops_.err = err_outer;
+  } else {
+    auto* err_after = b_.CreatePHI(err_ty(), 2, "err.row.after");
+    err_after->addIncoming(err_outer, jpre);
+    err_after->addIncoming(err_loop, jlatch);
+    ops_.err = err_after;
+  }
+  for (size_t g = 0; g < G; ++g) {
+    i_ = rows[g];
+    vals_ = per_row[g];
+    store_outputs(/*rows=*/false);
+  }
+
+  llvm::Value* next = b_.CreateAdd(k, b_.getInt64(int64_t(G)), "k.next", true, true);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(next, count), exit, loop));
+  k->addIncoming(b_.getInt64(0), pre);
+  k->addIncoming(next, latch);
+  if (ops_.err == err_in) {
+    err_in->replaceAllUsesWith(no_err());
+    err_in->eraseFromParent();
+    return nullptr;
+  }
+  err_in->addIncoming(no_err(), pre);
+  err_in->addIncoming(ops_.err, latch);
+  return ops_.err;
 }
 
 // Sets stream_row_ to the first 64-byte boundary at or after `row` (the streaming slot's first
@@ -562,7 +705,10 @@ void KernelLowering::classify() {
       along_i |= slot.stride == StrideKind::Contiguous;
     }
     scan_tiled_ = along_i && !along_j;
+    scan_grouped_ = !scan_tiled_;
   }
+  scan_blocked_ = k_.has_scan() && !scan_tiled_ && scans_vectorize();
+  scan_grouped_ &= !scan_blocked_;
 }
 
 // Values computed in one loop over j and needed again by a later one are computed again there,
@@ -610,17 +756,22 @@ void KernelLowering::choose_kept() {
 // Lowers what loop `loop` (a reduction loop, or the store loop after them) computes per (i, j):
 // the values of plan_.in_loop it needs, reading back those an earlier loop kept and storing those
 // it keeps itself.
-void KernelLowering::loop_values(int loop) {
+// With `roots`, only what those values need (and nothing kept is stored).
+void KernelLowering::loop_values(int loop, const std::vector<int32_t>* roots) {
   const std::vector<char>& all = plan_.in_loop[size_t(loop)];
   std::vector<char> which(all.size(), 0);
   std::vector<int32_t> todo, kept;
-  for (size_t v = 0; v < kept_in_.size(); ++v)
-    if (kept_from_[v] == loop) kept.push_back(int32_t(v));
-  for (size_t v = 0; v < all.size(); ++v)
-    if (plan_.loop_of[v] == loop && all[k_.values[v].src[0]]) todo.push_back(k_.values[v].src[0]);
-  if (loop == plan_.reduce_loops)
-    for (const kir::Store& st : k_.stores)
-      if (kir::moves_along_j(k_.slots[st.slot]) && all[st.value]) todo.push_back(st.value);
+  if (roots) {
+    todo = *roots;
+  } else {
+    for (size_t v = 0; v < kept_in_.size(); ++v)
+      if (kept_from_[v] == loop) kept.push_back(int32_t(v));
+    for (size_t v = 0; v < all.size(); ++v)
+      if (plan_.loop_of[v] == loop && all[k_.values[v].src[0]]) todo.push_back(k_.values[v].src[0]);
+    if (loop == plan_.reduce_loops)
+      for (const kir::Store& st : k_.stores)
+        if (kir::moves_along_j(k_.slots[st.slot]) && all[st.value]) todo.push_back(st.value);
+  }
   while (!todo.empty()) {
     int32_t v = todo.back();
     todo.pop_back();

@@ -283,11 +283,226 @@ void KernelLowering::store_loop() {
     llvm::Value* row = b_.CreateInBoundsGEP(ops_.mem_type(k_.slots[stream_].dtype),
                                             slots_[stream_].ptr, element_index(stream_));
     llvm::Value* head = align_stream_row(row, arg(kR));
-    row_loop("row.head", body, nullptr, head, /*cached=*/true);
-    row_loop("row", body, head, b_.CreateSub(arg(kR), head), /*cached=*/false);
+    row_loop("row.head", body, nullptr, head, RowPart::Head);
+    row_loop("row", body, head, b_.CreateSub(arg(kR), head), RowPart::Streamed);
   }
   keep_row_ = nullptr;
   scan_acc_.assign(k_.values.size(), nullptr);
+}
+
+// Whether the store loop's scans can run a vector at a time (scan_blocks): each combines 4- or
+// 8-byte numbers with an op that vectorizes (not logcumsumexp's, which calls the math library),
+// none accumulates what another scan computes, and each gives the plain loop's results: integers
+// and extrema in any order, floating sums and products only where they accumulate in float64 for
+// a float32 or narrower result (a float32 cumsum). Rounding to 24 bits then removes what another
+// order changes in the last bits of 53, but for a value within a few float64 ulps of a tie
+// between two floats. A float64 cumsum adds in the plain loop's order, as PyTorch's does, and so
+// does a float16 product (accumulated in float32, only 13 bits wider).
+bool KernelLowering::scans_vectorize() const {
+  if (!plan_.store_loop) return false;
+  const std::vector<char>& in_row = plan_.in_loop.back();
+  for (size_t v = 0; v < k_.values.size(); ++v) {
+    const kir::Value& x = k_.values[v];
+    if (!ir::is_scan(x.op) || !in_row[v]) continue;
+    const size_t size = itemsize(x.dtype);
+    const Op combine = ir::combine_op(x.op);
+    if ((size != 4 && size != 8) || combine == Op::LogAddExp) return false;
+    if (is_floating_point(x.dtype) && (combine == Op::Add || combine == Op::Mul)) {
+      if (x.dtype != kFloat64) return false; // float16's scans accumulate in float32: too close
+      for (const kir::Store& st : k_.stores)
+        if (st.value == int32_t(v)) return false;
+      for (const kir::Value& u : k_.values)
+        if (std::find(std::begin(u.src), std::end(u.src), int32_t(v)) != std::end(u.src) &&
+            (u.op != Op::Cast || !is_floating_point(u.dtype) || itemsize(u.dtype) >= size))
+          return false;
+    }
+    std::vector<int32_t> todo = {x.src[0]};
+    std::vector<char> seen(k_.values.size(), 0);
+    while (!todo.empty()) {
+      const int32_t u = todo.back();
+      todo.pop_back();
+      if (u < 0 || seen[u] || !in_row[u]) continue;
+      seen[u] = 1;
+      if (ir::is_scan(k_.values[u].op)) return false;
+      todo.insert(todo.end(), std::begin(k_.values[u].src), std::end(k_.values[u].src));
+    }
+  }
+  return true;
+}
+
+// Scan v within the vector x: in log2(lanes) steps, each combining every lane with the one d
+// lanes before it (the identity before the first).
+llvm::Value* KernelLowering::vector_scan(int v, llvm::Value* x) {
+  const kir::Value& s = k_.values[v];
+  const Op combine = ir::combine_op(s.op);
+  const unsigned lanes = llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements();
+  llvm::Value* none = b_.CreateVectorSplat(lanes, scan_identity(v));
+  for (unsigned d = 1; d < lanes; d *= 2) {
+    llvm::SmallVector<int, 16> mask(lanes);
+    for (unsigned l = 0; l < lanes; ++l)
+      mask[l] = l >= d ? int(l - d) : int(lanes + l);
+    x = ops_.binary(combine, s.dtype, b_.CreateShuffleVector(x, none, mask), x);
+  }
+  return x;
+}
+
+// The store loop of scan_blocked_ kernels, from the current block of the element loop. For each
+// block of kScanBlock elements of the row: a loop computing what each scan accumulates into a
+// stack buffer (vectorized by LLVM); the scans over the buffer a vector at a time (vector_scan),
+// carried from block to block; a loop computing the row's elements from the scanned buffer and
+// storing them. Within a vector, a scan combines in a tree rather than a chain (see
+// scans_vectorize for where that changes no result). A row output written around the cache takes
+// the elements before its 64-byte boundary as a block of their own, so that the stores of every
+// later block are aligned and can bypass the cache.
+void KernelLowering::scan_blocks() {
+  auto* i64 = b_.getInt64Ty();
+  const size_t nv = k_.values.size();
+  const std::vector<char>& in_row = plan_.in_loop.back();
+  std::vector<int32_t> scans, operands;
+  for (size_t v = 0; v < nv; ++v)
+    if (ir::is_scan(k_.values[v].op) && in_row[v]) {
+      scans.push_back(int32_t(v));
+      operands.push_back(k_.values[v].src[0]);
+    }
+  llvm::IRBuilder<> allocas(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  std::vector<llvm::AllocaInst*> buf(nv, nullptr);
+  std::vector<llvm::FixedVectorType*> vty(nv, nullptr);
+  for (int32_t v : scans) {
+    llvm::Type* t = ops_.reg_type(k_.values[v].dtype);
+    vty[v] =
+        llvm::FixedVectorType::get(t, unsigned(kScanVectorBytes / itemsize(k_.values[v].dtype)));
+    buf[v] = allocas.CreateAlloca(llvm::ArrayType::get(t, kScanBlock), nullptr, "scan.buf");
+    buf[v]->setAlignment(llvm::Align(64));
+  }
+  auto at = [&](int32_t v, llvm::Value* jj) {
+    return b_.CreateInBoundsGEP(buf[v]->getAllocatedType(), buf[v], {b_.getInt64(0), jj});
+  };
+  const std::vector<llvm::Value*> outer_vals = vals_;
+  std::vector<llvm::Value*> carry(nv, nullptr);
+  for (int32_t v : scans)
+    carry[v] = b_.CreateVectorSplat(vty[v]->getNumElements(), scan_identity(v));
+
+  // Block [jb, jb + count), count <= kScanBlock, from carry (updated to what follows it).
+  auto block = [&](llvm::Value* jb, llvm::Value* count, RowPart part) {
+    row_loop(
+        "scan.in",
+        [&] {
+          vals_ = outer_vals;
+          loop_values(plan_.reduce_loops, &operands);
+          llvm::Value* jj = b_.CreateSub(j_, jb);
+          for (size_t s = 0; s < scans.size(); ++s)
+            b_.CreateStore(vals_[operands[s]], at(scans[s], jj));
+        },
+        jb, count);
+    // The scans, a vector at a time. Lanes past count scan what an earlier block left there,
+    // or nothing defined; no lane before them reads them, nor does anything after.
+    for (int32_t v : scans) {
+      const int64_t lanes = vty[v]->getNumElements();
+      const Op combine = ir::combine_op(k_.values[v].op);
+      const DType dt = k_.values[v].dtype;
+      llvm::Value* vectors = b_.CreateLShr(b_.CreateAdd(count, b_.getInt64(lanes - 1)),
+                                           b_.getInt64(llvm::Log2_64(uint64_t(lanes))));
+      llvm::BasicBlock* from = b_.GetInsertBlock();
+      auto* loop = llvm::BasicBlock::Create(ctx_, "scan.vec", f_, done_);
+      auto* loop_end = llvm::BasicBlock::Create(ctx_, "scan.vec.end", f_, done_);
+      b_.CreateCondBr(b_.CreateICmpSGT(vectors, b_.getInt64(0)), loop, loop_end);
+      b_.SetInsertPoint(loop);
+      auto* t = b_.CreatePHI(i64, 2, "t");
+      auto* c = b_.CreatePHI(vty[v], 2, "carry");
+      llvm::Value* p = at(v, b_.CreateMul(t, b_.getInt64(lanes), "", true, true));
+      // The carry's next value is its combination with the vector's total, which lane
+      // lanes - 1 of the result also holds: one operation per vector on the chain.
+      llvm::Value* x =
+          vector_scan(v, b_.CreateAlignedLoad(vty[v], p, llvm::Align(kScanVectorBytes)));
+      b_.CreateAlignedStore(ops_.binary(combine, dt, c, x), p, llvm::Align(kScanVectorBytes));
+      llvm::SmallVector<int, 16> last(size_t(lanes), int(lanes - 1));
+      llvm::Value* c_next = ops_.binary(combine, dt, c, b_.CreateShuffleVector(x, last));
+      llvm::Value* t_next = b_.CreateAdd(t, b_.getInt64(1), "", true, true);
+      no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(t_next, vectors), loop_end, loop));
+      t->addIncoming(b_.getInt64(0), from);
+      t->addIncoming(t_next, loop);
+      c->addIncoming(carry[v], from);
+      c->addIncoming(c_next, loop);
+      b_.SetInsertPoint(loop_end);
+      auto* c_out = b_.CreatePHI(vty[v], 2, "carry.out");
+      c_out->addIncoming(carry[v], from);
+      c_out->addIncoming(c_next, loop);
+      carry[v] = c_out;
+    }
+    // The row's elements from the scanned buffers, and their stores.
+    row_loop(
+        "scan.out",
+        [&] {
+          vals_ = outer_vals;
+          llvm::Value* jj = b_.CreateSub(j_, jb);
+          for (int32_t v : scans)
+            vals_[v] = b_.CreateLoad(vty[v]->getElementType(), at(v, jj));
+          loop_values(plan_.reduce_loops);
+          store_outputs(/*rows=*/true);
+        },
+        jb, count, part);
+  };
+
+  llvm::Value* r = arg(kR);
+  llvm::Value* first = b_.getInt64(0);
+  RowPart part = RowPart::Cached;
+  llvm::Value* row = nullptr;
+  if (stream_ >= 0) {
+    row = b_.CreateInBoundsGEP(ops_.mem_type(k_.slots[stream_].dtype), slots_[stream_].ptr,
+                               element_index(stream_));
+    first = align_stream_row(row, r);
+    block(b_.getInt64(0), first, RowPart::Head);
+    part = RowPart::Streamed;
+  }
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "scan.block", f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, "scan.block.after", f_, done_);
+  llvm::Value* err_outer = ops_.err;
+  b_.CreateCondBr(b_.CreateICmpSLT(first, r), loop, after);
+
+  b_.SetInsertPoint(loop);
+  auto* jb = b_.CreatePHI(i64, 2, "jb");
+  auto* err_in = b_.CreatePHI(err_ty(), 2, "err.block");
+  std::vector<llvm::PHINode*> carry_in(nv, nullptr);
+  const std::vector<llvm::Value*> carry_outer = carry;
+  for (int32_t v : scans)
+    carry[v] = carry_in[v] = b_.CreatePHI(vty[v], 2, "scan.carry");
+  ops_.err = err_in;
+  llvm::Value* count = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(r, jb),
+                                                b_.getInt64(kScanBlock), nullptr, "count");
+  // Blocks after the head start on a 64-byte boundary of the streaming row: ptrmask tells LLVM.
+  if (row)
+    stream_row_ = b_.CreateIntrinsic(
+        llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
+        {b_.CreateGEP(ops_.mem_type(k_.slots[stream_].dtype), row, jb), b_.getInt64(~uint64_t(63))},
+        nullptr, "stream.block");
+  block(jb, count, part);
+  llvm::Value* jb_next = b_.CreateAdd(jb, b_.getInt64(kScanBlock), "jb.next", true, true);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(jb_next, r), loop, after));
+  jb->addIncoming(first, pre);
+  jb->addIncoming(jb_next, latch);
+  for (int32_t v : scans) {
+    carry_in[v]->addIncoming(carry_outer[v], pre);
+    carry_in[v]->addIncoming(carry[v], latch);
+  }
+  llvm::Value* err_loop = ops_.err;
+  err_in->addIncoming(err_outer, pre);
+  err_in->addIncoming(err_loop, latch);
+
+  b_.SetInsertPoint(after);
+  vals_ = outer_vals;
+  stream_row_ = nullptr;
+  if (err_loop == err_in) {
+    err_in->replaceAllUsesWith(err_outer);
+    err_in->eraseFromParent();
+    ops_.err = err_outer;
+    return;
+  }
+  auto* err_after = b_.CreatePHI(err_ty(), 2, "err.block.after");
+  err_after->addIncoming(err_outer, pre);
+  err_after->addIncoming(err_loop, latch);
+  ops_.err = err_after;
 }
 
 // The identity of a reduction's or a scan's combining op in dtype t: 0, 1, or the lowest or
@@ -320,10 +535,11 @@ llvm::Value* KernelLowering::scan_identity(int v) {
   return identity(ir::combine_op(k_.values[v].op), k_.values[v].dtype);
 }
 
-// A plain loop over j in [0, r) from the current block of the element loop, with `body` lowering
-// what it computes; the values per i are visible inside, the loop's own values not after it.
+// A plain loop over j in [first, first + count) (default [0, r)) from the current block of the
+// element loop, with `body` lowering what it computes; the values per i are visible inside, the
+// loop's own values not after it.
 void KernelLowering::row_loop(const char* name, const std::function<void()>& body,
-                              llvm::Value* first, llvm::Value* count, bool cached) {
+                              llvm::Value* first, llvm::Value* count, RowPart part) {
   auto* i64 = b_.getInt64Ty();
   llvm::Value* r = count ? count : arg(kR);
   auto* outer = b_.GetInsertBlock();
@@ -341,14 +557,14 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
   for (size_t v = 0; v < scan_acc_.size(); ++v)
     if (scan_outer[v]) scan_acc_[v] = b_.CreatePHI(scan_outer[v]->getType(), 2, "scan");
   j_ = first ? b_.CreateAdd(first, j, "", /*HasNUW=*/true, /*HasNSW=*/true) : j;
-  stream_k_ = cached ? nullptr : j;
+  stream_k_ = part == RowPart::Streamed ? j : nullptr;
   ops_.err = err_in;
   body();
   stream_k_ = nullptr;
   llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   auto* br = b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), after, loop);
-  if (count && cached) head_loop(br);
+  if (part == RowPart::Head) head_loop(br);
   llvm::Value* err_loop = ops_.err;
   j->addIncoming(b_.getInt64(0), outer);
   j->addIncoming(j_next, latch);
