@@ -191,6 +191,33 @@ TEST_CASE("cummax and cummin follow PyTorch's loop: NaN, ties and signed zeros",
         }
       }
     }
+  // Long rows, which the vectorized scans take a vector and a block at a time: NaNs, ties and
+  // zeros of both signs at every lane.
+  std::vector<double> long_row;
+  for (int k = 0; k < 1500; ++k)
+    long_row.push_back(k % 97 == 50 ? kNaN
+                       : k % 5 == 0 ? (k % 2 ? -0.0 : 0.0)
+                                    : (k * 37 % 23) - 11);
+  for (DType t : {kFloat32, kFloat64})
+    for (bool max : {true, false})
+      for (size_t len : {size_t(49), size_t(700), size_t(1500)}) {
+        std::vector<double> r(long_row.begin(), long_row.begin() + long(len));
+        if (len == 700) // no NaN: the running extremum moves to the end
+          for (double& e : r)
+            if (std::isnan(e)) e = 3;
+        Tensor x = tensor(r, TensorOptions().dtype(kFloat64)).to(t);
+        auto [v, i] = max ? x.cummax(0) : x.cummin(0);
+        auto [wv, wi] = running(r, max);
+        INFO(dtype_name(t) << (max ? " cummax" : " cummin") << " of a row of " << len);
+        CHECK(i.to_vector<int64_t>() == wi);
+        std::vector<double> got = v.to(kFloat64).to_vector<double>();
+        for (size_t k = 0; k < got.size(); ++k) {
+          INFO("element " << k);
+          REQUIRE(std::isnan(got[k]) == std::isnan(wv[k]));
+          if (!std::isnan(wv[k]))
+            CHECK((got[k] == wv[k] && std::signbit(got[k]) == std::signbit(wv[k])));
+        }
+      }
   // PyTorch's printing and types.
   Tensor m = tensor({{1, 3, 2}, {0, 5, 5}});
   auto [v, i] = m.cummax(1);

@@ -292,7 +292,7 @@ void KernelLowering::store_loop() {
 
 // Whether the store loop's scans can run a vector at a time (scan_blocks): each combines 4- or
 // 8-byte numbers with an op that vectorizes (not logcumsumexp's, which calls the math library),
-// none accumulates what another scan computes, and each gives the plain loop's results: integers
+// and each gives the plain loop's results: integers
 // and extrema in any order, floating sums and products only where they accumulate in float64 for
 // a float32 or narrower result (a float32 cumsum). Rounding to 24 bits then removes what another
 // order changes in the last bits of 53, but for a value within a few float64 ulps of a tie
@@ -315,16 +315,6 @@ bool KernelLowering::scans_vectorize() const {
         if (std::find(std::begin(u.src), std::end(u.src), int32_t(v)) != std::end(u.src) &&
             (u.op != Op::Cast || !is_floating_point(u.dtype) || itemsize(u.dtype) >= size))
           return false;
-    }
-    std::vector<int32_t> todo = {x.src[0]};
-    std::vector<char> seen(k_.values.size(), 0);
-    while (!todo.empty()) {
-      const int32_t u = todo.back();
-      todo.pop_back();
-      if (u < 0 || seen[u] || !in_row[u]) continue;
-      seen[u] = 1;
-      if (ir::is_scan(k_.values[u].op)) return false;
-      todo.insert(todo.end(), std::begin(k_.values[u].src), std::end(k_.values[u].src));
     }
   }
   return true;
@@ -377,66 +367,100 @@ void KernelLowering::scan_blocks() {
   auto at = [&](int32_t v, llvm::Value* jj) {
     return b_.CreateInBoundsGEP(buf[v]->getAllocatedType(), buf[v], {b_.getInt64(0), jj});
   };
+  // The scans in stages: a scan of what another scan computes (cummax's indices, where the
+  // running maximum was reached) goes in a later stage, once that scan's buffer is complete.
+  std::vector<int> stage(nv, 0);
+  int stages = 1;
+  for (int32_t v : scans) {
+    std::vector<int32_t> todo = {k_.values[v].src[0]};
+    std::vector<char> seen(nv, 0);
+    while (!todo.empty()) {
+      const int32_t u = todo.back();
+      todo.pop_back();
+      if (u < 0 || seen[u] || !in_row[u]) continue;
+      seen[u] = 1;
+      if (ir::is_scan(k_.values[u].op))
+        stage[v] = std::max(stage[v], stage[u] + 1);
+      else
+        todo.insert(todo.end(), std::begin(k_.values[u].src), std::end(k_.values[u].src));
+    }
+    stages = std::max(stages, stage[v] + 1);
+  }
   const std::vector<llvm::Value*> outer_vals = vals_;
+  // The row's values at jb + jj of the scans of stages before `before`, from their buffers.
+  auto scanned = [&](llvm::Value* jj, int before) {
+    for (int32_t v : scans)
+      if (stage[v] < before) vals_[v] = b_.CreateLoad(vty[v]->getElementType(), at(v, jj));
+  };
   std::vector<llvm::Value*> carry(nv, nullptr);
   for (int32_t v : scans)
     carry[v] = b_.CreateVectorSplat(vty[v]->getNumElements(), scan_identity(v));
 
-  // Block [jb, jb + count), count <= kScanBlock, from carry (updated to what follows it).
+  // Scan v over the first count elements of its buffer, a vector at a time, from carry[v]
+  // (updated to what follows them). Lanes past count scan what an earlier block left there, or
+  // nothing defined; no lane before them reads them, nor does anything after.
+  auto scan_buffer = [&](int32_t v, llvm::Value* count) {
+    const int64_t lanes = vty[v]->getNumElements();
+    const Op combine = ir::combine_op(k_.values[v].op);
+    const DType dt = k_.values[v].dtype;
+    llvm::Value* vectors = b_.CreateLShr(b_.CreateAdd(count, b_.getInt64(lanes - 1)),
+                                         b_.getInt64(llvm::Log2_64(uint64_t(lanes))));
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* loop = llvm::BasicBlock::Create(ctx_, "scan.vec", f_, done_);
+    auto* loop_end = llvm::BasicBlock::Create(ctx_, "scan.vec.end", f_, done_);
+    b_.CreateCondBr(b_.CreateICmpSGT(vectors, b_.getInt64(0)), loop, loop_end);
+    b_.SetInsertPoint(loop);
+    auto* t = b_.CreatePHI(i64, 2, "t");
+    auto* c = b_.CreatePHI(vty[v], 2, "carry");
+    llvm::Value* p = at(v, b_.CreateMul(t, b_.getInt64(lanes), "", true, true));
+    // The carry's next value is its combination with the vector's total, which lane lanes - 1
+    // of the result also holds: one operation per vector on the chain.
+    llvm::Value* x = vector_scan(v, b_.CreateAlignedLoad(vty[v], p, llvm::Align(kScanVectorBytes)));
+    b_.CreateAlignedStore(ops_.binary(combine, dt, c, x), p, llvm::Align(kScanVectorBytes));
+    llvm::SmallVector<int, 16> last(size_t(lanes), int(lanes - 1));
+    llvm::Value* c_next = ops_.binary(combine, dt, c, b_.CreateShuffleVector(x, last));
+    llvm::Value* t_next = b_.CreateAdd(t, b_.getInt64(1), "", true, true);
+    no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(t_next, vectors), loop_end, loop));
+    t->addIncoming(b_.getInt64(0), from);
+    t->addIncoming(t_next, loop);
+    c->addIncoming(carry[v], from);
+    c->addIncoming(c_next, loop);
+    b_.SetInsertPoint(loop_end);
+    auto* c_out = b_.CreatePHI(vty[v], 2, "carry.out");
+    c_out->addIncoming(carry[v], from);
+    c_out->addIncoming(c_next, loop);
+    carry[v] = c_out;
+  };
+
+  // Block [jb, jb + count), count <= kScanBlock: per stage, what its scans accumulate into their
+  // buffers, then the scans; then the row's elements from the buffers, and their stores.
   auto block = [&](llvm::Value* jb, llvm::Value* count, RowPart part) {
-    row_loop(
-        "scan.in",
-        [&] {
-          vals_ = outer_vals;
-          loop_values(plan_.reduce_loops, &operands);
-          llvm::Value* jj = b_.CreateSub(j_, jb);
-          for (size_t s = 0; s < scans.size(); ++s)
-            b_.CreateStore(vals_[operands[s]], at(scans[s], jj));
-        },
-        jb, count);
-    // The scans, a vector at a time. Lanes past count scan what an earlier block left there,
-    // or nothing defined; no lane before them reads them, nor does anything after.
-    for (int32_t v : scans) {
-      const int64_t lanes = vty[v]->getNumElements();
-      const Op combine = ir::combine_op(k_.values[v].op);
-      const DType dt = k_.values[v].dtype;
-      llvm::Value* vectors = b_.CreateLShr(b_.CreateAdd(count, b_.getInt64(lanes - 1)),
-                                           b_.getInt64(llvm::Log2_64(uint64_t(lanes))));
-      llvm::BasicBlock* from = b_.GetInsertBlock();
-      auto* loop = llvm::BasicBlock::Create(ctx_, "scan.vec", f_, done_);
-      auto* loop_end = llvm::BasicBlock::Create(ctx_, "scan.vec.end", f_, done_);
-      b_.CreateCondBr(b_.CreateICmpSGT(vectors, b_.getInt64(0)), loop, loop_end);
-      b_.SetInsertPoint(loop);
-      auto* t = b_.CreatePHI(i64, 2, "t");
-      auto* c = b_.CreatePHI(vty[v], 2, "carry");
-      llvm::Value* p = at(v, b_.CreateMul(t, b_.getInt64(lanes), "", true, true));
-      // The carry's next value is its combination with the vector's total, which lane
-      // lanes - 1 of the result also holds: one operation per vector on the chain.
-      llvm::Value* x =
-          vector_scan(v, b_.CreateAlignedLoad(vty[v], p, llvm::Align(kScanVectorBytes)));
-      b_.CreateAlignedStore(ops_.binary(combine, dt, c, x), p, llvm::Align(kScanVectorBytes));
-      llvm::SmallVector<int, 16> last(size_t(lanes), int(lanes - 1));
-      llvm::Value* c_next = ops_.binary(combine, dt, c, b_.CreateShuffleVector(x, last));
-      llvm::Value* t_next = b_.CreateAdd(t, b_.getInt64(1), "", true, true);
-      no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(t_next, vectors), loop_end, loop));
-      t->addIncoming(b_.getInt64(0), from);
-      t->addIncoming(t_next, loop);
-      c->addIncoming(carry[v], from);
-      c->addIncoming(c_next, loop);
-      b_.SetInsertPoint(loop_end);
-      auto* c_out = b_.CreatePHI(vty[v], 2, "carry.out");
-      c_out->addIncoming(carry[v], from);
-      c_out->addIncoming(c_next, loop);
-      carry[v] = c_out;
+    for (int st = 0; st < stages; ++st) {
+      std::vector<int32_t> now, roots;
+      for (size_t s = 0; s < scans.size(); ++s)
+        if (stage[scans[s]] == st) {
+          now.push_back(scans[s]);
+          roots.push_back(operands[s]);
+        }
+      row_loop(
+          "scan.in",
+          [&] {
+            vals_ = outer_vals;
+            llvm::Value* jj = b_.CreateSub(j_, jb);
+            scanned(jj, st);
+            loop_values(plan_.reduce_loops, &roots);
+            for (size_t s = 0; s < now.size(); ++s)
+              b_.CreateStore(vals_[roots[s]], at(now[s], jj));
+          },
+          jb, count);
+      for (int32_t v : now)
+        scan_buffer(v, count);
     }
-    // The row's elements from the scanned buffers, and their stores.
     row_loop(
         "scan.out",
         [&] {
           vals_ = outer_vals;
-          llvm::Value* jj = b_.CreateSub(j_, jb);
-          for (int32_t v : scans)
-            vals_[v] = b_.CreateLoad(vty[v]->getElementType(), at(v, jj));
+          scanned(b_.CreateSub(j_, jb), stages);
           loop_values(plan_.reduce_loops);
           store_outputs(/*rows=*/true);
         },

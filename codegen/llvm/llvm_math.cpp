@@ -243,8 +243,11 @@ llvm::Value* OpLowering::int_pow(DType t, llvm::Value* x, llvm::Value* y) {
 llvm::Value* OpLowering::float_max_min(bool is_max, llvm::Value* x, llvm::Value* y) {
   llvm::Value* x_wins = is_max ? b_.CreateFCmpOGT(x, y) : b_.CreateFCmpOLT(x, y);
   llvm::Value* r = b_.CreateSelect(x_wins, x, y);
-  // Equal values differ at most in the sign of zero: max takes +0.0, min -0.0.
-  llvm::Type* bits = b_.getIntNTy(x->getType()->getPrimitiveSizeInBits());
+  // Equal values differ at most in the sign of zero: max takes +0.0, min -0.0. (Lane by lane
+  // when x is a vector.)
+  llvm::Type* bits = b_.getIntNTy(x->getType()->getScalarSizeInBits());
+  if (auto* vt = llvm::dyn_cast<llvm::VectorType>(x->getType()))
+    bits = llvm::VectorType::get(bits, vt->getElementCount());
   llvm::Value* x_neg = b_.CreateICmpSLT(b_.CreateBitCast(x, bits), llvm::ConstantInt::get(bits, 0));
   llvm::Value* tie = is_max ? b_.CreateSelect(x_neg, y, x) : b_.CreateSelect(x_neg, x, y);
   r = b_.CreateSelect(b_.CreateFCmpOEQ(x, y), tie, r);
