@@ -47,8 +47,9 @@ namespace tj::kir {
 
 using ir::Op;
 
-// Rows a store loop writes around the cache (Slot::stream) are at most this long: a backend may
-// keep a row's values for later loops in scratch memory of this many elements.
+// Rows a store loop writes around the cache (Slot::stream) after reduction loops are at most this
+// long: a backend may keep a row's values for later loops in scratch memory of this many elements.
+// (A store loop alone, a scan's, keeps nothing: its rows may be longer.)
 constexpr int64_t kMaxStreamRow = 4096;
 
 constexpr int32_t kErrDivideByZero = 1;

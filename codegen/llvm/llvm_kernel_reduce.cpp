@@ -308,14 +308,26 @@ bool KernelLowering::scans_vectorize() const {
     const Op combine = ir::combine_op(x.op);
     if ((size != 4 && size != 8) || combine == Op::LogAddExp) return false;
     if (is_floating_point(x.dtype) && (combine == Op::Add || combine == Op::Mul)) {
-      if (x.dtype != kFloat64) return false; // float16's scans accumulate in float32: too close
-      for (const kir::Store& st : k_.stores)
-        if (st.value == int32_t(v)) return false;
-      for (const kir::Value& u : k_.values)
-        if (std::find(std::begin(u.src), std::end(u.src), int32_t(v)) != std::end(u.src) &&
-            (u.op != Op::Cast || !is_floating_point(u.dtype) || itemsize(u.dtype) >= size))
-          return false;
+      // float16's scans accumulate in float32: too close.
+      if (x.dtype != kFloat64 || !rounded_narrow(int32_t(v), combine)) return false;
     }
+  }
+  return true;
+}
+
+// Whether float64 value v reaches nothing but roundings to float32 or narrower: every reader
+// casts it so, or combines it (by `combine`, or a Where choosing it) into a float64 value that
+// does the same (a segment's scan after the totals before it: split_scans). Not stored.
+bool KernelLowering::rounded_narrow(int32_t v, Op combine) const {
+  for (const kir::Store& st : k_.stores)
+    if (st.value == v) return false;
+  for (size_t u = size_t(v) + 1; u < k_.values.size(); ++u) {
+    const kir::Value& x = k_.values[u];
+    if (std::find(std::begin(x.src), std::end(x.src), v) == std::end(x.src)) continue;
+    if (x.op == Op::Cast && is_floating_point(x.dtype) && itemsize(x.dtype) <= 4) continue;
+    const bool passes = (x.op == combine || (x.op == Op::Where && x.src[0] != v)) &&
+                        x.dtype == kFloat64 && rounded_narrow(int32_t(u), combine);
+    if (!passes) return false;
   }
   return true;
 }

@@ -17,6 +17,7 @@
 #include "lib/ir/routine.h"
 #include "lib/ir/text.h"
 #include "lib/passes/lower_complex.h"
+#include "lib/passes/split_scans.h"
 #include "lib/passes/simplify.h"
 #include "lib/pipeline/library_calls.h"
 #include "lib/pipeline/materialize.h"
@@ -611,7 +612,7 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   if (todo.empty()) return;
   // Then the calls that the simplified values read, so that the kernels reading a call's result
   // compute nodes of the simplified graph (which dumps show).
-  std::vector<ir::NodePtr> simple = passes::simplify(todo);
+  std::vector<ir::NodePtr> simple = passes::split_long_scans(passes::simplify(todo));
   if (config().verify) ir::verify(simple, "simplify");
   // A target computed elementwise from one product on the CPU that no other target reads is its
   // epilogue.

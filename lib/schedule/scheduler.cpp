@@ -423,7 +423,8 @@ public:
     }
     pair_slots();
     stream_large_outputs(dom, red.empty() ? 1 : red[0], !k_.has_row_loops(),
-                         rows_ && red.size() == 1 && red[0] <= kir::kMaxStreamRow);
+                         rows_ && red.size() == 1 &&
+                             (red[0] <= kir::kMaxStreamRow || !k_.has_reduction()));
     kir::verify(k_);
     l.kernel = std::move(k_);
     l.domain = std::move(dom);

@@ -43,9 +43,9 @@ C++ loop (CPU) and the copy bandwidth measured in the same run.
   --reps R           timed runs per figure; the median counts (default 9)
   --only NAME,...    run only these workloads (the names the table prints;
                      '_' stands for a space): copy, gelu_tanh, sum, softmax,
-                     layer_norm, cumsum, cumsum cols, transposed, narrow rows,
-                     gather rows, scatter add, slice add_, matmul, linalg,
-                     mlp step, compile, cache hit, op chain,
+                     layer_norm, cumsum, cumsum 1-d, cumsum cols, transposed,
+                     narrow rows, gather rows, scatter add, slice add_, matmul,
+                     linalg, mlp step, compile, cache hit, op chain,
                      materialized op
   --json FILE        write the figures as JSON
   --csv FILE         write the figures as CSV, one line per workload
@@ -387,6 +387,13 @@ int bench(const Options& o) {
                    tj::Tensor m = x.narrow(0, 0, half).reshape({-1, 1024});
                    fused_unfused({"cumsum", m_shape, Kind::Memory, in_bytes, {}},
                                  [&] { return m.cumsum(1); });
+                 }});
+  // One long row: its segments scanned on every thread (passes/split_scans).
+  const std::string v_shape = fmt::format("{}", half);
+  all.push_back({"cumsum 1-d", v_shape, [&] {
+                   tj::Tensor v = x.narrow(0, 0, half);
+                   fused_unfused({"cumsum 1-d", v_shape, Kind::Memory, in_bytes, {}},
+                                 [&] { return v.cumsum(0); });
                  }});
   all.push_back({"cumsum cols", m_shape, [&] {
                    tj::Tensor m = x.narrow(0, 0, half).reshape({-1, 1024});

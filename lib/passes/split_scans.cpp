@@ -1,0 +1,186 @@
+// split_scans: a long scan over few rows, split into segments that the CPU's threads scan apart.
+#include "lib/passes/split_scans.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lib/frontend/graph_builders.h"
+
+namespace tj::passes {
+namespace {
+
+using ir::Node;
+using ir::NodePtr;
+using ir::Op;
+
+// A scan this long in this few rows leaves threads idle: one row is one thread's loop.
+constexpr int64_t kLongScan = int64_t{1} << 18;
+constexpr int64_t kFewRows = 8;
+// Segments of 4096 to 65536 elements: long enough that the totals' pass and the scan of them
+// cost little, short enough that a 16M-element vector makes 256 segments.
+constexpr int64_t kMinSegment = int64_t{1} << 12, kMaxSegment = int64_t{1} << 16;
+
+Op reduction_of(Op scan) {
+  switch (scan) {
+  case Op::ScanSum:
+    return Op::ReduceSum;
+  case Op::ScanProd:
+    return Op::ReduceProd;
+  case Op::ScanMax:
+    return Op::ReduceMax;
+  case Op::ScanMin:
+    return Op::ReduceMin;
+  default:
+    return scan; // logcumsumexp: not split
+  }
+}
+
+class Splitter {
+public:
+  explicit Splitter(const std::vector<NodePtr>& roots) {
+    for (const auto& r : roots) {
+      roots_.insert(r.get());
+      count(r);
+    }
+  }
+
+  NodePtr rewrite(const NodePtr& in) {
+    NodePtr n = ir::resolve(in);
+    if (ir::is_leaf(n->op)) return n;
+    if (auto it = done_.find(n.get()); it != done_.end()) return it->second;
+    std::vector<NodePtr> src;
+    bool changed = false;
+    for (const auto& s : n->src) {
+      src.push_back(rewrite(s));
+      changed |= src.back() != s;
+    }
+    NodePtr out = lifted(*n, src);
+    if (!out) out = changed ? ir::with_sources(*n, std::move(src)) : n;
+    if (ir::is_scan(n->op) && splits(*n)) {
+      NodePtr y = split(out);
+      if (y != out) {
+        out = fe::reshape(y, n->shape);
+        split_[out.get()] = y;
+      }
+    }
+    if (out != n && !out->site.load(std::memory_order_relaxed))
+      out->site.store(n->site.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return done_[n.get()] = out;
+  }
+
+private:
+  // An elementwise op on split values (and constants) computed in their split shape, then
+  // reshaped back: the kernel scanning the segments computes it too (a reshape between them
+  // would make it a kernel of its own). Null where n is not one.
+  NodePtr lifted(const Node& n, const std::vector<NodePtr>& src) {
+    if (!ir::is_alu(n.op)) return nullptr;
+    const ir::Shape* shape = nullptr;
+    for (const auto& s : src) {
+      auto it = split_.find(s.get());
+      if (it != split_.end()) {
+        if (shape && *shape != it->second->shape) return nullptr;
+        shape = &it->second->shape;
+      } else if (s->op != Op::Const || s->shape != n.shape) {
+        return nullptr;
+      }
+    }
+    if (!shape) return nullptr;
+    std::vector<NodePtr> parts;
+    for (const auto& s : src) {
+      auto it = split_.find(s.get());
+      parts.push_back(it != split_.end() ? it->second
+                                         : fe::constant(s->value, s->dtype, *shape, s->device));
+    }
+    NodePtr y = ir::make_node(n.op, n.dtype, *shape, std::move(parts), n.args);
+    NodePtr out = fe::reshape(y, n.shape);
+    split_[out.get()] = y;
+    return out;
+  }
+
+  void count(const NodePtr& in) {
+    NodePtr n = ir::resolve(in);
+    if (ir::is_leaf(n->op) || !seen_.insert(n.get()).second) return;
+    for (const auto& s : n->src) {
+      readers_[ir::resolve(s).get()].push_back(n.get());
+      count(s);
+    }
+  }
+
+  // Whether the order of the scan's steps cannot change its result (the rule of the LLVM
+  // backend's vectorized scans): integers and extrema; float sums and products accumulated in
+  // float64 whose every reader rounds them to float32 or narrower, or combines them with a value
+  // and rounds that (what this pass builds).
+  bool order_free(const Node& n) const {
+    if (n.op == Op::ScanMax || n.op == Op::ScanMin) return true;
+    if (is_integral(n.dtype, true)) return true;
+    if (n.dtype != kFloat64 || roots_.count(&n)) return false;
+    auto it = readers_.find(&n);
+    if (it == readers_.end()) return false;
+    for (const Node* r : it->second)
+      if (r->op != Op::Cast || !is_floating_point(r->dtype) || itemsize(r->dtype) > 4) return false;
+    return true;
+  }
+
+  bool splits(const Node& n) const {
+    if (!n.device.is_cpu() || is_complex(n.dtype) || reduction_of(n.op) == n.op) return false;
+    const int64_t len = n.shape[static_cast<size_t>(n.args[0])];
+    return len >= kLongScan && n.numel() / len < kFewRows && order_free(n);
+  }
+
+  // y = scan(x) along d, of length T * L, in the shape with d split into (T, L): the segments'
+  // scans, the first as it is and each later one combined with the scan of the totals up to the
+  // segment before it. n itself where d has no divisor in range.
+  NodePtr split(const NodePtr& n) {
+    const size_t d = static_cast<size_t>(n->args[0]);
+    const int64_t len = n->shape[d];
+    int64_t seg_len = kMaxSegment;
+    while (seg_len >= kMinSegment && len % seg_len != 0)
+      --seg_len;
+    if (seg_len < kMinSegment) return n; // no divisor in range (a prime length)
+    const int64_t segments = len / seg_len;
+    ir::Shape split_shape = n->shape;
+    split_shape[d] = segments;
+    split_shape.insert(split_shape.begin() + static_cast<std::ptrdiff_t>(d) + 1, seg_len);
+    const NodePtr x = fe::reshape(n->src[0], split_shape);
+    const auto inner = static_cast<int64_t>(d) + 1;
+    NodePtr seg = ir::make_node(n->op, n->dtype, split_shape, {x}, {inner});
+    ir::Shape totals_shape = split_shape;
+    totals_shape[d + 1] = 1;
+    NodePtr totals = ir::make_node(reduction_of(n->op), n->dtype, totals_shape, {x}, {inner});
+    NodePtr upto = ir::make_node(n->op, n->dtype, totals_shape, {totals}, {n->args[0]});
+    // upto at the segment before: index max(t - 1, 0) along d, segment 0 taking its own scan.
+    ir::View along{std::vector<int64_t>(totals_shape.size(), 0), 0};
+    along.strides[d] = 1;
+    NodePtr t =
+        ir::make_node(Op::Iota, kInt64, totals_shape, {}, {}, {}, nullptr, along, n->device);
+    auto int_const = [&](int64_t v) { return fe::constant(v, kInt64, {}, n->device); };
+    NodePtr before = fe::binary(Op::Max, fe::binary(Op::Sub, t, int_const(1)), int_const(0));
+    NodePtr carry = ir::make_node(Op::Gather, n->dtype, totals_shape, {upto, before}, {n->args[0]});
+    return fe::where(fe::binary(Op::CmpEq, t, int_const(0)), seg,
+                     fe::binary(ir::combine_op(n->op), carry, seg));
+  }
+
+  std::unordered_set<const Node*> roots_, seen_;
+  std::unordered_map<const Node*, std::vector<const Node*>> readers_;
+  std::unordered_map<const Node*, NodePtr> done_;
+  // Values computed split (scans, and elementwise ops of them): the reshape back, and the value
+  // in the split shape.
+  std::unordered_map<const Node*, NodePtr> split_;
+};
+
+} // namespace
+
+std::vector<NodePtr> split_long_scans(const std::vector<NodePtr>& roots) {
+  // Most graphs hold no scan: nothing to walk.
+  bool any = false;
+  for (const auto& r : roots)
+    any |= r->loops;
+  if (!any) return roots;
+  Splitter s(roots);
+  std::vector<NodePtr> out;
+  for (const auto& r : roots)
+    out.push_back(s.rewrite(r));
+  return out;
+}
+
+} // namespace tj::passes
