@@ -38,7 +38,8 @@ int64_t chunks(int threads, const std::function<Tensor()>& make) {
 
 TEST_CASE("launches split into chunks by the thread count", "[threads]") {
   Tensor x = rand({1 << 20}), big = rand({1 << 24}), m = randn({512, 512});
-  eval({x, big, m});
+  Tensor wide = rand({64, 8192}), tall = rand({8192, 1024});
+  eval({x, big, m, wide, tall});
   for (int threads : {1, 2, 5, 16, 64}) {
     INFO(threads << " threads");
     // Elementwise: at most a chunk per thread, none under kGrain (32768) elements: 2^20 elements
@@ -49,6 +50,11 @@ TEST_CASE("launches split into chunks by the thread count", "[threads]") {
     // Rows of a softmax: a chunk per thread, none under kGrain elements' work: 512 rows of 512
     // make at most 8.
     CHECK(chunks(threads, [&] { return nn::functional::softmax(m, 1); }) == std::min(threads, 8));
+    // Down columns, each chunk takes whole 4 KiB pages of every row: 8192 columns of float32 make
+    // at most 8 (5 threads: 4 of 2 pages), and 1024 columns one.
+    const int64_t pages = (8192 / std::min(threads, 8) + 1023) / 1024 * 1024;
+    CHECK(chunks(threads, [&] { return wide.sum({0}); }) == (8192 + pages - 1) / pages);
+    CHECK(chunks(threads, [&] { return tall.cumsum(0); }) == 1);
     // A GEMM: a grid of blocks, one per thread at most, at least half the threads busy; on one
     // thread it runs on the caller, no parallel loop.
     const int64_t gemm = chunks(threads, [&] { return matmul(m, m.t()); });
