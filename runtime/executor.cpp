@@ -429,15 +429,18 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
   // run of every row per call. Threads sharing each row's 4 KiB page ran 2-2.5x slower than one
   // thread alone on a 2-core Zen 4 (float32 cumsum(0) of 8192 x 1024: 6.4 ms on two threads
   // taking 2 KiB each, 2.3 ms on one; sum(0) of 32768 x 256: 3.6 and 1.3 ms), while runs of whole
-  // pages split well (4096 x 2048: 2.8 ms on two, 3.2 ms on one). So each call takes whole pages.
+  // pages split well (4096 x 2048: 2.8 ms on two, 3.2 ms on one). So each call takes whole pages
+  // of the innermost dim, or all of it where it is shorter (the next index along the outer dims
+  // lies elsewhere: a sum over the middle dim of 64 x 4096 x 16 splits into runs of 16).
   const size_t nd = l.domain.size();
   if (l.r > 1 && nd > 0)
     for (size_t s = 0; s < l.slots.size(); ++s)
       if (l.slots[s].strides[nd - 1] == 1 && l.slots[s].rstride != 0 &&
           l.kernel.slots[s].role != kir::Slot::Role::Index) {
         const int64_t page = 4096 / int64_t(itemsize(l.kernel.slots[s].dtype));
-        grain = std::max(grain, page);
-        align = std::max(align, page);
+        const int64_t run = std::min(page, l.domain[nd - 1]);
+        grain = std::max(grain, run);
+        align = std::max(align, run);
       }
   if (l.kernel.scatters() && total > 0) {
     // Its stores may meet, so its elements run in order (kernel_ir.h); but slices of the

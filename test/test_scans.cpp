@@ -149,6 +149,28 @@ TEST_CASE("long rows: a scan carries across a streaming store and many threads' 
   CHECK(s[-1].item<float>() == static_cast<float>(want));
 }
 
+TEST_CASE("scans stream their rows from any offset", "[scan][streaming]") {
+  // Every output written around the cache: each row's elements before its 64-byte boundary are a
+  // block of their own (1 to 15 floats at these row lengths), which the next blocks carry on
+  // from.
+  const int64_t saved = config().stream_store_bytes;
+  config().stream_store_bytes = 1;
+  manual_seed(16);
+  for (int64_t len : {int64_t{1025}, int64_t{1031}, int64_t{700}}) {
+    Tensor x = randn({5, len});
+    x.eval();
+    const std::string at = fmt::format("5x{}", len);
+    check_vs_interp(x.cumsum(1), "cumsum " + at);
+    Tensor k = (x * 10).round().to(kInt32);
+    check_vs_interp(k.cumsum(1), "int32 cumsum " + at);
+    auto [mv, mi] = x.cummax(1);
+    check_vs_interp(mv, "cummax " + at);
+    check_vs_interp(mi, "cummax indices " + at);
+    check_vs_interp(x.to(kFloat64).cumsum(1), "float64 cumsum " + at);
+  }
+  config().stream_store_bytes = saved;
+}
+
 TEST_CASE("long scans over few rows run in segments on every thread", "[scan]") {
   manual_seed(15);
   // 2^20 elements in one row: the segments' totals, their scan, then the segments (3 kernels).

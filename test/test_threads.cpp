@@ -38,8 +38,8 @@ int64_t chunks(int threads, const std::function<Tensor()>& make) {
 
 TEST_CASE("launches split into chunks by the thread count", "[threads]") {
   Tensor x = rand({1 << 20}), big = rand({1 << 24}), m = randn({512, 512});
-  Tensor wide = rand({64, 8192}), tall = rand({8192, 1024});
-  eval({x, big, m, wide, tall});
+  Tensor wide = rand({64, 8192}), tall = rand({8192, 1024}), slabs = rand({64, 4096, 16});
+  eval({x, big, m, wide, tall, slabs});
   for (int threads : {1, 2, 5, 16, 64}) {
     INFO(threads << " threads");
     // Elementwise: at most a chunk per thread, none under kGrain (32768) elements: 2^20 elements
@@ -55,6 +55,8 @@ TEST_CASE("launches split into chunks by the thread count", "[threads]") {
     const int64_t pages = (8192 / std::min(threads, 8) + 1023) / 1024 * 1024;
     CHECK(chunks(threads, [&] { return wide.sum({0}); }) == (8192 + pages - 1) / pages);
     CHECK(chunks(threads, [&] { return tall.cumsum(0); }) == 1);
+    // Runs shorter than a page that share none: 64 slabs' columns of 16, at most 64 chunks.
+    CHECK(chunks(threads, [&] { return slabs.sum({1}); }) == std::min(threads, 64));
     // A GEMM: a grid of blocks, one per thread at most, at least half the threads busy; on one
     // thread it runs on the caller, no parallel loop.
     const int64_t gemm = chunks(threads, [&] { return matmul(m, m.t()); });

@@ -292,12 +292,12 @@ void KernelLowering::store_loop() {
 
 // Whether the store loop's scans can run a vector at a time (scan_blocks): each combines 4- or
 // 8-byte numbers with an op that vectorizes (not logcumsumexp's, which calls the math library),
-// and each gives the plain loop's results: integers
-// and extrema in any order, floating sums and products only where they accumulate in float64 for
-// a float32 or narrower result (a float32 cumsum). Rounding to 24 bits then removes what another
-// order changes in the last bits of 53, but for a value within a few float64 ulps of a tie
-// between two floats. A float64 cumsum adds in the plain loop's order, as PyTorch's does, and so
-// does a float16 product (accumulated in float32, only 13 bits wider).
+// in an order kernel_ir.h allows: integers and extrema, which no order changes; floating sums and
+// products only where they accumulate in float64 for a float32 or narrower result (a float32
+// cumsum), which agree with the plain loop after rounding but where float64 partial results
+// cancel or overflow (the tree keeps what the loop loses) or, rarely, near a float32 tie. A
+// float64 cumsum adds in the plain loop's order, as PyTorch's does, and so does a float16 product
+// (accumulated in float32, only 13 bits wider).
 bool KernelLowering::scans_vectorize() const {
   if (!plan_.store_loop) return false;
   const std::vector<char>& in_row = plan_.in_loop.back();
@@ -353,7 +353,7 @@ llvm::Value* KernelLowering::vector_scan(int v, llvm::Value* x) {
 // stack buffer (vectorized by LLVM); the scans over the buffer a vector at a time (vector_scan),
 // carried from block to block; a loop computing the row's elements from the scanned buffer and
 // storing them. Within a vector, a scan combines in a tree rather than a chain (see
-// scans_vectorize for where that changes no result). A row output written around the cache takes
+// scans_vectorize for where that order is allowed). A row output written around the cache takes
 // the elements before its 64-byte boundary as a block of their own, so that the stores of every
 // later block are aligned and can bypass the cache.
 void KernelLowering::scan_blocks() {
@@ -441,7 +441,15 @@ void KernelLowering::scan_blocks() {
     auto* c_out = b_.CreatePHI(vty[v], 2, "carry.out");
     c_out->addIncoming(carry[v], from);
     c_out->addIncoming(c_next, loop);
-    carry[v] = c_out;
+    // After a partial last vector, lane lanes - 1 is past the block: the carry is the block's last
+    // element, read back from the buffer (a head block's, which the next blocks carry on from).
+    llvm::Value* partial =
+        b_.CreateICmpNE(b_.CreateAnd(count, b_.getInt64(lanes - 1)), b_.getInt64(0));
+    llvm::Value* final = b_.CreateLoad(
+        vty[v]->getElementType(),
+        at(v, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateSub(count, b_.getInt64(1)),
+                                       b_.getInt64(0))));
+    carry[v] = b_.CreateSelect(partial, b_.CreateVectorSplat(unsigned(lanes), final), c_out);
   };
 
   // Block [jb, jb + count), count <= kScanBlock: per stage, what its scans accumulate into their
@@ -479,66 +487,73 @@ void KernelLowering::scan_blocks() {
         jb, count, part);
   };
 
-  llvm::Value* r = arg(kR);
-  llvm::Value* first = b_.getInt64(0);
-  RowPart part = RowPart::Cached;
+  // The blocks of [from, to), from carry (updated to what follows them). Streamed blocks start
+  // on a 64-byte boundary of the streaming row: ptrmask tells LLVM.
   llvm::Value* row = nullptr;
-  if (stream_ >= 0) {
+  auto blocks = [&](const char* name, llvm::Value* from, llvm::Value* to, RowPart part) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* loop = llvm::BasicBlock::Create(ctx_, name, f_, done_);
+    auto* after = llvm::BasicBlock::Create(ctx_, fmt::format("{}.after", name), f_, done_);
+    llvm::Value* err_outer = ops_.err;
+    b_.CreateCondBr(b_.CreateICmpSLT(from, to), loop, after);
+    b_.SetInsertPoint(loop);
+    auto* jb = b_.CreatePHI(i64, 2, "jb");
+    auto* err_in = b_.CreatePHI(err_ty(), 2, "err.block");
+    std::vector<llvm::PHINode*> carry_in(nv, nullptr);
+    const std::vector<llvm::Value*> carry_outer = carry;
+    for (int32_t v : scans)
+      carry[v] = carry_in[v] = b_.CreatePHI(vty[v], 2, "scan.carry");
+    ops_.err = err_in;
+    llvm::Value* count = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(to, jb),
+                                                  b_.getInt64(kScanBlock), nullptr, "count");
+    if (part == RowPart::Streamed)
+      stream_row_ =
+          b_.CreateIntrinsic(llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
+                             {b_.CreateGEP(ops_.mem_type(k_.slots[stream_].dtype), row, jb),
+                              b_.getInt64(~uint64_t(63))},
+                             nullptr, "stream.block");
+    block(jb, count, part);
+    llvm::Value* jb_next = b_.CreateAdd(jb, b_.getInt64(kScanBlock), "jb.next", true, true);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(jb_next, to), loop, after));
+    jb->addIncoming(from, pre);
+    jb->addIncoming(jb_next, latch);
+    b_.SetInsertPoint(after);
+    for (int32_t v : scans) {
+      carry_in[v]->addIncoming(carry_outer[v], pre);
+      carry_in[v]->addIncoming(carry[v], latch);
+      auto* out = b_.CreatePHI(vty[v], 2, "scan.carry.after");
+      out->addIncoming(carry_outer[v], pre);
+      out->addIncoming(carry[v], latch);
+      carry[v] = out;
+    }
+    llvm::Value* err_loop = ops_.err;
+    err_in->addIncoming(err_outer, pre);
+    err_in->addIncoming(err_loop, latch);
+    if (err_loop == err_in) { // nothing divides integers in the blocks
+      err_in->replaceAllUsesWith(err_outer);
+      err_in->eraseFromParent();
+      ops_.err = err_outer;
+    } else {
+      auto* err_after = b_.CreatePHI(err_ty(), 2, "err.block.after");
+      err_after->addIncoming(err_outer, pre);
+      err_after->addIncoming(err_loop, latch);
+      ops_.err = err_after;
+    }
+    stream_row_ = nullptr;
+  };
+
+  llvm::Value* r = arg(kR);
+  if (stream_ < 0) {
+    blocks("scan.block", b_.getInt64(0), r, RowPart::Cached);
+  } else { // the head through the cache (the whole row where it is not aligned to its elements)
     row = b_.CreateInBoundsGEP(ops_.mem_type(k_.slots[stream_].dtype), slots_[stream_].ptr,
                                element_index(stream_));
-    first = align_stream_row(row, r);
-    block(b_.getInt64(0), first, RowPart::Head);
-    part = RowPart::Streamed;
+    llvm::Value* head = align_stream_row(row, r);
+    blocks("scan.head", b_.getInt64(0), head, RowPart::Head);
+    blocks("scan.block", head, r, RowPart::Streamed);
   }
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* loop = llvm::BasicBlock::Create(ctx_, "scan.block", f_, done_);
-  auto* after = llvm::BasicBlock::Create(ctx_, "scan.block.after", f_, done_);
-  llvm::Value* err_outer = ops_.err;
-  b_.CreateCondBr(b_.CreateICmpSLT(first, r), loop, after);
-
-  b_.SetInsertPoint(loop);
-  auto* jb = b_.CreatePHI(i64, 2, "jb");
-  auto* err_in = b_.CreatePHI(err_ty(), 2, "err.block");
-  std::vector<llvm::PHINode*> carry_in(nv, nullptr);
-  const std::vector<llvm::Value*> carry_outer = carry;
-  for (int32_t v : scans)
-    carry[v] = carry_in[v] = b_.CreatePHI(vty[v], 2, "scan.carry");
-  ops_.err = err_in;
-  llvm::Value* count = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(r, jb),
-                                                b_.getInt64(kScanBlock), nullptr, "count");
-  // Blocks after the head start on a 64-byte boundary of the streaming row: ptrmask tells LLVM.
-  if (row)
-    stream_row_ = b_.CreateIntrinsic(
-        llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
-        {b_.CreateGEP(ops_.mem_type(k_.slots[stream_].dtype), row, jb), b_.getInt64(~uint64_t(63))},
-        nullptr, "stream.block");
-  block(jb, count, part);
-  llvm::Value* jb_next = b_.CreateAdd(jb, b_.getInt64(kScanBlock), "jb.next", true, true);
-  llvm::BasicBlock* latch = b_.GetInsertBlock();
-  no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(jb_next, r), loop, after));
-  jb->addIncoming(first, pre);
-  jb->addIncoming(jb_next, latch);
-  for (int32_t v : scans) {
-    carry_in[v]->addIncoming(carry_outer[v], pre);
-    carry_in[v]->addIncoming(carry[v], latch);
-  }
-  llvm::Value* err_loop = ops_.err;
-  err_in->addIncoming(err_outer, pre);
-  err_in->addIncoming(err_loop, latch);
-
-  b_.SetInsertPoint(after);
   vals_ = outer_vals;
-  stream_row_ = nullptr;
-  if (err_loop == err_in) {
-    err_in->replaceAllUsesWith(err_outer);
-    err_in->eraseFromParent();
-    ops_.err = err_outer;
-    return;
-  }
-  auto* err_after = b_.CreatePHI(err_ty(), 2, "err.block.after");
-  err_after->addIncoming(err_outer, pre);
-  err_after->addIncoming(err_loop, latch);
-  ops_.err = err_after;
 }
 
 // The identity of a reduction's or a scan's combining op in dtype t: 0, 1, or the lowest or

@@ -106,11 +106,10 @@ private:
     }
   }
 
-  // Whether the order of the scan's steps cannot change its result (the rule of the LLVM
-  // backend's vectorized scans): integers and extrema; float sums and products accumulated in
-  // float64 whose every reader rounds them to float32 or narrower, or combines them with a value
-  // and rounds that (what this pass builds).
-  bool order_free(const Node& n) const {
+  // Whether the scan's steps may be combined in another order (codegen/kernel_ir.h): integers and
+  // extrema; float sums and products accumulated in float64 whose every reader rounds them to
+  // float32 or narrower.
+  bool reorderable(const Node& n) const {
     if (n.op == Op::ScanMax || n.op == Op::ScanMin) return true;
     if (is_integral(n.dtype, true)) return true;
     if (n.dtype != kFloat64 || roots_.count(&n)) return false;
@@ -124,7 +123,7 @@ private:
   bool splits(const Node& n) const {
     if (!n.device.is_cpu() || is_complex(n.dtype) || reduction_of(n.op) == n.op) return false;
     const int64_t len = n.shape[static_cast<size_t>(n.args[0])];
-    return len >= kLongScan && n.numel() / len < kFewRows && order_free(n);
+    return len >= kLongScan && n.numel() / len < kFewRows && reorderable(n);
   }
 
   // y = scan(x) along d, of length T * L, in the shape with d split into (T, L): the segments'
