@@ -95,12 +95,9 @@ struct Slot {
 //     sums must be accurate to pairwise-summation level, not a naive chain.
 //   ScanSum/Prod/Max/Min: the accumulation of src[0] over j' <= j, in order
 //     (initial as the Reduce's), rounded at each step: only in the store loop,
-//     and no Reduce reads one. A backend may combine in another order for
-//     integers and extrema (no order changes them) and for a float64 scan
-//     whose every use rounds it to float32 or narrower: that result differs
-//     from the in-order one only where float64 partial results cancel or
-//     overflow (the reordered one is then the closer to exact) or, rarely,
-//     in the last bit near a float32 tie.
+//     and no Reduce reads one. A backend may combine integers (which wrap to
+//     the same bits in any order) and extrema in another order; floating
+//     sums and products in order only.
 // ALU ops never take float16 or bfloat16 operands: the scheduler computes
 // those in float32 with explicit casts, so backends only convert them.
 struct Value {

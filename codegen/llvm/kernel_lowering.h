@@ -165,7 +165,6 @@ private:
   void reduction_loop(int loop);
   void store_loop();
   bool scans_vectorize() const;
-  bool rounded_narrow(int32_t v, Op combine) const;
   void scan_blocks();
   llvm::Value* vector_scan(int v, llvm::Value* x);
   llvm::Value* identity(Op combine, DType t);

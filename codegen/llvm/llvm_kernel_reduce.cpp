@@ -290,14 +290,12 @@ void KernelLowering::store_loop() {
   scan_acc_.assign(k_.values.size(), nullptr);
 }
 
-// Whether the store loop's scans can run a vector at a time (scan_blocks): each combines 4- or
-// 8-byte numbers with an op that vectorizes (not logcumsumexp's, which calls the math library),
-// in an order kernel_ir.h allows: integers and extrema, which no order changes; floating sums and
-// products only where they accumulate in float64 for a float32 or narrower result (a float32
-// cumsum), which agree with the plain loop after rounding but where float64 partial results
-// cancel or overflow (the tree keeps what the loop loses) or, rarely, near a float32 tie. A
-// float64 cumsum adds in the plain loop's order, as PyTorch's does, and so does a float16 product
-// (accumulated in float32, only 13 bits wider).
+// Whether the store loop's scans can run a vector at a time (scan_blocks), combining in a tree:
+// each combines 4- or 8-byte integers, whose sums and products wrap to the same bits in any order,
+// or takes a maximum or minimum. Floating sums and products keep the plain loop's order, as
+// PyTorch's does: in another, float64 partial sums that cancel or overflow round differently
+// ([1, 1e17, -1e17, 0] scans to 1, 1e17, 0, 0 in order and to 1, 1e17, 1, 0 as a tree), and
+// float32 results then differ in printed digits. They run rows side by side (scan_row_groups).
 bool KernelLowering::scans_vectorize() const {
   if (!plan_.store_loop) return false;
   const std::vector<char>& in_row = plan_.in_loop.back();
@@ -306,28 +304,8 @@ bool KernelLowering::scans_vectorize() const {
     if (!ir::is_scan(x.op) || !in_row[v]) continue;
     const size_t size = itemsize(x.dtype);
     const Op combine = ir::combine_op(x.op);
-    if ((size != 4 && size != 8) || combine == Op::LogAddExp) return false;
-    if (is_floating_point(x.dtype) && (combine == Op::Add || combine == Op::Mul)) {
-      // float16's scans accumulate in float32: too close.
-      if (x.dtype != kFloat64 || !rounded_narrow(int32_t(v), combine)) return false;
-    }
-  }
-  return true;
-}
-
-// Whether float64 value v reaches nothing but roundings to float32 or narrower: every reader
-// casts it so, or combines it (by `combine`, or a Where choosing it) into a float64 value that
-// does the same (a segment's scan after the totals before it: split_scans). Not stored.
-bool KernelLowering::rounded_narrow(int32_t v, Op combine) const {
-  for (const kir::Store& st : k_.stores)
-    if (st.value == v) return false;
-  for (size_t u = size_t(v) + 1; u < k_.values.size(); ++u) {
-    const kir::Value& x = k_.values[u];
-    if (std::find(std::begin(x.src), std::end(x.src), v) == std::end(x.src)) continue;
-    if (x.op == Op::Cast && is_floating_point(x.dtype) && itemsize(x.dtype) <= 4) continue;
-    const bool passes = (x.op == combine || (x.op == Op::Where && x.src[0] != v)) &&
-                        x.dtype == kFloat64 && rounded_narrow(int32_t(u), combine);
-    if (!passes) return false;
+    if (size != 4 && size != 8) return false;
+    if (combine != Op::Max && combine != Op::Min && !is_integral(x.dtype, true)) return false;
   }
   return true;
 }
@@ -352,8 +330,8 @@ llvm::Value* KernelLowering::vector_scan(int v, llvm::Value* x) {
 // block of kScanBlock elements of the row: a loop computing what each scan accumulates into a
 // stack buffer (vectorized by LLVM); the scans over the buffer a vector at a time (vector_scan),
 // carried from block to block; a loop computing the row's elements from the scanned buffer and
-// storing them. Within a vector, a scan combines in a tree rather than a chain (see
-// scans_vectorize for where that order is allowed). A row output written around the cache takes
+// storing them. Within a vector, a scan combines in a tree rather than a chain (scans_vectorize
+// says which scans that leaves unchanged). A row output written around the cache takes
 // the elements before its 64-byte boundary as a block of their own, so that the stores of every
 // later block are aligned and can bypass the cache.
 void KernelLowering::scan_blocks() {

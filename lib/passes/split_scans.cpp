@@ -2,7 +2,6 @@
 #include "lib/passes/split_scans.h"
 
 #include <unordered_map>
-#include <unordered_set>
 
 #include "lib/frontend/graph_builders.h"
 
@@ -37,16 +36,9 @@ Op reduction_of(Op scan) {
 
 class Splitter {
 public:
-  explicit Splitter(const std::vector<NodePtr>& roots) {
-    for (const auto& r : roots) {
-      roots_.insert(r.get());
-      count(r);
-    }
-  }
-
   NodePtr rewrite(const NodePtr& in) {
     NodePtr n = ir::resolve(in);
-    if (ir::is_leaf(n->op)) return n;
+    if (ir::is_leaf(n->op) || !n->loops) return n; // no scan below
     if (auto it = done_.find(n.get()); it != done_.end()) return it->second;
     std::vector<NodePtr> src;
     bool changed = false;
@@ -97,27 +89,11 @@ private:
     return out;
   }
 
-  void count(const NodePtr& in) {
-    NodePtr n = ir::resolve(in);
-    if (ir::is_leaf(n->op) || !seen_.insert(n.get()).second) return;
-    for (const auto& s : n->src) {
-      readers_[ir::resolve(s).get()].push_back(n.get());
-      count(s);
-    }
-  }
-
-  // Whether the scan's steps may be combined in another order (codegen/kernel_ir.h): integers and
-  // extrema; float sums and products accumulated in float64 whose every reader rounds them to
-  // float32 or narrower.
-  bool reorderable(const Node& n) const {
-    if (n.op == Op::ScanMax || n.op == Op::ScanMin) return true;
-    if (is_integral(n.dtype, true)) return true;
-    if (n.dtype != kFloat64 || roots_.count(&n)) return false;
-    auto it = readers_.find(&n);
-    if (it == readers_.end()) return false;
-    for (const Node* r : it->second)
-      if (r->op != Op::Cast || !is_floating_point(r->dtype) || itemsize(r->dtype) > 4) return false;
-    return true;
+  // Whether the scan's steps may be combined in another order (codegen/kernel_ir.h): integers,
+  // whose sums and products wrap to the same bits in any order, and extrema. Floating sums and
+  // products keep PyTorch's order.
+  static bool reorderable(const Node& n) {
+    return n.op == Op::ScanMax || n.op == Op::ScanMin || is_integral(n.dtype, true);
   }
 
   bool splits(const Node& n) const {
@@ -159,8 +135,6 @@ private:
                      fe::binary(ir::combine_op(n->op), carry, seg));
   }
 
-  std::unordered_set<const Node*> roots_, seen_;
-  std::unordered_map<const Node*, std::vector<const Node*>> readers_;
   std::unordered_map<const Node*, NodePtr> done_;
   // Values computed split (scans, and elementwise ops of them): the reshape back, and the value
   // in the split shape.
@@ -175,7 +149,7 @@ std::vector<NodePtr> split_long_scans(const std::vector<NodePtr>& roots) {
   for (const auto& r : roots)
     any |= r->loops;
   if (!any) return roots;
-  Splitter s(roots);
+  Splitter s;
   std::vector<NodePtr> out;
   for (const auto& r : roots)
     out.push_back(s.rewrite(r));
