@@ -116,6 +116,12 @@ TEST_CASE("scans fuse with the elementwise work before and after them", "[scan][
   Tensor k = arange(6).reshape({2, 3});
   for (int64_t d : {0, 1})
     CHECK_THROWS_WITH(floor_divide(k, zeros_like(k)).cumsum(d).eval(), "ZeroDivisionError");
+  // Only in rows that run side by side (the first four of five), with a float scan, which runs
+  // rows in groups of four, then the rest one at a time.
+  Tensor five = arange(40).reshape({5, 8});
+  Tensor divisor = (arange(5).reshape({5, 1}) >= 4).to(kInt64).expand({5, 8});
+  CHECK_THROWS_WITH(floor_divide(five, divisor).to(kFloat32).cumsum(1).eval(),
+                    Catch::StartsWith("ZeroDivisionError"));
   // Two scans of different dims: each its own kernel, their sum in one of them.
   CHECK(check_vs_interp(x.cumsum(0) + x.cumsum(1), "scans along both dims") == 2);
   // A scan read reversed, or reduced, is computed into memory first, and still right.

@@ -145,6 +145,9 @@ private:
   using Loops = std::function<llvm::Value*(llvm::BasicBlock* exit)>;
   llvm::Value* either(llvm::Value* cond, const char* yes_name, const Loops& yes,
                       const char* no_name, const Loops& no, llvm::BasicBlock* done);
+  llvm::Value* in_two_parts(llvm::Value* split, llvm::Value* n, const char* first_name,
+                            const Loops& first, const char* rest_name, const Loops& rest,
+                            llvm::BasicBlock* done);
   llvm::Value* counted_loop(llvm::BasicBlock* exit, llvm::Value* count, llvm::Value* first,
                             bool cached);
   llvm::Value* streaming_loops(llvm::BasicBlock* done);
@@ -173,6 +176,8 @@ private:
   // the cache, as the elements before its 64-byte boundary (a head: short, not vectorized), or
   // around the cache from that boundary on.
   enum class RowPart { Cached, Head, Streamed };
+  void loop_err_after(llvm::PHINode* in, llvm::Value* outer, llvm::BasicBlock* pre,
+                      llvm::Value* loop, llvm::BasicBlock* latch, const char* name);
   void row_loop(const char* name, const std::function<void()>& body, llvm::Value* first = nullptr,
                 llvm::Value* count = nullptr, RowPart part = RowPart::Cached);
   llvm::Value* align_stream_row(llvm::Value* row, llvm::Value* count);

@@ -303,38 +303,51 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
 llvm::Value* KernelLowering::scan_row_groups(llvm::BasicBlock* exit) {
   llvm::Value* n = arg(kN);
   llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(kScanRowGroup - 1)), "grouped");
+  return in_two_parts(
+      grouped, n, "groups", [&](llvm::BasicBlock* e) { return row_group_loop(e, grouped); }, "rest",
+      [&](llvm::BasicBlock* e) { return counted_loop(e, b_.CreateSub(n, grouped), grouped, true); },
+      exit);
+}
+
+// Loops over [0, split) and then [split, n), each skipped where empty, lowered by `first` and
+// `rest` into blocks named after them. Returns the error flag at `done` (both loops' bits), or
+// nullptr when neither divides integers; leaves the builder there.
+llvm::Value* KernelLowering::in_two_parts(llvm::Value* split, llvm::Value* n,
+                                          const char* first_name, const Loops& first,
+                                          const char* rest_name, const Loops& rest,
+                                          llvm::BasicBlock* done) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* groups = llvm::BasicBlock::Create(ctx_, "groups", f_, exit);
-  auto* groups_exit = llvm::BasicBlock::Create(ctx_, "groups.exit", f_, exit);
-  auto* rest_check = llvm::BasicBlock::Create(ctx_, "rest.check", f_, exit);
-  auto* rest = llvm::BasicBlock::Create(ctx_, "rest", f_, exit);
-  auto* rest_exit = llvm::BasicBlock::Create(ctx_, "rest.exit", f_, exit);
-  b_.CreateCondBr(b_.CreateICmpSGT(grouped, b_.getInt64(0)), groups, rest_check);
+  auto block = [&](const char* name) { return llvm::BasicBlock::Create(ctx_, name, f_, done); };
+  auto* first_bb = block(first_name);
+  auto* first_exit = block(fmt::format("{}.exit", first_name).c_str());
+  auto* mid = block("mid");
+  auto* rest_bb = block(rest_name);
+  auto* rest_exit = block(fmt::format("{}.exit", rest_name).c_str());
+  b_.CreateCondBr(b_.CreateICmpNE(split, b_.getInt64(0)), first_bb, mid);
+  b_.SetInsertPoint(first_bb);
+  llvm::Value* first_err = first(first_exit);
+  b_.SetInsertPoint(first_exit);
+  b_.CreateBr(mid);
 
-  b_.SetInsertPoint(groups);
-  llvm::Value* err_groups = row_group_loop(groups_exit, grouped);
-  b_.SetInsertPoint(groups_exit);
-  b_.CreateBr(rest_check);
-
-  b_.SetInsertPoint(rest_check);
-  auto* err_mid = b_.CreatePHI(err_ty(), 2, "err.groups");
-  err_mid->addIncoming(no_err(), pre);
-  err_mid->addIncoming(err_groups ? err_groups : no_err(), groups_exit);
-  b_.CreateCondBr(b_.CreateICmpSLT(grouped, n), rest, exit);
-
-  b_.SetInsertPoint(rest);
-  llvm::Value* err_rest = counted_loop(rest_exit, b_.CreateSub(n, grouped), grouped, true);
-  b_.SetInsertPoint(rest_exit);
-  b_.CreateBr(exit);
-
-  b_.SetInsertPoint(exit);
-  if (!err_groups && !err_rest) {
-    err_mid->eraseFromParent();
-    return nullptr;
+  b_.SetInsertPoint(mid);
+  llvm::PHINode* mid_err = nullptr;
+  if (first_err) {
+    mid_err = b_.CreatePHI(err_ty(), 2, "err.first");
+    mid_err->addIncoming(no_err(), pre);
+    mid_err->addIncoming(first_err, first_exit);
   }
-  auto* err = b_.CreatePHI(err_ty(), 2, "err.rows");
-  err->addIncoming(err_mid, rest_check);
-  err->addIncoming(err_rest ? err_rest : no_err(), rest_exit);
+  b_.CreateCondBr(b_.CreateICmpNE(split, n), rest_bb, done);
+  b_.SetInsertPoint(rest_bb);
+  llvm::Value* rest_err = rest(rest_exit);
+  b_.SetInsertPoint(rest_exit);
+  if (mid_err && rest_err) rest_err = b_.CreateOr(mid_err, rest_err);
+  b_.CreateBr(done);
+
+  b_.SetInsertPoint(done);
+  if (!mid_err && !rest_err) return nullptr;
+  auto* err = b_.CreatePHI(err_ty(), 2, "err.any");
+  err->addIncoming(mid_err ? static_cast<llvm::Value*>(mid_err) : no_err(), mid);
+  err->addIncoming(rest_err ? rest_err : mid_err, rest_exit);
   return err;
 }
 
@@ -401,22 +414,11 @@ llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value*
         acc[g][v]->addIncoming(acc_next[g][v], jlatch);
       }
   llvm::Value* err_loop = ops_.err;
-  err_j->addIncoming(err_outer, jpre);
-  err_j->addIncoming(err_loop, jlatch);
   j_ = nullptr;
   scan_acc_.assign(nv, nullptr);
 
   b_.SetInsertPoint(jafter);
-  if (err_loop == err_j) { // nothing divides integers along the rows
-    err_j->replaceAllUsesWith(err_outer);
-    err_j->eraseFromParent();
-    ops_.err = err_outer;
-  } else {
-    auto* err_after = b_.CreatePHI(err_ty(), 2, "err.row.after");
-    err_after->addIncoming(err_outer, jpre);
-    err_after->addIncoming(err_loop, jlatch);
-    ops_.err = err_after;
-  }
+  loop_err_after(err_j, err_outer, jpre, err_loop, jlatch, "err.row.after");
   for (size_t g = 0; g < G; ++g) {
     i_ = rows[g];
     vals_ = per_row[g];
@@ -465,39 +467,11 @@ llvm::Value* KernelLowering::align_stream_row(llvm::Value* row, llvm::Value* cou
 llvm::Value* KernelLowering::streaming_loops(llvm::BasicBlock* done) {
   llvm::Value* n = arg(kN);
   llvm::Value* peel = align_stream_row(slots_[stream_].row, n);
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* head = llvm::BasicBlock::Create(ctx_, "head", f_, done);
-  auto* head_exit = llvm::BasicBlock::Create(ctx_, "head.exit", f_, done);
-  auto* mid = llvm::BasicBlock::Create(ctx_, "mid", f_, done);
-  auto* body = llvm::BasicBlock::Create(ctx_, "stream", f_, done);
-  auto* body_exit = llvm::BasicBlock::Create(ctx_, "stream.exit", f_, done);
-  b_.CreateCondBr(b_.CreateICmpNE(peel, b_.getInt64(0)), head, mid);
-  b_.SetInsertPoint(head);
-  llvm::Value* head_err = counted_loop(head_exit, peel, nullptr, true);
-  b_.SetInsertPoint(head_exit);
-  b_.CreateBr(mid);
-
-  b_.SetInsertPoint(mid);
-  llvm::PHINode* mid_err = nullptr;
-  if (head_err) {
-    mid_err = b_.CreatePHI(err_ty(), 2, "err.head");
-    mid_err->addIncoming(no_err(), pre);
-    mid_err->addIncoming(head_err, head_exit);
-  }
-  llvm::Value* rest = b_.CreateSub(n, peel, "rest");
-  b_.CreateCondBr(b_.CreateICmpNE(rest, b_.getInt64(0)), body, done);
-  b_.SetInsertPoint(body);
-  llvm::Value* body_err = counted_loop(body_exit, rest, peel, false);
-  b_.SetInsertPoint(body_exit);
-  if (mid_err && body_err) body_err = b_.CreateOr(mid_err, body_err);
-  b_.CreateBr(done);
-
-  b_.SetInsertPoint(done);
-  if (!mid_err && !body_err) return nullptr;
-  auto* err = b_.CreatePHI(err_ty(), 2, "err.any");
-  err->addIncoming(mid_err ? static_cast<llvm::Value*>(mid_err) : no_err(), mid);
-  err->addIncoming(body_err ? body_err : mid_err, body_exit);
-  return err;
+  return in_two_parts(
+      peel, n, "head", [&](llvm::BasicBlock* e) { return counted_loop(e, peel, nullptr, true); },
+      "stream",
+      [&](llvm::BasicBlock* e) { return counted_loop(e, b_.CreateSub(n, peel), peel, false); },
+      done);
 }
 
 // The stores of slots that move along j (rows: in the store loop) or of those that do not.

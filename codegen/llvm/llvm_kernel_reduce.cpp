@@ -505,19 +505,7 @@ void KernelLowering::scan_blocks() {
       out->addIncoming(carry[v], latch);
       carry[v] = out;
     }
-    llvm::Value* err_loop = ops_.err;
-    err_in->addIncoming(err_outer, pre);
-    err_in->addIncoming(err_loop, latch);
-    if (err_loop == err_in) { // nothing divides integers in the blocks
-      err_in->replaceAllUsesWith(err_outer);
-      err_in->eraseFromParent();
-      ops_.err = err_outer;
-    } else {
-      auto* err_after = b_.CreatePHI(err_ty(), 2, "err.block.after");
-      err_after->addIncoming(err_outer, pre);
-      err_after->addIncoming(err_loop, latch);
-      ops_.err = err_after;
-    }
+    loop_err_after(err_in, err_outer, pre, ops_.err, latch, "err.block.after");
     stream_row_ = nullptr;
   };
 
@@ -597,8 +585,6 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
   llvm::Value* err_loop = ops_.err;
   j->addIncoming(b_.getInt64(0), outer);
   j->addIncoming(j_next, latch);
-  err_in->addIncoming(err_outer, outer);
-  err_in->addIncoming(err_loop, latch);
   std::vector<llvm::Value*> scan_latch(scan_acc_.size(), nullptr);
   for (size_t v = 0; v < scan_acc_.size(); ++v) {
     if (!scan_outer[v]) continue;
@@ -618,16 +604,26 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
     phi->addIncoming(scan_latch[v], latch);
     scan_acc_[v] = phi;
   }
-  if (err_loop == err_in) { // nothing divides integers inside: the flag is unchanged
-    err_in->replaceAllUsesWith(err_outer);
-    err_in->eraseFromParent();
-    ops_.err = err_outer;
+  loop_err_after(err_in, err_outer, outer, err_loop, latch, "err.row.after");
+}
+
+// The error flag after a loop, from the current block (the loop's exit): `in` is the flag's phi
+// in the loop's header, entering as `outer` from `pre` and leaving as `loop` from `latch`. Where
+// nothing in the loop sets it, the phi goes and the flag stays `outer`. Sets ops_.err.
+void KernelLowering::loop_err_after(llvm::PHINode* in, llvm::Value* outer, llvm::BasicBlock* pre,
+                                    llvm::Value* loop, llvm::BasicBlock* latch, const char* name) {
+  in->addIncoming(outer, pre);
+  in->addIncoming(loop, latch);
+  if (loop == in) { // nothing divides integers inside: the flag is unchanged
+    in->replaceAllUsesWith(outer);
+    in->eraseFromParent();
+    ops_.err = outer;
     return;
   }
-  auto* err_after = b_.CreatePHI(err_ty(), 2, "err.row.after");
-  err_after->addIncoming(err_outer, outer);
-  err_after->addIncoming(err_loop, latch);
-  ops_.err = err_after;
+  auto* after = b_.CreatePHI(err_ty(), 2, name);
+  after->addIncoming(outer, pre);
+  after->addIncoming(loop, latch);
+  ops_.err = after;
 }
 
 } // namespace tj::llvmjit::detail
