@@ -613,7 +613,7 @@ void Materializer::realize_now(const std::vector<ir::NodePtr>& nodes) {
   // Then the calls that the simplified values read, so that the kernels reading a call's result
   // compute nodes of the simplified graph (which dumps show).
   std::vector<ir::NodePtr> simple = passes::split_long_scans(passes::simplify(todo));
-  if (config().verify) ir::verify(simple, "simplify");
+  if (config().verify) ir::verify(simple, "simplify, split_long_scans");
   // A target computed elementwise from one product on the CPU that no other target reads is its
   // epilogue.
   std::unordered_map<const ir::Node*, size_t> epilogues;
