@@ -176,6 +176,8 @@ private:
   // the cache, as the elements before its 64-byte boundary (a head: short, not vectorized), or
   // around the cache from that boundary on.
   enum class RowPart { Cached, Head, Streamed };
+  llvm::Value* loop_err(llvm::PHINode* in, llvm::Value* outer, llvm::BasicBlock* pre,
+                        llvm::Value* loop, llvm::BasicBlock* latch);
   void loop_err_after(llvm::PHINode* in, llvm::Value* outer, llvm::BasicBlock* pre,
                       llvm::Value* loop, llvm::BasicBlock* latch, const char* name);
   void row_loop(const char* name, const std::function<void()>& body, llvm::Value* first = nullptr,

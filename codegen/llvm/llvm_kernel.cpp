@@ -172,14 +172,8 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
   k->addIncoming(b_.getInt64(0), pre);
   k->addIncoming(next, latch);
   stream_k_ = nullptr;
-  if (ops_.err == err_in) {
-    err_in->replaceAllUsesWith(no_err());
-    err_in->eraseFromParent();
-    return nullptr;
-  }
-  err_in->addIncoming(no_err(), pre); // an OR reduction over the loop
-  err_in->addIncoming(ops_.err, latch);
-  return ops_.err;
+  llvm::Value* err = loop_err(err_in, no_err(), pre, ops_.err, latch); // an OR over the loop
+  return err == no_err() ? nullptr : err;
 }
 
 // The row loop of a kernel whose store loop streams its row (pipelined_), with the stores of row
@@ -279,14 +273,7 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
     prev[v]->addIncoming(llvm::Constant::getNullValue(prev[v]->getType()), pre);
     prev[v]->addIncoming(vals_[v], latch);
   }
-  if (ops_.err == err_in) {
-    err_in->replaceAllUsesWith(no_err());
-    err_in->eraseFromParent();
-    ops_.err = no_err();
-  } else {
-    err_in->addIncoming(no_err(), pre);
-    err_in->addIncoming(ops_.err, latch);
-  }
+  ops_.err = loop_err(err_in, no_err(), pre, ops_.err, latch);
 
   // The last row's stores (vals_, i_ and keep_row_ are still the last row's).
   b_.SetInsertPoint(last);
@@ -430,14 +417,8 @@ llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value*
   no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(next, count), exit, loop));
   k->addIncoming(b_.getInt64(0), pre);
   k->addIncoming(next, latch);
-  if (ops_.err == err_in) {
-    err_in->replaceAllUsesWith(no_err());
-    err_in->eraseFromParent();
-    return nullptr;
-  }
-  err_in->addIncoming(no_err(), pre);
-  err_in->addIncoming(ops_.err, latch);
-  return ops_.err;
+  llvm::Value* err = loop_err(err_in, no_err(), pre, ops_.err, latch);
+  return err == no_err() ? nullptr : err;
 }
 
 // Sets stream_row_ to the first 64-byte boundary at or after `row` (the streaming slot's first
@@ -679,10 +660,11 @@ void KernelLowering::classify() {
       along_i |= slot.stride == StrideKind::Contiguous;
     }
     scan_tiled_ = along_i && !along_j;
-    scan_grouped_ = !scan_tiled_;
   }
+  // Along rows: in vectors where the scans allow it, else rows side by side (only with no
+  // reduction loops before the store loop: their nest is per row).
   scan_blocked_ = k_.has_scan() && !scan_tiled_ && scans_vectorize();
-  scan_grouped_ &= !scan_blocked_;
+  scan_grouped_ = k_.has_scan() && plan_.reduce_loops == 0 && !scan_tiled_ && !scan_blocked_;
 }
 
 // Values computed in one loop over j and needed again by a later one are computed again there,

@@ -607,16 +607,26 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
   loop_err_after(err_in, err_outer, outer, err_loop, latch, "err.row.after");
 }
 
-// The error flag after a loop, from the current block (the loop's exit): `in` is the flag's phi
-// in the loop's header, entering as `outer` from `pre` and leaving as `loop` from `latch`. Where
-// nothing in the loop sets it, the phi goes and the flag stays `outer`. Sets ops_.err.
-void KernelLowering::loop_err_after(llvm::PHINode* in, llvm::Value* outer, llvm::BasicBlock* pre,
-                                    llvm::Value* loop, llvm::BasicBlock* latch, const char* name) {
-  in->addIncoming(outer, pre);
-  in->addIncoming(loop, latch);
+// The error flag of a loop: `in`, its phi in the loop's header, enters as `outer` from `pre` and
+// leaves as `loop` from `latch`. Returns the flag at the latch: `loop`, or `outer` where nothing
+// in the loop sets bits (the phi goes).
+llvm::Value* KernelLowering::loop_err(llvm::PHINode* in, llvm::Value* outer, llvm::BasicBlock* pre,
+                                      llvm::Value* loop, llvm::BasicBlock* latch) {
   if (loop == in) { // nothing divides integers inside: the flag is unchanged
     in->replaceAllUsesWith(outer);
     in->eraseFromParent();
+    return outer;
+  }
+  in->addIncoming(outer, pre);
+  in->addIncoming(loop, latch);
+  return loop;
+}
+
+// loop_err, for a loop that `pre` may skip: the flag after it, from the current block (the
+// loop's exit), in ops_.err.
+void KernelLowering::loop_err_after(llvm::PHINode* in, llvm::Value* outer, llvm::BasicBlock* pre,
+                                    llvm::Value* loop, llvm::BasicBlock* latch, const char* name) {
+  if (loop_err(in, outer, pre, loop, latch) == outer) {
     ops_.err = outer;
     return;
   }

@@ -55,8 +55,9 @@ public:
         split_[out.get()] = y;
       }
     }
-    if (out != n && !out->site.load(std::memory_order_relaxed))
-      out->site.store(n->site.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    // A rewritten node keeps the place the program built the original at, as simplify's do.
+    ir::Site none = nullptr;
+    if (out != n) out->site.compare_exchange_strong(none, n->site.load(std::memory_order_relaxed));
     return done_[n.get()] = out;
   }
 
