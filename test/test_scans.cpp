@@ -162,7 +162,9 @@ TEST_CASE("scans stream their rows from any offset", "[scan][streaming]") {
   const int64_t saved = config().stream_store_bytes;
   config().stream_store_bytes = 1;
   manual_seed(16);
-  for (int64_t len : {int64_t{1025}, int64_t{1031}, int64_t{700}}) {
+  // Rows of 1024 and 1040 floats start on a 64-byte boundary each: a group of rows side by side
+  // streams all of them from the same element. The others' groups go through the cache.
+  for (int64_t len : {int64_t{1025}, int64_t{1031}, int64_t{700}, int64_t{1024}, int64_t{1040}}) {
     Tensor x = randn({5, len});
     x.eval();
     const std::string at = fmt::format("5x{}", len);
@@ -173,7 +175,20 @@ TEST_CASE("scans stream their rows from any offset", "[scan][streaming]") {
     check_vs_interp(mv, "cummax " + at);
     check_vs_interp(mi, "cummax indices " + at);
     check_vs_interp(x.to(kFloat64).cumsum(1), "float64 cumsum " + at);
+    check_vs_interp((x * 0.01 + 1).cumprod(1) - 1, "cumprod " + at);
   }
+  // Rows that share their offset from a 64-byte boundary (a stride of 1056 floats) and start 3
+  // floats past one: the group's first 13 elements through the cache, the rest streamed. The
+  // same bits as the rows computed on their own, which start on a boundary.
+  Tensor x = randn({9, 1040});
+  Tensor big = zeros({9, 1056});
+  eval({x, big});
+  Tensor part = big.narrow(1, 3, 1040);
+  part.copy_(x.cumsum(1) * 3);
+  Tensor want = x.cumsum(1) * 3;
+  CHECK(equal(part, want));
+  CHECK(equal(big.narrow(1, 0, 3), zeros({9, 3})));
+  CHECK(equal(big.narrow(1, 1043, 13), zeros({9, 13})));
   config().stream_store_bytes = saved;
 }
 

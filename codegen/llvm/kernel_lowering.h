@@ -58,11 +58,17 @@ inline constexpr int64_t kMinTiledN = 8;
 // kNarrowTileBlock terms in float32 and their sums in float64, as the row path's lanes do.
 inline constexpr int64_t kTileSumBlock = 64;
 inline constexpr int64_t kNarrowTileBlock = 16;
-// Rows a scan along j runs side by side (scan_row_groups): each row's scan is a chain of
-// dependent operations (a float64 add a step: 3-4 cycles), so one row at a time waits on it; a
-// group's independent chains overlap (a cumsum over rows of 8192 x 1024 on one Zen 4 thread:
-// 8.0 ms one row at a time, 4.9 four at a time).
+// Rows a scan along j runs side by side (scan_row_groups), in blocks of kScanGroupBlock elements
+// of each (scan_blocks). Each row's scan is a chain of dependent operations that keeps its order;
+// the group's rows are the lanes of a vector, so a step combines a column of the group. Cumsum
+// over rows of 8192 x 1024 float32 (float64 sums), one Zen 4 thread: 4.5 ms; 8 rows (two chains)
+// 4.6, 16 rows 5.4; blocks of 128 the same, of 256 5.0 (the group's buffers crowd the L1).
 inline constexpr int64_t kScanRowGroup = 4;
+inline constexpr int64_t kScanGroupBlock = 64;
+// The group of a scan whose combination calls vector math (logcumsumexp's exp and log1p, a chain
+// of some 50 cycles a step): a full vector of float32 rows. 4096 x 256 float32, one Zen 4 thread:
+// 4.9 ms, against 10.7 for 4 rows and 11.0 for 4 scalar chains; 16 rows (two vectors) 5.1.
+inline constexpr int64_t kScanRowGroupMath = 8;
 // A store loop whose scans can run in vector registers (scan_blocks) goes through its row in
 // blocks of this many elements: a loop computing what the scans accumulate into a stack buffer,
 // the scans over it a vector at a time, and a loop computing and storing the row from them.
@@ -168,7 +174,15 @@ private:
   void reduction_loop(int loop);
   void store_loop();
   bool scans_vectorize() const;
-  void scan_blocks();
+  // A row the store loop runs: its index and its values per i.
+  struct ScanRow {
+    llvm::Value* i;
+    std::vector<llvm::Value*> vals;
+  };
+  void scan_blocks(const std::vector<ScanRow>& rows);
+  void transpose(std::vector<llvm::Value*>& rows);
+  llvm::Value* concat(std::vector<llvm::Value*> parts);
+  llvm::Value* stream_row();
   llvm::Value* vector_scan(int v, llvm::Value* x);
   llvm::Value* identity(Op combine, DType t);
   llvm::Value* scan_identity(int v);
@@ -246,16 +260,17 @@ private:
   llvm::Function* f_ = nullptr;
   bool reduces_ = false;
   bool tiled_ = false;
-  bool scan_tiled_ = false;           // scans down memory that runs along i: scan_tiles
-  bool scan_grouped_ = false;         // scans along rows, kScanRowGroup at a time: scan_row_groups
-  bool scan_blocked_ = false;         // scans along rows in vector registers: scan_blocks
-  bool narrow_by_rows_ = false;       // tiled, but calls with n < kMinTiledN take the element loop
-  llvm::BasicBlock* done_ = nullptr;  // after the loops: new blocks go before it
-  llvm::Value* i_ = nullptr;          // element index
-  llvm::Value* j_ = nullptr;          // reduction index, inside the reduction loop only
-  int stream_ = -1;                   // the output slot written around the cache, if any
-  llvm::Value* stream_row_ = nullptr; // its first element on a 64-byte boundary
-  llvm::Value* stream_k_ = nullptr;   // and the index from there, inside the streaming loop only
+  bool scan_tiled_ = false;            // scans down memory that runs along i: scan_tiles
+  bool scan_grouped_ = false;          // scans along rows, scan_group_ at a time: scan_row_groups
+  int64_t scan_group_ = kScanRowGroup; // or kScanRowGroupMath
+  bool scan_blocked_ = false;          // scans along rows in vector registers: scan_blocks
+  bool narrow_by_rows_ = false;        // tiled, but calls with n < kMinTiledN take the element loop
+  llvm::BasicBlock* done_ = nullptr;   // after the loops: new blocks go before it
+  llvm::Value* i_ = nullptr;           // element index
+  llvm::Value* j_ = nullptr;           // reduction index, inside the reduction loop only
+  int stream_ = -1;                    // the output slot written around the cache, if any
+  llvm::Value* stream_row_ = nullptr;  // its first element on a 64-byte boundary
+  llvm::Value* stream_k_ = nullptr;    // and the index from there, inside the streaming loop only
   llvm::Value* keep_scratch_ = nullptr; // a row kept for later loops when stream_ is its slot
   llvm::Value* keep_row_ = nullptr;     // where the current row keeps it
   // Rows pipelined (pipelined_rows): the stores of row i - 1 run in the last reduction loop of

@@ -159,7 +159,7 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
     reduction_loop(l);
   }
   lower_values(plan_.per_i[plan_.reduce_loops]);
-  if (plan_.store_loop) scan_blocked_ ? scan_blocks() : store_loop();
+  if (plan_.store_loop) scan_blocked_ ? scan_blocks({{i_, vals_}}) : store_loop();
   store_outputs(/*rows=*/false);
   llvm::Value* next = b_.CreateAdd(k, b_.getInt64(1), "k.next", /*HasNUW=*/true, /*HasNSW=*/true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
@@ -283,13 +283,13 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
   return err == no_err() ? nullptr : err;
 }
 
-// The rows of a kernel that scans along j (and reduces nothing), kScanRowGroup at a time
+// The rows of a kernel that scans along j (and reduces nothing), scan_group_ at a time
 // (row_group_loop), then the rows left over one at a time: each row's scans run in order, as in
 // the plain loop, so the results are the same bits. Returns the error flag at `exit`, or
 // nullptr when nothing divides integers.
 llvm::Value* KernelLowering::scan_row_groups(llvm::BasicBlock* exit) {
   llvm::Value* n = arg(kN);
-  llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(kScanRowGroup - 1)), "grouped");
+  llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(scan_group_ - 1)), "grouped");
   return in_two_parts(
       grouped, n, "groups", [&](llvm::BasicBlock* e) { return row_group_loop(e, grouped); }, "rest",
       [&](llvm::BasicBlock* e) { return counted_loop(e, b_.CreateSub(n, grouped), grouped, true); },
@@ -338,15 +338,12 @@ llvm::Value* KernelLowering::in_two_parts(llvm::Value* split, llvm::Value* n,
   return err;
 }
 
-// for each group of kScanRowGroup rows in [0, count) (count > 0, a multiple of the group): the
-// values per row of each, then one loop over j computing every row's elements and stores, with
-// a scan accumulation per row and scan, then the stores per row. The group's chains of scan
-// steps are independent, so the core overlaps them. Returns the error flag at `exit`, or nullptr
+// for each group of scan_group_ rows in [0, count) (count > 0, a multiple of the group): the
+// values per row of each, then the group's store loops (scan_blocks, with the rows as the lanes
+// of the scans' vectors), then the stores per row. Returns the error flag at `exit`, or nullptr
 // when nothing divides integers.
 llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value* count) {
   auto* i64 = b_.getInt64Ty();
-  const size_t nv = k_.values.size();
-  constexpr size_t G = size_t(kScanRowGroup);
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "group", f_, exit);
   b_.CreateBr(loop);
@@ -354,65 +351,20 @@ llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value*
   auto* k = b_.CreatePHI(i64, 2, "k");
   auto* err_in = b_.CreatePHI(err_ty(), 2, "err.acc");
   ops_.err = err_in;
-  std::vector<llvm::Value*> rows(G);
-  std::vector<std::vector<llvm::Value*>> per_row(G);
-  for (size_t g = 0; g < G; ++g) {
-    rows[g] = i_ = b_.CreateAdd(k, b_.getInt64(int64_t(g)), "i", true, true);
-    vals_.assign(nv, nullptr);
+  std::vector<ScanRow> rows(static_cast<size_t>(scan_group_));
+  for (size_t g = 0; g < rows.size(); ++g) {
+    rows[g].i = i_ = b_.CreateAdd(k, b_.getInt64(int64_t(g)), "i", true, true);
+    vals_.assign(k_.values.size(), nullptr);
     lower_values(plan_.per_i[0]);
-    per_row[g] = vals_;
+    rows[g].vals = vals_;
   }
-
-  // The loop over j, every row of the group in each step.
-  llvm::BasicBlock* jpre = b_.GetInsertBlock();
-  auto* jloop = llvm::BasicBlock::Create(ctx_, "group.row", f_, exit);
-  auto* jafter = llvm::BasicBlock::Create(ctx_, "group.row.after", f_, exit);
-  llvm::Value* err_outer = ops_.err;
-  b_.CreateCondBr(b_.CreateICmpSGT(arg(kR), b_.getInt64(0)), jloop, jafter);
-  b_.SetInsertPoint(jloop);
-  auto* j = b_.CreatePHI(i64, 2, "j");
-  auto* err_j = b_.CreatePHI(err_ty(), 2, "err.row");
-  std::vector<std::vector<llvm::PHINode*>> acc(G, std::vector<llvm::PHINode*>(nv, nullptr));
-  for (size_t g = 0; g < G; ++g)
-    for (size_t v = 0; v < nv; ++v)
-      if (ir::is_scan(k_.values[v].op) && plan_.in_loop.back()[v])
-        acc[g][v] = b_.CreatePHI(ops_.reg_type(k_.values[v].dtype), 2, "scan");
-  j_ = j;
-  ops_.err = err_j;
-  std::vector<std::vector<llvm::Value*>> acc_next(G, std::vector<llvm::Value*>(nv, nullptr));
-  for (size_t g = 0; g < G; ++g) {
-    i_ = rows[g];
-    vals_ = per_row[g];
-    scan_acc_.assign(acc[g].begin(), acc[g].end());
-    loop_values(plan_.reduce_loops);
-    store_outputs(/*rows=*/true);
-    for (size_t v = 0; v < nv; ++v)
-      if (acc[g][v]) acc_next[g][v] = vals_[v] ? vals_[v] : acc[g][v];
-  }
-  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
-  llvm::BasicBlock* jlatch = b_.GetInsertBlock();
-  no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(j_next, arg(kR)), jafter, jloop));
-  j->addIncoming(b_.getInt64(0), jpre);
-  j->addIncoming(j_next, jlatch);
-  for (size_t g = 0; g < G; ++g)
-    for (size_t v = 0; v < nv; ++v)
-      if (acc[g][v]) {
-        acc[g][v]->addIncoming(scan_identity(int(v)), jpre);
-        acc[g][v]->addIncoming(acc_next[g][v], jlatch);
-      }
-  llvm::Value* err_loop = ops_.err;
-  j_ = nullptr;
-  scan_acc_.assign(nv, nullptr);
-
-  b_.SetInsertPoint(jafter);
-  loop_err_after(err_j, err_outer, jpre, err_loop, jlatch, "err.row.after");
-  for (size_t g = 0; g < G; ++g) {
-    i_ = rows[g];
-    vals_ = per_row[g];
+  scan_blocks(rows);
+  for (const ScanRow& row : rows) {
+    i_ = row.i;
+    vals_ = row.vals;
     store_outputs(/*rows=*/false);
   }
-
-  llvm::Value* next = b_.CreateAdd(k, b_.getInt64(int64_t(G)), "k.next", true, true);
+  llvm::Value* next = b_.CreateAdd(k, b_.getInt64(scan_group_), "k.next", true, true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(next, count), exit, loop));
   k->addIncoming(b_.getInt64(0), pre);
@@ -665,6 +617,13 @@ void KernelLowering::classify() {
   // reduction loops before the store loop: their nest is per row).
   scan_blocked_ = k_.has_scan() && !scan_tiled_ && scans_vectorize();
   scan_grouped_ = k_.has_scan() && plan_.reduce_loops == 0 && !scan_tiled_ && !scan_blocked_;
+  // Not bool scans: a vector of i1 in memory packs its lanes into bits, which the stack buffers
+  // of scan_blocks do not.
+  for (size_t v = 0; v < nv; ++v)
+    if (ir::is_scan(k_.values[v].op) && plan_.in_loop.back()[v]) {
+      scan_grouped_ &= ops_.reg_type(k_.values[v].dtype)->getScalarSizeInBits() >= 8;
+      if (ir::combine_op(k_.values[v].op) == Op::LogAddExp) scan_group_ = kScanRowGroupMath;
+    }
 }
 
 // Values computed in one loop over j and needed again by a later one are computed again there,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace tj::llvmjit::detail {
 
@@ -280,9 +281,7 @@ void KernelLowering::store_loop() {
   if (stream_ < 0) {
     row_loop("row", body);
   } else { // the row's elements before its first 64-byte boundary through the cache
-    llvm::Value* row = b_.CreateInBoundsGEP(ops_.mem_type(k_.slots[stream_].dtype),
-                                            slots_[stream_].ptr, element_index(stream_));
-    llvm::Value* head = align_stream_row(row, arg(kR));
+    llvm::Value* head = align_stream_row(stream_row(), arg(kR));
     row_loop("row.head", body, nullptr, head, RowPart::Head);
     row_loop("row", body, head, b_.CreateSub(arg(kR), head), RowPart::Streamed);
   }
@@ -326,17 +325,55 @@ llvm::Value* KernelLowering::vector_scan(int v, llvm::Value* x) {
   return x;
 }
 
-// The store loop of scan_blocked_ kernels, from the current block of the element loop. For each
-// block of kScanBlock elements of the row: a loop computing what each scan accumulates into a
-// stack buffer (vectorized by LLVM); the scans over the buffer a vector at a time (vector_scan),
-// carried from block to block; a loop computing the row's elements from the scanned buffer and
-// storing them. Within a vector, a scan combines in a tree rather than a chain (scans_vectorize
-// says which scans that leaves unchanged). A row output written around the cache takes
-// the elements before its 64-byte boundary as a block of their own, so that the stores of every
-// later block are aligned and can bypass the cache.
-void KernelLowering::scan_blocks() {
+// Transposes a square of vectors (rows[g] lane c becomes rows[c] lane g), a power of two of them,
+// in log2 steps: each interleaves the first half of the vectors with the second, the low lanes of
+// each pair and then the high ones.
+void KernelLowering::transpose(std::vector<llvm::Value*>& rows) {
+  const size_t n = rows.size(), half = n / 2;
+  llvm::SmallVector<int, 16> lo(n), hi(n);
+  for (size_t l = 0; l < n; ++l) {
+    lo[l] = int(l / 2 + (l % 2) * n);
+    hi[l] = int(half + l / 2 + (l % 2) * n);
+  }
+  for (size_t step = 1; step < n; step *= 2) {
+    std::vector<llvm::Value*> next(n);
+    for (size_t k = 0; k < half; ++k) {
+      next[2 * k] = b_.CreateShuffleVector(rows[k], rows[k + half], lo);
+      next[2 * k + 1] = b_.CreateShuffleVector(rows[k], rows[k + half], hi);
+    }
+    rows = std::move(next);
+  }
+}
+
+// The vectors `parts` (a power of two of them, of one type) end to end.
+llvm::Value* KernelLowering::concat(std::vector<llvm::Value*> parts) {
+  while (parts.size() > 1) {
+    const unsigned n = llvm::cast<llvm::FixedVectorType>(parts[0]->getType())->getNumElements();
+    llvm::SmallVector<int, 32> both(2 * n);
+    std::iota(both.begin(), both.end(), 0);
+    std::vector<llvm::Value*> next;
+    for (size_t k = 0; k + 1 < parts.size(); k += 2)
+      next.push_back(b_.CreateShuffleVector(parts[k], parts[k + 1], both));
+    parts = std::move(next);
+  }
+  return parts[0];
+}
+
+// The store loops of `rows`: of the current row for scan_blocked_ kernels, of a group of rows
+// side by side for scan_grouped_ ones. For each block of kScanBlock elements of the rows: a loop
+// per row computing what each scan accumulates into a stack buffer (vectorized by LLVM); the
+// scans over the buffers; a loop per row computing the row's elements from the scanned buffers
+// and storing them. One row scans its buffer a vector at a time, combining within a vector in a
+// tree (scans_vectorize says which scans that leaves unchanged); a group scans its buffers in
+// order, a column of the group at a time: a square of vectors, one per row, is transposed in
+// registers so that each vector holds a column (scan_across). A row output written around the
+// cache takes the elements before its 64-byte boundary as a block of their own, so that the
+// stores of every later block are aligned and can bypass the cache (one row only).
+void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
   auto* i64 = b_.getInt64Ty();
   const size_t nv = k_.values.size();
+  const int64_t G = int64_t(rows.size());
+  const int64_t B = G > 1 ? kScanGroupBlock : kScanBlock; // elements of a row per block
   const std::vector<char>& in_row = plan_.in_loop.back();
   std::vector<int32_t> scans, operands;
   for (size_t v = 0; v < nv; ++v)
@@ -349,12 +386,15 @@ void KernelLowering::scan_blocks() {
   std::vector<llvm::FixedVectorType*> vty(nv, nullptr);
   for (int32_t v : scans) {
     llvm::Type* t = ops_.reg_type(k_.values[v].dtype);
-    vty[v] =
-        llvm::FixedVectorType::get(t, unsigned(kScanVectorBytes / itemsize(k_.values[v].dtype)));
-    buf[v] = allocas.CreateAlloca(llvm::ArrayType::get(t, kScanBlock), nullptr, "scan.buf");
+    const unsigned lanes =
+        G > 1 ? unsigned(G) : unsigned(kScanVectorBytes / itemsize(k_.values[v].dtype));
+    vty[v] = llvm::FixedVectorType::get(t, lanes);
+    buf[v] = allocas.CreateAlloca(llvm::ArrayType::get(t, uint64_t(G * B)), nullptr, "scan.buf");
     buf[v]->setAlignment(llvm::Align(64));
   }
-  auto at = [&](int32_t v, llvm::Value* jj) {
+  // Row g's element jj of scan v's buffer.
+  auto at = [&](int32_t v, int64_t g, llvm::Value* jj) {
+    if (g > 0) jj = b_.CreateAdd(jj, b_.getInt64(g * B), "", true, true);
     return b_.CreateInBoundsGEP(buf[v]->getAllocatedType(), buf[v], {b_.getInt64(0), jj});
   };
   // The scans in stages: a scan of what another scan computes (cummax's indices, where the
@@ -376,62 +416,127 @@ void KernelLowering::scan_blocks() {
     }
     stages = std::max(stages, stage[v] + 1);
   }
-  const std::vector<llvm::Value*> outer_vals = vals_;
-  // The row's values at jb + jj of the scans of stages before `before`, from their buffers.
-  auto scanned = [&](llvm::Value* jj, int before) {
+  // Row g's values at jb + jj of the scans of stages before `before`, from their buffers.
+  auto scanned = [&](int64_t g, llvm::Value* jj, int before) {
     for (int32_t v : scans)
-      if (stage[v] < before) vals_[v] = b_.CreateLoad(vty[v]->getElementType(), at(v, jj));
+      if (stage[v] < before) vals_[v] = b_.CreateLoad(vty[v]->getElementType(), at(v, g, jj));
   };
+  // What each scan carries into the next block: one row's in every lane (scan_buffer), or each
+  // row of a group's in its lane (scan_across).
   std::vector<llvm::Value*> carry(nv, nullptr);
   for (int32_t v : scans)
     carry[v] = b_.CreateVectorSplat(vty[v]->getNumElements(), scan_identity(v));
+  // Scans whose results are rounded to float16 or bfloat16.
+  std::vector<char> narrowed(nv, 0);
+  for (const kir::Value& x : k_.values)
+    if (x.op == Op::Cast && (x.dtype == kFloat16 || x.dtype == kBFloat16) && x.src[0] >= 0)
+      narrowed[size_t(x.src[0])] = 1;
+  auto combine = [&](int32_t v, llvm::Value* x, llvm::Value* y) {
+    const Op op = ir::combine_op(k_.values[v].op);
+    const DType dt = k_.values[v].dtype;
+    if (op != Op::LogAddExp || !narrowed[v]) return ops_.binary(op, dt, x, y);
+    // A float16 or bfloat16 logcumsumexp, computed in float32: lane by lane through libm's scalar
+    // functions, whose results round to the same float16 as PyTorch's loop (which calls them);
+    // a vector function's last-bit differences would now and then round to the next one.
+    llvm::Value* r = llvm::PoisonValue::get(x->getType());
+    const unsigned lanes = llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements();
+    for (unsigned l = 0; l < lanes; ++l)
+      r = b_.CreateInsertElement(
+          r, ops_.binary(op, dt, b_.CreateExtractElement(x, l), b_.CreateExtractElement(y, l)), l);
+    return r;
+  };
+
+  // A loop over [0, count) in steps of `lanes` elements from the current block (count > 0),
+  // `body` lowering a step from its index t and the carried value (returning the next); leaves
+  // the carry after the loop in carry[v].
+  auto vector_loop = [&](int32_t v, llvm::Value* count, int64_t lanes, const char* name,
+                         const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& body) {
+    llvm::Value* vectors = b_.CreateLShr(b_.CreateAdd(count, b_.getInt64(lanes - 1)),
+                                         b_.getInt64(llvm::Log2_64(uint64_t(lanes))));
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* loop = llvm::BasicBlock::Create(ctx_, name, f_, done_);
+    auto* loop_end = llvm::BasicBlock::Create(ctx_, fmt::format("{}.end", name), f_, done_);
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    auto* t = b_.CreatePHI(i64, 2, "t");
+    auto* c = b_.CreatePHI(vty[v], 2, "carry");
+    llvm::Value* c_next = body(t, c);
+    llvm::Value* t_next = b_.CreateAdd(t, b_.getInt64(1), "", true, true);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(t_next, vectors), loop_end, loop));
+    t->addIncoming(b_.getInt64(0), from);
+    t->addIncoming(t_next, latch);
+    c->addIncoming(carry[v], from);
+    c->addIncoming(c_next, latch);
+    b_.SetInsertPoint(loop_end);
+    carry[v] = c_next;
+  };
+  // The element of v's buffer where a block of count elements ends, per row.
+  auto last = [&](int32_t v, int64_t g, llvm::Value* count) {
+    return b_.CreateLoad(vty[v]->getElementType(), at(v, g, b_.CreateSub(count, b_.getInt64(1))));
+  };
 
   // Scan v over the first count elements of its buffer, a vector at a time, from carry[v]
   // (updated to what follows them). Lanes past count scan what an earlier block left there, or
   // nothing defined; no lane before them reads them, nor does anything after.
   auto scan_buffer = [&](int32_t v, llvm::Value* count) {
     const int64_t lanes = vty[v]->getNumElements();
-    const Op combine = ir::combine_op(k_.values[v].op);
-    const DType dt = k_.values[v].dtype;
-    llvm::Value* vectors = b_.CreateLShr(b_.CreateAdd(count, b_.getInt64(lanes - 1)),
-                                         b_.getInt64(llvm::Log2_64(uint64_t(lanes))));
-    llvm::BasicBlock* from = b_.GetInsertBlock();
-    auto* loop = llvm::BasicBlock::Create(ctx_, "scan.vec", f_, done_);
-    auto* loop_end = llvm::BasicBlock::Create(ctx_, "scan.vec.end", f_, done_);
-    b_.CreateCondBr(b_.CreateICmpSGT(vectors, b_.getInt64(0)), loop, loop_end);
-    b_.SetInsertPoint(loop);
-    auto* t = b_.CreatePHI(i64, 2, "t");
-    auto* c = b_.CreatePHI(vty[v], 2, "carry");
-    llvm::Value* p = at(v, b_.CreateMul(t, b_.getInt64(lanes), "", true, true));
-    // The carry's next value is its combination with the vector's total, which lane lanes - 1
-    // of the result also holds: one operation per vector on the chain.
-    llvm::Value* x = vector_scan(v, b_.CreateAlignedLoad(vty[v], p, llvm::Align(kScanVectorBytes)));
-    b_.CreateAlignedStore(ops_.binary(combine, dt, c, x), p, llvm::Align(kScanVectorBytes));
-    llvm::SmallVector<int, 16> last(size_t(lanes), int(lanes - 1));
-    llvm::Value* c_next = ops_.binary(combine, dt, c, b_.CreateShuffleVector(x, last));
-    llvm::Value* t_next = b_.CreateAdd(t, b_.getInt64(1), "", true, true);
-    no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(t_next, vectors), loop_end, loop));
-    t->addIncoming(b_.getInt64(0), from);
-    t->addIncoming(t_next, loop);
-    c->addIncoming(carry[v], from);
-    c->addIncoming(c_next, loop);
-    b_.SetInsertPoint(loop_end);
-    auto* c_out = b_.CreatePHI(vty[v], 2, "carry.out");
-    c_out->addIncoming(carry[v], from);
-    c_out->addIncoming(c_next, loop);
+    vector_loop(v, count, lanes, "scan.vec", [&](llvm::Value* t, llvm::Value* c) {
+      llvm::Value* p = at(v, 0, b_.CreateMul(t, b_.getInt64(lanes), "", true, true));
+      // The carry's next value is its combination with the vector's total, which lane lanes - 1
+      // of the result also holds: one operation per vector on the chain.
+      llvm::Value* x =
+          vector_scan(v, b_.CreateAlignedLoad(vty[v], p, llvm::Align(kScanVectorBytes)));
+      b_.CreateAlignedStore(combine(v, c, x), p, llvm::Align(kScanVectorBytes));
+      llvm::SmallVector<int, 16> top(size_t(lanes), int(lanes - 1));
+      return combine(v, c, b_.CreateShuffleVector(x, top));
+    });
     // After a partial last vector, lane lanes - 1 is past the block: the carry is the block's last
     // element, read back from the buffer (a head block's, which the next blocks carry on from).
     llvm::Value* partial =
         b_.CreateICmpNE(b_.CreateAnd(count, b_.getInt64(lanes - 1)), b_.getInt64(0));
-    llvm::Value* final = b_.CreateLoad(
-        vty[v]->getElementType(),
-        at(v, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateSub(count, b_.getInt64(1)),
-                                       b_.getInt64(0))));
-    carry[v] = b_.CreateSelect(partial, b_.CreateVectorSplat(unsigned(lanes), final), c_out);
+    carry[v] = b_.CreateSelect(partial, b_.CreateVectorSplat(unsigned(lanes), last(v, 0, count)),
+                               carry[v]);
+  };
+  // Scan v over the first count elements of each row's buffer, a square of L rows by L columns
+  // at a time (L lanes of a kScanVectorBytes vector; G / L squares side by side, independent
+  // chains): the square transposed, each column combined with the carry in order (lane l is row
+  // l's chain), and transposed back. The carry after a partial last square is each row's last
+  // element, read back from its buffer.
+  auto scan_across = [&](int32_t v, llvm::Value* count) {
+    llvm::Type* t_ty = vty[v]->getElementType();
+    const int64_t L = std::min<int64_t>(G, kScanVectorBytes / (t_ty->getScalarSizeInBits() / 8));
+    auto* square_ty = llvm::FixedVectorType::get(t_ty, unsigned(L));
+    const llvm::Align align(uint64_t(L) * t_ty->getScalarSizeInBits() / 8);
+    vector_loop(v, count, L, "scan.cols", [&](llvm::Value* t, llvm::Value* c) {
+      llvm::Value* jj = b_.CreateMul(t, b_.getInt64(L), "", true, true);
+      std::vector<llvm::Value*> ends;
+      for (int64_t q = 0; q < G / L; ++q) {
+        llvm::SmallVector<int, 16> lanes(static_cast<size_t>(L));
+        std::iota(lanes.begin(), lanes.end(), int(q * L));
+        llvm::Value* cq = b_.CreateShuffleVector(c, lanes);
+        std::vector<llvm::Value*> square(static_cast<size_t>(L));
+        for (int64_t l = 0; l < L; ++l)
+          square[size_t(l)] = b_.CreateAlignedLoad(square_ty, at(v, q * L + l, jj), align);
+        transpose(square);
+        for (llvm::Value*& col : square)
+          col = cq = combine(v, cq, col);
+        transpose(square);
+        for (int64_t l = 0; l < L; ++l)
+          b_.CreateAlignedStore(square[size_t(l)], at(v, q * L + l, jj), align);
+        ends.push_back(cq);
+      }
+      return concat(ends);
+    });
+    llvm::Value* partial = b_.CreateICmpNE(b_.CreateAnd(count, b_.getInt64(L - 1)), b_.getInt64(0));
+    llvm::Value* ends = llvm::PoisonValue::get(vty[v]);
+    for (int64_t g = 0; g < G; ++g)
+      ends = b_.CreateInsertElement(ends, last(v, g, count), uint64_t(g));
+    carry[v] = b_.CreateSelect(partial, ends, carry[v]);
   };
 
-  // Block [jb, jb + count), count <= kScanBlock: per stage, what its scans accumulate into their
-  // buffers, then the scans; then the row's elements from the buffers, and their stores.
+  // Block [jb, jb + count), 0 < count <= kScanBlock: per stage, what its scans accumulate into
+  // their buffers, then the scans; then the rows' elements from the buffers, and their stores.
   auto block = [&](llvm::Value* jb, llvm::Value* count, RowPart part) {
     for (int st = 0; st < stages; ++st) {
       std::vector<int32_t> now, roots;
@@ -440,34 +545,45 @@ void KernelLowering::scan_blocks() {
           now.push_back(scans[s]);
           roots.push_back(operands[s]);
         }
-      row_loop(
-          "scan.in",
-          [&] {
-            vals_ = outer_vals;
-            llvm::Value* jj = b_.CreateSub(j_, jb);
-            scanned(jj, st);
-            loop_values(plan_.reduce_loops, &roots);
-            for (size_t s = 0; s < now.size(); ++s)
-              b_.CreateStore(vals_[roots[s]], at(now[s], jj));
-          },
-          jb, count);
+      for (int64_t g = 0; g < G; ++g) {
+        i_ = rows[size_t(g)].i;
+        vals_ = rows[size_t(g)].vals;
+        row_loop(
+            "scan.in",
+            [&] {
+              llvm::Value* jj = b_.CreateSub(j_, jb);
+              scanned(g, jj, st);
+              loop_values(plan_.reduce_loops, &roots);
+              for (size_t s = 0; s < now.size(); ++s)
+                b_.CreateStore(vals_[roots[s]], at(now[s], g, jj));
+            },
+            jb, count);
+      }
       for (int32_t v : now)
-        scan_buffer(v, count);
+        G > 1 ? scan_across(v, count) : scan_buffer(v, count);
     }
-    row_loop(
-        "scan.out",
-        [&] {
-          vals_ = outer_vals;
-          scanned(b_.CreateSub(j_, jb), stages);
-          loop_values(plan_.reduce_loops);
-          store_outputs(/*rows=*/true);
-        },
-        jb, count, part);
+    for (int64_t g = 0; g < G; ++g) {
+      i_ = rows[size_t(g)].i;
+      vals_ = rows[size_t(g)].vals;
+      if (part == RowPart::Streamed)
+        stream_row_ = b_.CreateIntrinsic(
+            llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
+            {b_.CreateGEP(ops_.mem_type(k_.slots[stream_].dtype), stream_row(), jb),
+             b_.getInt64(~uint64_t(63))},
+            nullptr, "stream.block");
+      row_loop(
+          "scan.out",
+          [&] {
+            scanned(g, b_.CreateSub(j_, jb), stages);
+            loop_values(plan_.reduce_loops);
+            store_outputs(/*rows=*/true);
+          },
+          jb, count, part);
+    }
   };
 
   // The blocks of [from, to), from carry (updated to what follows them). Streamed blocks start
   // on a 64-byte boundary of the streaming row: ptrmask tells LLVM.
-  llvm::Value* row = nullptr;
   auto blocks = [&](const char* name, llvm::Value* from, llvm::Value* to, RowPart part) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* loop = llvm::BasicBlock::Create(ctx_, name, f_, done_);
@@ -483,15 +599,9 @@ void KernelLowering::scan_blocks() {
       carry[v] = carry_in[v] = b_.CreatePHI(vty[v], 2, "scan.carry");
     ops_.err = err_in;
     llvm::Value* count = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(to, jb),
-                                                  b_.getInt64(kScanBlock), nullptr, "count");
-    if (part == RowPart::Streamed)
-      stream_row_ =
-          b_.CreateIntrinsic(llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
-                             {b_.CreateGEP(ops_.mem_type(k_.slots[stream_].dtype), row, jb),
-                              b_.getInt64(~uint64_t(63))},
-                             nullptr, "stream.block");
+                                                  b_.getInt64(B), nullptr, "count");
     block(jb, count, part);
-    llvm::Value* jb_next = b_.CreateAdd(jb, b_.getInt64(kScanBlock), "jb.next", true, true);
+    llvm::Value* jb_next = b_.CreateAdd(jb, b_.getInt64(B), "jb.next", true, true);
     llvm::BasicBlock* latch = b_.GetInsertBlock();
     no_unroll(b_.CreateCondBr(b_.CreateICmpSLT(jb_next, to), loop, after));
     jb->addIncoming(from, pre);
@@ -512,14 +622,30 @@ void KernelLowering::scan_blocks() {
   llvm::Value* r = arg(kR);
   if (stream_ < 0) {
     blocks("scan.block", b_.getInt64(0), r, RowPart::Cached);
-  } else { // the head through the cache (the whole row where it is not aligned to its elements)
-    row = b_.CreateInBoundsGEP(ops_.mem_type(k_.slots[stream_].dtype), slots_[stream_].ptr,
-                               element_index(stream_));
-    llvm::Value* head = align_stream_row(row, r);
+  } else if (G == 1) { // the head through the cache (the whole row where it is not aligned to
+                       // its elements)
+    llvm::Value* head = align_stream_row(stream_row(), r);
     blocks("scan.head", b_.getInt64(0), head, RowPart::Head);
     blocks("scan.block", head, r, RowPart::Streamed);
+  } else { // the same where the group's rows share their offset from a 64-byte boundary, else
+           // the whole rows through the cache; in vectors (a head of a whole row is no short one)
+    i_ = rows[0].i;
+    const SlotState& st = slots_[stream_];
+    const uint64_t item = itemsize(k_.slots[stream_].dtype);
+    llvm::Value* shared = b_.CreateICmpEQ(
+        b_.CreateAnd(b_.CreateMul(st.stride, b_.getInt64(item)), b_.getInt64(63)), b_.getInt64(0));
+    llvm::Value* head = b_.CreateSelect(shared, align_stream_row(stream_row(), r), r, "head");
+    blocks("scan.head", b_.getInt64(0), head, RowPart::Cached);
+    blocks("scan.block", head, r, RowPart::Streamed);
   }
-  vals_ = outer_vals;
+  i_ = rows[0].i;
+  vals_ = rows[0].vals;
+}
+
+// The current row of the streaming slot (at i_).
+llvm::Value* KernelLowering::stream_row() {
+  return b_.CreateInBoundsGEP(ops_.mem_type(k_.slots[stream_].dtype), slots_[stream_].ptr,
+                              element_index(stream_));
 }
 
 // The identity of a reduction's or a scan's combining op in dtype t: 0, 1, or the lowest or

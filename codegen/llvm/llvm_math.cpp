@@ -349,6 +349,28 @@ llvm::Value* OpLowering::philox(llvm::Value* ctr, llvm::Value* key, int64_t word
 // ---- libm calls with libmvec variants
 // ------------------------------------------------------------
 
+// The symbol of `name`'s variant for vector-function-ABI ISA letter `isa` and `lanes` lanes:
+// ours (llvm_vmath) or libmvec's.
+std::string OpLowering::variant_symbol(const std::string& name, char isa, unsigned lanes,
+                                       unsigned nargs) {
+  if (const char* ours = vmath_variant(name, isa, lanes)) return ours;
+  return fmt::format("_ZGV{}N{}{}_{}", isa, lanes, std::string(nargs, 'v'), name);
+}
+
+// The symbol of `name`'s variant on `lanes` lanes of ty that this CPU runs, declared in m (as
+// vector_variants declares them all), or "" when it has none of that width.
+std::string OpLowering::variant_name(llvm::Module& m, const std::string& name, llvm::Type* ty,
+                                     unsigned lanes, unsigned nargs) {
+  const unsigned bits = lanes * ty->getPrimitiveSizeInBits();
+  const char isa = bits == 128 && isa_.sse      ? 'b'
+                   : bits == 256 && isa_.avx2   ? 'd'
+                   : bits == 512 && isa_.avx512 ? 'e'
+                                                : '\0';
+  if (!isa) return "";
+  vector_variants(m, name, ty, nargs);
+  return variant_symbol(name, isa, lanes, nargs);
+}
+
 // The vector-function-abi-variant attribute value for `name` (scalar type ty, nargs arguments),
 // declaring each vector function in the module.
 std::string OpLowering::vector_variants(llvm::Module& m, const std::string& name, llvm::Type* ty,
@@ -365,8 +387,7 @@ std::string OpLowering::vector_variants(llvm::Module& m, const std::string& name
     if (!isa.on) continue;
     unsigned lanes = isa.bits / elem_bits;
     std::string params(nargs, 'v');
-    std::string vname = fmt::format("_ZGV{}N{}{}_{}", isa.letter, lanes, params, name);
-    if (const char* ours = vmath_variant(name, isa.letter, lanes)) vname = ours;
+    std::string vname = variant_symbol(name, isa.letter, lanes, nargs);
     if (!attr.empty()) attr += ',';
     attr += fmt::format("_ZGV_LLVM_N{}{}_{}({})", lanes, params, name, vname);
     if (!m.getFunction(vname)) {
@@ -390,6 +411,25 @@ llvm::Value* OpLowering::libm(const char* base, DType t, llvm::ArrayRef<llvm::Va
   llvm::Type* ty = reg_type(t);
   std::string name = std::string(base) + (t == kFloat32 ? "f" : "");
   llvm::Module& m = *b_.GetInsertBlock()->getModule();
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(args[0]->getType())) {
+    // A vector the kernel built itself (a scan's column of rows): the variant of its width,
+    // else lane by lane.
+    const std::string vname =
+        variant_name(m, name, ty, vt->getNumElements(), unsigned(args.size()));
+    if (!vname.empty()) {
+      llvm::CallInst* call = b_.CreateCall(m.getFunction(vname), args);
+      call->setDoesNotAccessMemory();
+      return call;
+    }
+    llvm::Value* r = llvm::PoisonValue::get(vt);
+    for (unsigned l = 0; l < vt->getNumElements(); ++l) {
+      llvm::SmallVector<llvm::Value*, 2> lane;
+      for (llvm::Value* a : args)
+        lane.push_back(b_.CreateExtractElement(a, l));
+      r = b_.CreateInsertElement(r, libm(base, t, lane), l);
+    }
+    return r;
+  }
   llvm::Function* f = m.getFunction(name);
   if (!f) {
     auto* fty =

@@ -59,6 +59,9 @@ private:
   llvm::Value* int_pow(DType t, llvm::Value* x, llvm::Value* y);
   llvm::Value* float_max_min(bool is_max, llvm::Value* x, llvm::Value* y);
   llvm::Value* libm(const char* base, DType t, llvm::ArrayRef<llvm::Value*> args);
+  std::string variant_symbol(const std::string& name, char isa, unsigned lanes, unsigned nargs);
+  std::string variant_name(llvm::Module& m, const std::string& name, llvm::Type* ty, unsigned lanes,
+                           unsigned nargs);
   std::string vector_variants(llvm::Module& m, const std::string& name, llvm::Type* ty,
                               unsigned nargs);
 
