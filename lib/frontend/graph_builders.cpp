@@ -75,14 +75,23 @@ NodePtr unary(Op op, const NodePtr& x) {
   return ir::make_node(op, out, x->shape, {x});
 }
 
-NodePtr binary(Op op, NodePtr a, NodePtr b) {
-  check_complex_op(op, a->dtype);
-  align_devices({&a, &b});
-  Shape shape = ir::broadcast_shapes(a->shape, b->shape);
+namespace {
+
+// binary() of operands on one device, to their broadcast shape.
+NodePtr binary_to(Op op, NodePtr a, NodePtr b, Shape shape) {
   a = expand(a, shape);
   b = expand(b, shape);
   DType out = ir::is_comparison(op) ? kBool : a->dtype;
   return ir::make_node(op, out, std::move(shape), {std::move(a), std::move(b)});
+}
+
+} // namespace
+
+NodePtr binary(Op op, NodePtr a, NodePtr b) {
+  check_complex_op(op, a->dtype);
+  align_devices({&a, &b});
+  Shape shape = ir::broadcast_shapes(a->shape, b->shape);
+  return binary_to(op, std::move(a), std::move(b), std::move(shape));
 }
 
 NodePtr binary_as(Op op, const NodePtr& a, const NodePtr& b, DType t) {
@@ -91,11 +100,12 @@ NodePtr binary_as(Op op, const NodePtr& a, const NodePtr& b, DType t) {
       is_complex(b->dtype) != is_complex(t))
     return binary(op, cast(a, t), cast(b, t)); // the checks and errors of the long way
   check_complex_op(op, t);                     // before the shapes, as binary() checks
-  const Shape shape = ir::broadcast_shapes(a->shape, b->shape);
+  Shape shape = ir::broadcast_shapes(a->shape, b->shape);
   auto operand = [&](const NodePtr& x) {
     return x->op == Op::Const ? constant(x->value, t, shape, x->device) : cast(x, t);
   };
-  return binary(op, operand(a), operand(b));
+  NodePtr x = operand(a), y = operand(b);
+  return binary_to(op, std::move(x), std::move(y), std::move(shape));
 }
 
 NodePtr where(NodePtr cond, NodePtr a, NodePtr b) {

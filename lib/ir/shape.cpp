@@ -5,7 +5,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "tensorjit/error.h"
 
@@ -19,9 +18,13 @@ int64_t numel(const Shape& s) {
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& s) {
-  std::vector<int64_t> order(s.size());
-  std::iota(order.begin(), order.end(), 0);
-  return dense_strides(s, order);
+  std::vector<int64_t> st(s.size());
+  int64_t acc = 1;
+  for (size_t d = s.size(); d-- > 0;) {
+    st[d] = acc;
+    acc *= std::max<int64_t>(s[d], 1);
+  }
+  return st;
 }
 
 std::vector<int64_t> dense_strides(const Shape& s, const std::vector<int64_t>& order) {
