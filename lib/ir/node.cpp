@@ -1,6 +1,8 @@
 // Hash-consing of tensor-graph nodes, and their iterative destruction.
 #include "lib/ir/node.h"
 
+#include "lib/core/free_list.h"
+
 #include "lib/ir/scalar_semantics.h"
 #include "tensorjit/error.h"
 #include "tensorjit/site.h"
@@ -319,68 +321,6 @@ private:
   std::vector<NodePtr> more_;
 };
 
-// Nodes are allocated (with their shared_ptr control block) from a free list per thread: a graph
-// of ops builds and drops hundreds at a time, more than malloc's per-thread cache holds, and its
-// slower paths took a fifth of building a chain of 200 ops. A block freed on another thread joins
-// that thread's list. Under AddressSanitizer, malloc's, which checks every use.
-struct FreeList {
-  void* head = nullptr;
-  size_t count = 0;
-  bool closed = false; // the thread is exiting: blocks go back to the heap
-};
-template <size_t Size> thread_local FreeList free_list; // trivially destroyed: usable at exit
-
-template <size_t Size> struct Reaper {
-  ~Reaper() {
-    FreeList& l = free_list<Size>;
-    l.closed = true;
-    while (l.head) {
-      void* next = *static_cast<void**>(l.head);
-      ::operator delete(l.head);
-      l.head = next;
-    }
-    l.count = 0;
-  }
-};
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPooled = false;
-#else
-constexpr bool kPooled = true;
-#endif
-constexpr size_t kMaxFree = 4096; // blocks a thread keeps (about 1 MiB)
-
-template <class T> struct NodeAllocator {
-  using value_type = T;
-  NodeAllocator() = default;
-  template <class U> NodeAllocator(const NodeAllocator<U>&) {}
-  T* allocate(size_t n) {
-    FreeList& l = free_list<sizeof(T)>;
-    if (kPooled && n == 1 && l.head) {
-      void* p = l.head;
-      l.head = *static_cast<void**>(p);
-      --l.count;
-      return static_cast<T*>(p);
-    }
-    if (kPooled && n == 1 && !l.closed) {
-      thread_local Reaper<sizeof(T)> reaper; // frees the list when the thread exits
-      (void)reaper;
-    }
-    return static_cast<T*>(::operator new(n * sizeof(T)));
-  }
-  void deallocate(T* p, size_t n) {
-    FreeList& l = free_list<sizeof(T)>;
-    if (kPooled && n == 1 && !l.closed && l.count < kMaxFree) {
-      *reinterpret_cast<void**>(p) = l.head;
-      l.head = p;
-      ++l.count;
-      return;
-    }
-    ::operator delete(p);
-  }
-  template <class U> bool operator==(const NodeAllocator<U>&) const { return true; }
-};
-
 } // namespace
 
 NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
@@ -419,7 +359,7 @@ NodePtr make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> src,
     return found;
   }
 
-  n = std::allocate_shared<Node>(NodeAllocator<Node>());
+  n = std::allocate_shared<Node>(core::FreeListAllocator<Node>());
   n->op = op;
   n->dtype = dtype;
   n->shape = std::move(shape);
