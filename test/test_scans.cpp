@@ -129,6 +129,11 @@ TEST_CASE("scans fuse with the elementwise work before and after them", "[scan][
   check_vs_interp((x.abs() / 8 + 1).cumprod(1).sum({1}), "a reduced scan", false);
   check_vs_interp(x.cumsum(1).narrow(1, 5, 100).cumsum(1), "a scan of a slice of a scan");
   check_vs_interp(x.cumsum(1).t().cumsum(1), "a scan of a transposed scan");
+  // Rows side by side (64 of them: 16 groups of four, or eight of eight): a float scan of a
+  // float scan, each in its buffer in turn; two float scans; logcumsumexp through vector exp.
+  check_vs_interp(x.cumsum(1).cumsum(1) * 2, "a cumsum of a cumsum");
+  check_vs_interp(x.cumsum(1) + (x.abs() / 8 + 1).cumprod(1), "a cumsum and a cumprod");
+  check_vs_interp((x / 4).logcumsumexp(1) - x.to(kFloat64).cumsum(1), "logcumsumexp", false);
   // Scans of reductions and of row-local kernels along other dims: the reductions first.
   check_vs_interp(x.sum({1}).cumsum(0), "a scan of a sum", false);
   check_vs_interp(nn::functional::softmax(x, 1).cumsum(0), "a scan of a softmax", false);
