@@ -69,6 +69,8 @@ inline constexpr int64_t kScanGroupBlock = 64;
 // of some 50 cycles a step): a full vector of float32 rows. 4096 x 256 float32, one Zen 4 thread:
 // 4.9 ms, against 10.7 for 4 rows and 11.0 for 4 scalar chains; 16 rows (two vectors) 5.1.
 inline constexpr int64_t kScanRowGroupMath = 8;
+static_assert(kir::kScanRowGroupAlign % kScanRowGroup == 0 &&
+              kir::kScanRowGroupAlign % kScanRowGroupMath == 0);
 // A store loop whose scans can run in vector registers (scan_blocks) goes through its row in
 // blocks of this many elements: a loop computing what the scans accumulate into a stack buffer,
 // the scans over it a vector at a time, and a loop computing and storing the row from them.

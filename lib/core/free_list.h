@@ -33,11 +33,24 @@ template <size_t Size> struct Reaper {
   }
 };
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) // GCC
+inline constexpr bool kPooled = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) // clang
 inline constexpr bool kPooled = false;
 #else
 inline constexpr bool kPooled = true;
 #endif
+#else
+inline constexpr bool kPooled = true;
+#endif
+
+// Makes sure the calling thread frees its list of Size-byte blocks when it exits: called
+// wherever a block may join the list (a thread may only ever free blocks others allocated).
+template <size_t Size> void arm_reaper() {
+  thread_local Reaper<Size> reaper;
+  (void)reaper;
+}
 inline constexpr size_t kMaxBlocks = 4096; // per size and thread: about 1 MiB of nodes
 
 } // namespace free_list_detail
@@ -49,19 +62,14 @@ template <class T> struct FreeListAllocator {
 
   T* allocate(size_t n) {
     namespace d = free_list_detail;
-    static_assert(sizeof(T) >= sizeof(void*));
+    // Lists are kept by size alone: blocks from operator new suit any type of that size.
+    static_assert(sizeof(T) >= sizeof(void*) && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
     d::List& l = d::list<sizeof(T)>;
-    if (d::kPooled && n == 1) {
-      if (l.head) {
-        void* p = l.head;
-        l.head = *static_cast<void**>(p);
-        --l.count;
-        return static_cast<T*>(p);
-      }
-      if (!l.closed) {
-        thread_local d::Reaper<sizeof(T)> reaper; // constructed on the thread's first miss
-        (void)reaper;
-      }
+    if (d::kPooled && n == 1 && l.head) {
+      void* p = l.head;
+      l.head = *static_cast<void**>(p);
+      --l.count;
+      return static_cast<T*>(p);
     }
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
@@ -70,6 +78,7 @@ template <class T> struct FreeListAllocator {
     namespace d = free_list_detail;
     d::List& l = d::list<sizeof(T)>;
     if (d::kPooled && n == 1 && !l.closed && l.count < d::kMaxBlocks) {
+      if (!l.head) d::arm_reaper<sizeof(T)>(); // the list's first block (again)
       *reinterpret_cast<void**>(p) = l.head;
       l.head = p;
       ++l.count;

@@ -304,7 +304,7 @@ public:
   Passed& operator=(const Passed&) = delete;
   ~Passed() {
     for (size_t k = 0; k < n_; ++k)
-      at(k)->~NodePtr();
+      std::launder(reinterpret_cast<NodePtr*>(at(k)))->~NodePtr();
   }
   void add(NodePtr p) {
     if (n_ < kInPlace)
@@ -315,7 +315,7 @@ public:
 
 private:
   static constexpr size_t kInPlace = 8;
-  NodePtr* at(size_t k) { return std::launder(reinterpret_cast<NodePtr*>(buf_)) + k; }
+  unsigned char* at(size_t k) { return buf_ + k * sizeof(NodePtr); }
   alignas(NodePtr) unsigned char buf_[kInPlace * sizeof(NodePtr)];
   size_t n_ = 0;
   std::vector<NodePtr> more_;
