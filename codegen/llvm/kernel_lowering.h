@@ -65,6 +65,11 @@ inline constexpr int64_t kNarrowTileBlock = 16;
 // 4.6, 16 rows 5.4; blocks of 128 the same, of 256 5.0 (the group's buffers crowd the L1).
 inline constexpr int64_t kScanRowGroup = 4;
 inline constexpr int64_t kScanGroupBlock = 64;
+// Shorter rows run the group in one loop over j, scalar chains side by side (rows_in_step): per
+// block, each row's loops cost more than a short row's work. float32 cumsum over 2^23 elements,
+// one Zen 4 thread, in blocks / in one loop: rows of 3 41 / 6-11 ms, 24 17-19 / 4.4-7, 32 4.8 /
+// 4.3, 64 4.3 / 4.6, 128 6.2 / 11.4, 1024 5.0-6.3 / 6.1-9.4 (least of three runs each).
+inline constexpr int64_t kScanGroupMinRow = 64;
 // The group of a scan whose combination calls vector math (logcumsumexp's exp and log1p, a chain
 // of some 50 cycles a step): a full vector of float32 rows. 4096 x 256 float32, one Zen 4 thread:
 // 4.9 ms, against 10.7 for 4 rows and 11.0 for 4 scalar chains; 16 rows (two vectors) 5.1.
@@ -149,7 +154,7 @@ private:
   llvm::Value* element_loop(llvm::BasicBlock* done);
   llvm::Value* pipelined_rows(llvm::BasicBlock* exit);
   llvm::Value* scan_row_groups(llvm::BasicBlock* exit);
-  llvm::Value* row_group_loop(llvm::BasicBlock* exit, llvm::Value* count);
+  llvm::Value* row_group_loop(llvm::BasicBlock* exit, llvm::Value* count, bool blocked);
   using Loops = std::function<llvm::Value*(llvm::BasicBlock* exit)>;
   llvm::Value* either(llvm::Value* cond, const char* yes_name, const Loops& yes,
                       const char* no_name, const Loops& no, llvm::BasicBlock* done);
@@ -182,6 +187,7 @@ private:
     std::vector<llvm::Value*> vals;
   };
   void scan_blocks(const std::vector<ScanRow>& rows);
+  void rows_in_step(const std::vector<ScanRow>& rows);
   void transpose(std::vector<llvm::Value*>& rows);
   llvm::Value* concat(std::vector<llvm::Value*> parts);
   llvm::Value* stream_row();

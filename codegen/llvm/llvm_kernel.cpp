@@ -290,8 +290,16 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
 llvm::Value* KernelLowering::scan_row_groups(llvm::BasicBlock* exit) {
   llvm::Value* n = arg(kN);
   llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(scan_group_ - 1)), "grouped");
+  // Rows shorter than kScanGroupMinRow run a group in one loop over j (rows_in_step): per block,
+  // each row's loops cost more than a short row's work.
+  auto groups = [&](llvm::BasicBlock* e) {
+    return either(
+        b_.CreateICmpSGE(arg(kR), b_.getInt64(kScanGroupMinRow)), "blocked",
+        [&](llvm::BasicBlock* x) { return row_group_loop(x, grouped, true); }, "stepped",
+        [&](llvm::BasicBlock* x) { return row_group_loop(x, grouped, false); }, e);
+  };
   return in_two_parts(
-      grouped, n, "groups", [&](llvm::BasicBlock* e) { return row_group_loop(e, grouped); }, "rest",
+      grouped, n, "groups", groups, "rest",
       [&](llvm::BasicBlock* e) { return counted_loop(e, b_.CreateSub(n, grouped), grouped, true); },
       exit);
 }
@@ -340,9 +348,10 @@ llvm::Value* KernelLowering::in_two_parts(llvm::Value* split, llvm::Value* n,
 
 // for each group of scan_group_ rows in [0, count) (count > 0, a multiple of the group): the
 // values per row of each, then the group's store loops (scan_blocks, with the rows as the lanes
-// of the scans' vectors), then the stores per row. Returns the error flag at `exit`, or nullptr
-// when nothing divides integers.
-llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value* count) {
+// of the scans' vectors, where `blocked`; else rows_in_step), then the stores per row. Returns the
+// error flag at `exit`, or nullptr when nothing divides integers.
+llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value* count,
+                                            bool blocked) {
   auto* i64 = b_.getInt64Ty();
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "group", f_, exit);
@@ -358,7 +367,7 @@ llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value*
     lower_values(plan_.per_i[0]);
     rows[g].vals = vals_;
   }
-  scan_blocks(rows);
+  blocked ? scan_blocks(rows) : rows_in_step(rows);
   for (const ScanRow& row : rows) {
     i_ = row.i;
     vals_ = row.vals;
@@ -371,6 +380,57 @@ llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value*
   k->addIncoming(next, latch);
   llvm::Value* err = loop_err(err_in, no_err(), pre, ops_.err, latch);
   return err == no_err() ? nullptr : err;
+}
+
+// The store loop of `rows` as one loop over j computing every row's elements and stores in each
+// step, with a scalar scan accumulation per row and scan: the group's chains are independent, so
+// the core overlaps them. From the current block; leaves the builder after the loop.
+void KernelLowering::rows_in_step(const std::vector<ScanRow>& rows) {
+  auto* i64 = b_.getInt64Ty();
+  const size_t nv = k_.values.size(), G = rows.size();
+  llvm::BasicBlock* jpre = b_.GetInsertBlock();
+  auto* jloop = llvm::BasicBlock::Create(ctx_, "group.row", f_, done_);
+  auto* jafter = llvm::BasicBlock::Create(ctx_, "group.row.after", f_, done_);
+  llvm::Value* err_outer = ops_.err;
+  b_.CreateCondBr(b_.CreateICmpSGT(arg(kR), b_.getInt64(0)), jloop, jafter);
+  b_.SetInsertPoint(jloop);
+  auto* j = b_.CreatePHI(i64, 2, "j");
+  auto* err_j = b_.CreatePHI(err_ty(), 2, "err.row");
+  std::vector<std::vector<llvm::PHINode*>> acc(G, std::vector<llvm::PHINode*>(nv, nullptr));
+  for (size_t g = 0; g < G; ++g)
+    for (size_t v = 0; v < nv; ++v)
+      if (ir::is_scan(k_.values[v].op) && plan_.in_loop.back()[v])
+        acc[g][v] = b_.CreatePHI(ops_.reg_type(k_.values[v].dtype), 2, "scan");
+  j_ = j;
+  ops_.err = err_j;
+  std::vector<std::vector<llvm::Value*>> acc_next(G, std::vector<llvm::Value*>(nv, nullptr));
+  for (size_t g = 0; g < G; ++g) {
+    i_ = rows[g].i;
+    vals_ = rows[g].vals;
+    scan_acc_.assign(acc[g].begin(), acc[g].end());
+    loop_values(plan_.reduce_loops);
+    store_outputs(/*rows=*/true);
+    for (size_t v = 0; v < nv; ++v)
+      if (acc[g][v]) acc_next[g][v] = vals_[v] ? vals_[v] : acc[g][v];
+  }
+  llvm::Value* j_next = b_.CreateAdd(j, b_.getInt64(1), "j.next", true, true);
+  llvm::BasicBlock* jlatch = b_.GetInsertBlock();
+  no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(j_next, arg(kR)), jafter, jloop));
+  j->addIncoming(b_.getInt64(0), jpre);
+  j->addIncoming(j_next, jlatch);
+  for (size_t g = 0; g < G; ++g)
+    for (size_t v = 0; v < nv; ++v)
+      if (acc[g][v]) {
+        acc[g][v]->addIncoming(scan_identity(int(v)), jpre);
+        acc[g][v]->addIncoming(acc_next[g][v], jlatch);
+      }
+  llvm::Value* err_loop = ops_.err;
+  j_ = nullptr;
+  scan_acc_.assign(nv, nullptr);
+  b_.SetInsertPoint(jafter);
+  loop_err_after(err_j, err_outer, jpre, err_loop, jlatch, "err.row.after");
+  i_ = rows[0].i;
+  vals_ = rows[0].vals;
 }
 
 // Sets stream_row_ to the first 64-byte boundary at or after `row` (the streaming slot's first
