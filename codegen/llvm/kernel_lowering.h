@@ -203,7 +203,8 @@ private:
   void loop_err_after(llvm::PHINode* in, llvm::Value* outer, llvm::BasicBlock* pre,
                       llvm::Value* loop, llvm::BasicBlock* latch, const char* name);
   void row_loop(const char* name, const std::function<void()>& body, llvm::Value* first = nullptr,
-                llvm::Value* count = nullptr, RowPart part = RowPart::Cached);
+                llvm::Value* count = nullptr, RowPart part = RowPart::Cached,
+                bool interleave = true);
   llvm::Value* align_stream_row(llvm::Value* row, llvm::Value* count);
   llvm::Value* kept_address(int s);
   void prefetch_next_row(llvm::Value* first, llvm::Value* end);

@@ -392,10 +392,43 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
     buf[v] = allocas.CreateAlloca(llvm::ArrayType::get(t, uint64_t(G * B)), nullptr, "scan.buf");
     buf[v]->setAlignment(llvm::Align(64));
   }
-  // Row g's element jj of scan v's buffer.
-  auto at = [&](int32_t v, int64_t g, llvm::Value* jj) {
-    if (g > 0) jj = b_.CreateAdd(jj, b_.getInt64(g * B), "", true, true);
+  // Row g's element jj of scan v's buffer (g a constant, or the loop's row in each_row).
+  auto at_row = [&](int32_t v, llvm::Value* g, llvm::Value* jj) {
+    if (g) jj = b_.CreateAdd(jj, b_.CreateMul(g, b_.getInt64(B), "", true, true), "", true, true);
     return b_.CreateInBoundsGEP(buf[v]->getAllocatedType(), buf[v], {b_.getInt64(0), jj});
+  };
+  auto at = [&](int32_t v, int64_t g, llvm::Value* jj) {
+    return at_row(v, g > 0 ? b_.getInt64(g) : nullptr, jj);
+  };
+  // `body` for each of the rows, with i_ and vals_ the row's and the row's index in the group
+  // (null for the one row of scan_blocked_ kernels): a loop over the group's rows, whose values
+  // per i it computes again, so that the kernel holds one copy of each row loop.
+  auto each_row = [&](const char* name, const std::function<void(llvm::Value*)>& body) {
+    i_ = rows[0].i;
+    vals_ = rows[0].vals;
+    if (G == 1) return body(nullptr);
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* loop = llvm::BasicBlock::Create(ctx_, name, f_, done_);
+    auto* after = llvm::BasicBlock::Create(ctx_, fmt::format("{}.after", name), f_, done_);
+    llvm::Value* err_outer = ops_.err;
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    auto* g = b_.CreatePHI(i64, 2, "g");
+    auto* err_in = b_.CreatePHI(err_ty(), 2, "err.rows");
+    ops_.err = err_in;
+    i_ = b_.CreateAdd(rows[0].i, g, "i", true, true);
+    vals_.assign(nv, nullptr);
+    lower_values(plan_.per_i[0]);
+    body(g);
+    llvm::Value* g_next = b_.CreateAdd(g, b_.getInt64(1), "g.next", true, true);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(g_next, b_.getInt64(G)), after, loop));
+    g->addIncoming(b_.getInt64(0), pre);
+    g->addIncoming(g_next, latch);
+    b_.SetInsertPoint(after);
+    ops_.err = loop_err(err_in, err_outer, pre, ops_.err, latch);
+    i_ = rows[0].i;
+    vals_ = rows[0].vals;
   };
   // The scans in stages: a scan of what another scan computes (cummax's indices, where the
   // running maximum was reached) goes in a later stage, once that scan's buffer is complete.
@@ -417,9 +450,9 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
     stages = std::max(stages, stage[v] + 1);
   }
   // Row g's values at jb + jj of the scans of stages before `before`, from their buffers.
-  auto scanned = [&](int64_t g, llvm::Value* jj, int before) {
+  auto scanned = [&](llvm::Value* g, llvm::Value* jj, int before) {
     for (int32_t v : scans)
-      if (stage[v] < before) vals_[v] = b_.CreateLoad(vty[v]->getElementType(), at(v, g, jj));
+      if (stage[v] < before) vals_[v] = b_.CreateLoad(vty[v]->getElementType(), at_row(v, g, jj));
   };
   // What each scan carries into the next block: one row's in every lane (scan_buffer), or each
   // row of a group's in its lane (scan_across).
@@ -545,9 +578,7 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
           now.push_back(scans[s]);
           roots.push_back(operands[s]);
         }
-      for (int64_t g = 0; g < G; ++g) {
-        i_ = rows[size_t(g)].i;
-        vals_ = rows[size_t(g)].vals;
+      each_row("scan.in.rows", [&](llvm::Value* g) {
         row_loop(
             "scan.in",
             [&] {
@@ -555,16 +586,14 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
               scanned(g, jj, st);
               loop_values(plan_.reduce_loops, &roots);
               for (size_t s = 0; s < now.size(); ++s)
-                b_.CreateStore(vals_[roots[s]], at(now[s], g, jj));
+                b_.CreateStore(vals_[roots[s]], at_row(now[s], g, jj));
             },
-            jb, count);
-      }
+            jb, count, RowPart::Cached, /*interleave=*/G == 1);
+      });
       for (int32_t v : now)
         G > 1 ? scan_across(v, count) : scan_buffer(v, count);
     }
-    for (int64_t g = 0; g < G; ++g) {
-      i_ = rows[size_t(g)].i;
-      vals_ = rows[size_t(g)].vals;
+    each_row("scan.out.rows", [&](llvm::Value* g) {
       if (part == RowPart::Streamed)
         stream_row_ = b_.CreateIntrinsic(
             llvm::Intrinsic::ptrmask, {b_.getPtrTy(), i64},
@@ -578,8 +607,8 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
             loop_values(plan_.reduce_loops);
             store_outputs(/*rows=*/true);
           },
-          jb, count, part);
-    }
+          jb, count, part, /*interleave=*/G == 1);
+    });
   };
 
   // The blocks of [from, to), from carry (updated to what follows them). Streamed blocks start
@@ -682,7 +711,8 @@ llvm::Value* KernelLowering::scan_identity(int v) {
 // element loop, with `body` lowering what it computes; the values per i are visible inside, the
 // loop's own values not after it.
 void KernelLowering::row_loop(const char* name, const std::function<void()>& body,
-                              llvm::Value* first, llvm::Value* count, RowPart part) {
+                              llvm::Value* first, llvm::Value* count, RowPart part,
+                              bool interleave) {
   auto* i64 = b_.getInt64Ty();
   llvm::Value* r = count ? count : arg(kR);
   auto* outer = b_.GetInsertBlock();
@@ -708,6 +738,7 @@ void KernelLowering::row_loop(const char* name, const std::function<void()>& bod
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   auto* br = b_.CreateCondBr(b_.CreateICmpEQ(j_next, r), after, loop);
   if (part == RowPart::Head) head_loop(br);
+  if (!interleave) interleave_once(br);
   llvm::Value* err_loop = ops_.err;
   j->addIncoming(b_.getInt64(0), outer);
   j->addIncoming(j_next, latch);
