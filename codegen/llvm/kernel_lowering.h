@@ -245,6 +245,9 @@ private:
   // vector loop.
   void head_loop(llvm::Instruction* latch_branch) {
     no_unroll(latch_branch);
+    no_vectorize(latch_branch);
+  }
+  void no_vectorize(llvm::Instruction* latch_branch) {
     loop_hint(latch_branch, "llvm.loop.vectorize.enable",
               llvm::ConstantAsMetadata::get(b_.getFalse()));
   }

@@ -496,7 +496,9 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
     llvm::Value* c_next = body(t, c);
     llvm::Value* t_next = b_.CreateAdd(t, b_.getInt64(1), "", true, true);
     llvm::BasicBlock* latch = b_.GetInsertBlock();
-    no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(t_next, vectors), loop_end, loop));
+    auto* br = b_.CreateCondBr(b_.CreateICmpEQ(t_next, vectors), loop_end, loop);
+    no_unroll(br);
+    no_vectorize(br); // already in vectors: the loop vectorizer need not look at it
     t->addIncoming(b_.getInt64(0), from);
     t->addIncoming(t_next, latch);
     c->addIncoming(carry[v], from);
