@@ -32,23 +32,24 @@ public:
       kernels_only = false;
       return 0;
     }
-    if (auto it = index_.find(n); it != index_.end()) return it->second;
-    // Sources first: a node's words name them by their indices.
-    std::vector<uint64_t> src;
-    src.reserve(n->src.size());
-    for (const auto& s : n->src)
-      src.push_back(visit(s));
+    if (const uint64_t* known = index_.find(n)) return *known;
+    // Sources first: a node's words name them by their indices (in place for up to four).
+    uint64_t src_in_place[4];
+    std::vector<uint64_t> src_more(n->src.size() > 4 ? n->src.size() : 0);
+    uint64_t* src = n->src.size() > 4 ? src_more.data() : src_in_place;
+    for (size_t k = 0; k < n->src.size(); ++k)
+      src[k] = visit(n->src[k]);
     auto& w = key_.words;
     const bool buffer = n->op == ir::Op::Buffer;
     const size_t nargs = buffer ? 0 : n->args.size(); // a buffer's argument is its version
     w.push_back(uint64_t(n->op) | uint64_t(n->dtype) << 8 | uint64_t(n->device.type()) << 16 |
                 uint64_t(n->device.index() + 1) << 32);
     w.push_back(n->shape.size());
-    w.push_back(src.size());
+    w.push_back(n->src.size());
     w.push_back(nargs);
     for (int64_t d : n->shape)
       w.push_back(uint64_t(d));
-    w.insert(w.end(), src.begin(), src.end());
+    w.insert(w.end(), src, src + n->src.size());
     if (!buffer)
       for (int64_t a : n->args)
         w.push_back(uint64_t(a));
@@ -65,9 +66,7 @@ public:
       for (int64_t s : n->view.strides)
         w.push_back(uint64_t(s));
     }
-    const uint64_t i = index_.size();
-    index_.emplace(n, i);
-    return i;
+    return index_.add(n);
   }
 
 private:
@@ -78,17 +77,70 @@ private:
     return it->second;
   }
 
+  // The nodes visited and their indices, in order: open addressing, so that a node costs no
+  // allocation (a node-based map took one per node, 400 for a chain of 200 ops).
+  class NodeIndex {
+  public:
+    const uint64_t* find(const ir::Node* n) const {
+      if (slots_.empty()) return nullptr;
+      for (size_t i = slot_of(n);; i = (i + 1) & (slots_.size() - 1)) {
+        if (!slots_[i].node) return nullptr;
+        if (slots_[i].node == n) return &slots_[i].index;
+      }
+    }
+    uint64_t add(const ir::Node* n) { // n not present
+      if (2 * (size_ + 1) > slots_.size()) grow();
+      size_t i = slot_of(n);
+      while (slots_[i].node)
+        i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = {n, size_};
+      return size_++;
+    }
+
+  private:
+    struct Slot {
+      const ir::Node* node = nullptr;
+      uint64_t index = 0;
+    };
+    size_t slot_of(const ir::Node* n) const {
+      return size_t((reinterpret_cast<uintptr_t>(n) >> 4) * 0x9E3779B97F4A7C15ULL >> 20) &
+             (slots_.size() - 1);
+    }
+    void grow() {
+      std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+      old.swap(slots_);
+      for (const Slot& s : old)
+        if (s.node) {
+          size_t i = slot_of(s.node);
+          while (slots_[i].node)
+            i = (i + 1) & (slots_.size() - 1);
+          slots_[i] = s;
+        }
+    }
+    std::vector<Slot> slots_;
+    uint64_t size_ = 0;
+  };
+
   GraphKey& key_;
-  std::unordered_map<const ir::Node*, uint64_t> index_;
+  NodeIndex index_;
   std::unordered_map<const rt::Storage*, uint64_t> storage_index_;
 };
 
+// Four independent multiply chains over the words, then mixed: a single chain waited on each
+// multiply in turn (thousands of words for a chain of ops).
 struct KeyHash {
   size_t operator()(const std::vector<uint64_t>& w) const {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (uint64_t x : w)
-      h = (h ^ x) * 0x100000001b3ULL;
-    return size_t(h ^ (h >> 31));
+    constexpr uint64_t kMul = 0x9E3779B97F4A7C15ULL;
+    uint64_t h[4] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL, 0x100000001b3ULL, w.size()};
+    size_t i = 0;
+    for (; i + 4 <= w.size(); i += 4)
+      for (int k = 0; k < 4; ++k)
+        h[k] = (h[k] ^ w[i + size_t(k)]) * kMul;
+    for (; i < w.size(); ++i)
+      h[0] = (h[0] ^ w[i]) * kMul;
+    uint64_t x = h[0] ^ (h[1] * kMul) ^ (h[2] >> 17) ^ (h[3] << 29);
+    x ^= x >> 31;
+    return size_t(x * kMul ^ (x >> 29));
   }
 };
 
