@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <mutex>
 #include <new>
@@ -404,8 +405,27 @@ NodePtr with_sources(const Node& n, std::vector<NodePtr> src) {
 NodePtr make_const(const Scalar& v, DType dtype, Shape shape, Device device) {
   // The value the constant has in its dtype: folding, the interpreter and
   // kernels then all see the same number, and equal constants hash-cons.
-  return make_node(Op::Const, dtype, std::move(shape), {}, {}, to_dtype(v, dtype), nullptr, {},
-                   device);
+  const Scalar value = to_dtype(v, dtype);
+  if (!shape.empty())
+    return make_node(Op::Const, dtype, std::move(shape), {}, {}, value, nullptr, {}, device);
+  // The scalar constants this thread made last, held: an op with a scalar operand makes one and
+  // drops it (its value is taken into the result's dtype and shape), so a loop of such ops made,
+  // registered and destroyed a node per op. Held, a cached node is the table's node for its key,
+  // and hash-consing is kept. Not shaped ones: evaluated (zeros(n).eval()), a held constant would
+  // keep its memory, which an in-place write would then have to copy.
+  struct Recent {
+    std::array<NodePtr, 8> nodes;
+    size_t next = 0;
+  };
+  thread_local Recent recent;
+  for (const NodePtr& c : recent.nodes)
+    if (c && c->dtype == dtype && c->device == device && same_scalar(c->value, value)) {
+      if (c->realized) ++tl_realized_found;
+      return c;
+    }
+  NodePtr n = make_node(Op::Const, dtype, {}, {}, {}, value, nullptr, {}, device);
+  recent.nodes[recent.next++ % recent.nodes.size()] = n;
+  return n;
 }
 
 NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape shape, View view) {
