@@ -270,13 +270,18 @@ TEST_CASE("cummax and cummin follow PyTorch's loop: NaN, ties and signed zeros",
         }
       }
     }
-  // Long rows, which the vectorized scans take a vector and a block at a time: NaNs, ties and
-  // zeros of both signs at every lane.
+  // Long rows, which the vectorized scans take a vector and a block at a time (as integer keys
+  // that order as the floats do): NaNs of both signs, ties, zeros of both signs, infinities and
+  // subnormals at every lane.
   std::vector<double> long_row;
+  const double tiny = std::ldexp(1.0, -140); // subnormal in float32
   for (int k = 0; k < 1500; ++k)
-    long_row.push_back(k % 97 == 50 ? kNaN
-                       : k % 5 == 0 ? (k % 2 ? -0.0 : 0.0)
-                                    : (k * 37 % 23) - 11);
+    long_row.push_back(k % 97 == 50   ? kNaN
+                       : k % 89 == 7  ? -kNaN
+                       : k % 83 == 11 ? (k % 2 ? -HUGE_VAL : HUGE_VAL)
+                       : k % 79 == 3  ? (k % 2 ? -tiny : tiny)
+                       : k % 5 == 0   ? (k % 2 ? -0.0 : 0.0)
+                                      : (k * 37 % 23) - 11);
   for (DType t : {kFloat32, kFloat64})
     for (bool max : {true, false})
       for (size_t len : {size_t(49), size_t(700), size_t(1500)}) {

@@ -191,7 +191,8 @@ private:
   void transpose(std::vector<llvm::Value*>& rows);
   llvm::Value* concat(std::vector<llvm::Value*> parts);
   llvm::Value* stream_row();
-  llvm::Value* vector_scan(int v, llvm::Value* x);
+  using Combine = std::function<llvm::Value*(llvm::Value*, llvm::Value*)>;
+  llvm::Value* vector_scan(llvm::Value* x, llvm::Value* none, const Combine& combine);
   llvm::Value* identity(Op combine, DType t);
   llvm::Value* scan_identity(int v);
   // How a row loop writes the streaming slot (kir::Slot::stream), if the kernel has one: through

@@ -309,18 +309,16 @@ bool KernelLowering::scans_vectorize() const {
   return true;
 }
 
-// Scan v within the vector x: in log2(lanes) steps, each combining every lane with the one d
-// lanes before it (the identity before the first).
-llvm::Value* KernelLowering::vector_scan(int v, llvm::Value* x) {
-  const kir::Value& s = k_.values[v];
-  const Op combine = ir::combine_op(s.op);
+// Scan within the vector x: in log2(lanes) steps, each combining every lane with the one d lanes
+// before it (`none` before the first).
+llvm::Value* KernelLowering::vector_scan(llvm::Value* x, llvm::Value* none,
+                                         const Combine& combine) {
   const unsigned lanes = llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements();
-  llvm::Value* none = b_.CreateVectorSplat(lanes, scan_identity(v));
   for (unsigned d = 1; d < lanes; d *= 2) {
     llvm::SmallVector<int, 16> mask(lanes);
     for (unsigned l = 0; l < lanes; ++l)
       mask[l] = l >= d ? int(l - d) : int(lanes + l);
-    x = ops_.binary(combine, s.dtype, b_.CreateShuffleVector(x, none, mask), x);
+    x = combine(b_.CreateShuffleVector(x, none, mask), x);
   }
   return x;
 }
@@ -381,11 +379,41 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
       scans.push_back(int32_t(v));
       operands.push_back(k_.values[v].src[0]);
     }
+  // A float maximum or minimum of one row scans integer keys that order as the floats do (the
+  // sign-magnitude bits made two's complement; a NaN first made the one key that wins): a vector
+  // of them combines in one instruction, where float_max_min took ten.
+  std::vector<char> keyed(nv, 0);
+  for (int32_t v : scans) {
+    const Op op = ir::combine_op(k_.values[v].op);
+    keyed[v] = G == 1 && (k_.values[v].dtype == kFloat32 || k_.values[v].dtype == kFloat64) &&
+               (op == Op::Max || op == Op::Min);
+  }
+  auto key_type = [&](int32_t v) { return k_.values[v].dtype == kFloat64 ? kInt64 : kInt32; };
+  auto flip = [&](llvm::Value* bits) { // its own inverse
+    const unsigned n = bits->getType()->getScalarSizeInBits();
+    llvm::Value* low = llvm::ConstantInt::get(bits->getType(), llvm::APInt::getSignedMaxValue(n));
+    llvm::Value* sign = b_.CreateAShr(bits, llvm::ConstantInt::get(bits->getType(), n - 1));
+    return b_.CreateXor(bits, b_.CreateAnd(sign, low));
+  };
+  auto key_of = [&](int32_t v, llvm::Value* x) {
+    llvm::Type* ft = x->getType();
+    const bool is_max = ir::combine_op(k_.values[v].op) == Op::Max;
+    llvm::Value* nan = llvm::ConstantFP::get(
+        ft, llvm::APFloat::getQNaN(ft->getScalarType()->getFltSemantics(), /*Negative=*/!is_max));
+    x = b_.CreateSelect(b_.CreateFCmpUNO(x, x), nan, x);
+    return flip(b_.CreateBitCast(x, ft->getWithNewBitWidth(ft->getScalarSizeInBits())));
+  };
+  auto value_of = [&](int32_t v, llvm::Value* key) {
+    llvm::Type* ft = ops_.reg_type(k_.values[v].dtype);
+    if (auto* vt = llvm::dyn_cast<llvm::VectorType>(key->getType()))
+      ft = llvm::VectorType::get(ft, vt->getElementCount());
+    return b_.CreateBitCast(flip(key), ft);
+  };
   llvm::IRBuilder<> allocas(&f_->getEntryBlock(), f_->getEntryBlock().begin());
   std::vector<llvm::AllocaInst*> buf(nv, nullptr);
   std::vector<llvm::FixedVectorType*> vty(nv, nullptr);
   for (int32_t v : scans) {
-    llvm::Type* t = ops_.reg_type(k_.values[v].dtype);
+    llvm::Type* t = ops_.reg_type(keyed[v] ? key_type(v) : k_.values[v].dtype);
     const unsigned lanes =
         G > 1 ? unsigned(G) : unsigned(kScanVectorBytes / itemsize(k_.values[v].dtype));
     vty[v] = llvm::FixedVectorType::get(t, lanes);
@@ -452,13 +480,18 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
   // Row g's values at jb + jj of the scans of stages before `before`, from their buffers.
   auto scanned = [&](llvm::Value* g, llvm::Value* jj, int before) {
     for (int32_t v : scans)
-      if (stage[v] < before) vals_[v] = b_.CreateLoad(vty[v]->getElementType(), at_row(v, g, jj));
+      if (stage[v] < before) {
+        vals_[v] = b_.CreateLoad(vty[v]->getElementType(), at_row(v, g, jj));
+        if (keyed[v]) vals_[v] = value_of(v, vals_[v]);
+      }
   };
+  // What scan v starts from, in its buffer's type.
+  auto start = [&](int32_t v) { return keyed[v] ? key_of(v, scan_identity(v)) : scan_identity(v); };
   // What each scan carries into the next block: one row's in every lane (scan_buffer), or each
   // row of a group's in its lane (scan_across).
   std::vector<llvm::Value*> carry(nv, nullptr);
   for (int32_t v : scans)
-    carry[v] = b_.CreateVectorSplat(vty[v]->getNumElements(), scan_identity(v));
+    carry[v] = b_.CreateVectorSplat(vty[v]->getNumElements(), start(v));
   // Scans whose results are rounded to float16 or bfloat16.
   std::vector<char> narrowed(nv, 0);
   for (const kir::Value& x : k_.values)
@@ -466,7 +499,7 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
       narrowed[size_t(x.src[0])] = 1;
   auto combine = [&](int32_t v, llvm::Value* x, llvm::Value* y) {
     const Op op = ir::combine_op(k_.values[v].op);
-    const DType dt = k_.values[v].dtype;
+    const DType dt = keyed[v] ? key_type(v) : k_.values[v].dtype;
     if (op != Op::LogAddExp || !narrowed[v]) return ops_.binary(op, dt, x, y);
     // A float16 or bfloat16 logcumsumexp, computed in float32: lane by lane through libm's scalar
     // functions, whose results round to the same float16 as PyTorch's loop (which calls them);
@@ -521,7 +554,9 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
       // The carry's next value is its combination with the vector's total, which lane lanes - 1
       // of the result also holds: one operation per vector on the chain.
       llvm::Value* x =
-          vector_scan(v, b_.CreateAlignedLoad(vty[v], p, llvm::Align(kScanVectorBytes)));
+          vector_scan(b_.CreateAlignedLoad(vty[v], p, llvm::Align(kScanVectorBytes)),
+                      b_.CreateVectorSplat(unsigned(lanes), start(v)),
+                      [&](llvm::Value* a, llvm::Value* b) { return combine(v, a, b); });
       b_.CreateAlignedStore(combine(v, c, x), p, llvm::Align(kScanVectorBytes));
       llvm::SmallVector<int, 16> top(size_t(lanes), int(lanes - 1));
       return combine(v, c, b_.CreateShuffleVector(x, top));
@@ -588,7 +623,8 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
               scanned(g, jj, st);
               loop_values(plan_.reduce_loops, &roots);
               for (size_t s = 0; s < now.size(); ++s)
-                b_.CreateStore(vals_[roots[s]], at_row(now[s], g, jj));
+                b_.CreateStore(keyed[now[s]] ? key_of(now[s], vals_[roots[s]]) : vals_[roots[s]],
+                               at_row(now[s], g, jj));
             },
             jb, count, RowPart::Cached, /*interleave=*/G == 1);
       });
