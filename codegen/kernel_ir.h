@@ -52,12 +52,6 @@ using ir::Op;
 // (A store loop alone, a scan's, keeps nothing: its rows may be longer.)
 constexpr int64_t kMaxStreamRow = 4096;
 
-// A CPU kernel that scans along its rows runs them in groups side by side, whose sizes divide
-// this, and the rows a call leaves over one at a time (their math library calls may differ from
-// the groups' in the last bit): the executor splits such launches only at multiples of it, so
-// that a row's result does not depend on the number of threads.
-constexpr int64_t kScanRowGroupAlign = 8;
-
 constexpr int32_t kErrDivideByZero = 1;
 constexpr int32_t kErrIndex = 2;
 

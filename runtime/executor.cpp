@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <numeric>
 #include <optional>
 
 #include "runtime/kernel_cache.h"
@@ -443,14 +442,6 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
         grain = std::max(grain, run);
         align = std::max(align, run);
       }
-  // A kernel that scans along its rows: calls split at multiples of kir::kScanRowGroupAlign
-  // rows from the start of a run of the innermost dim (a call's rows), or between such runs, so
-  // that each row runs in a group or alone whatever the number of threads.
-  if (l.r > 1 && nd > 0 && l.kernel.has_scan()) {
-    const int64_t w = l.domain[nd - 1], g = kir::kScanRowGroupAlign;
-    align = std::lcm(align, nd == 1 || w % g == 0 ? g : w);
-    grain = std::max(grain, align);
-  }
   if (l.kernel.scatters() && total > 0) {
     // Its stores may meet, so its elements run in order (kernel_ir.h); but slices of the
     // outermost dim along which every scattering slot moves write apart, so those slices run in

@@ -85,8 +85,8 @@ TEST_CASE("results do not change with the thread count", "[threads]") {
     out.push_back(table.grad());
     eval(out);
     // Scans along rows in kernels of their own (beside the softmax, they would join its row
-    // loops): rows side by side through vector exp and log1p, the rows a call leaves over
-    // through the scalar ones; along the middle dim of a 3-d tensor.
+    // loops): rows side by side through vector exp and log1p, whichever rows a thread's calls
+    // begin at; along the middle dim of a 3-d tensor.
     std::vector<Tensor> scans{(m / 4).logcumsumexp(1), m.exp().cumsum(1),
                               (m / 4).reshape({3, 100, 700}).transpose(1, 2).logcumsumexp(2)};
     eval(scans);

@@ -312,6 +312,21 @@ TEST_CASE("values read before a write keep the old version", "[views][inplace]")
   CHECK(stats().bytes_allocated == 0);
   CHECK(u[10].item<double>() == 3);
 
+  // Two tensors of one constant are one node, computed once: memory handed out for one is not
+  // written by the other's in-place op (0-d ones too, which are kept for reuse).
+  for (const Shape& shape : {Shape{3}, Shape{}}) {
+    Tensor a = zeros(shape), z = zeros(shape);
+    float* p = a.data_ptr<float>();
+    z.add_(1);
+    CHECK(p[0] == 0);
+    CHECK(a.sum().item<double>() == 0);
+    CHECK(z.sum().item<double>() == double(z.numel()));
+    Tensor w = zeros(shape); // made after the memory was handed out
+    w.add_(2);
+    CHECK(p[0] == 0);
+    CHECK(w.sum().item<double>() == 2.0 * double(w.numel()));
+  }
+
   // A value reading other elements of what it overwrites: PyTorch's error where the layouts
   // are dense (test_aliasing.cpp); where they are not, the old values, as if cloned first.
   Tensor s = arange(5).to(kFloat32);

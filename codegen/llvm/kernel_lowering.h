@@ -74,8 +74,6 @@ inline constexpr int64_t kScanGroupMinRow = 64;
 // of some 50 cycles a step): a full vector of float32 rows. 4096 x 256 float32, one Zen 4 thread:
 // 4.9 ms, against 10.7 for 4 rows and 11.0 for 4 scalar chains; 16 rows (two vectors) 5.1.
 inline constexpr int64_t kScanRowGroupMath = 8;
-static_assert(kir::kScanRowGroupAlign % kScanRowGroup == 0 &&
-              kir::kScanRowGroupAlign % kScanRowGroupMath == 0);
 // A store loop whose scans can run in vector registers (scan_blocks) goes through its row in
 // blocks of this many elements: a loop computing what the scans accumulate into a stack buffer,
 // the scans over it a vector at a time, and a loop computing and storing the row from them.
@@ -186,7 +184,9 @@ private:
     llvm::Value* i;
     std::vector<llvm::Value*> vals;
   };
-  void scan_blocks(const std::vector<ScanRow>& rows);
+  void scan_blocks(const ScanRow& first, int64_t group, llvm::Value* rows);
+  void group_rows(const char* name, llvm::Value* first, llvm::Value* count,
+                  const std::function<void(llvm::Value*)>& body);
   void rows_in_step(const std::vector<ScanRow>& rows);
   void transpose(std::vector<llvm::Value*>& rows);
   llvm::Value* concat(std::vector<llvm::Value*> parts);
@@ -276,14 +276,15 @@ private:
   bool scan_tiled_ = false;            // scans down memory that runs along i: scan_tiles
   bool scan_grouped_ = false;          // scans along rows, scan_group_ at a time: scan_row_groups
   int64_t scan_group_ = kScanRowGroup; // or kScanRowGroupMath
-  bool scan_blocked_ = false;          // scans along rows in vector registers: scan_blocks
-  bool narrow_by_rows_ = false;        // tiled, but calls with n < kMinTiledN take the element loop
-  llvm::BasicBlock* done_ = nullptr;   // after the loops: new blocks go before it
-  llvm::Value* i_ = nullptr;           // element index
-  llvm::Value* j_ = nullptr;           // reduction index, inside the reduction loop only
-  int stream_ = -1;                    // the output slot written around the cache, if any
-  llvm::Value* stream_row_ = nullptr;  // its first element on a 64-byte boundary
-  llvm::Value* stream_k_ = nullptr;    // and the index from there, inside the streaming loop only
+  bool scan_math_ = false; // the row's values call the math library: no rows left to the plain loop
+  bool scan_blocked_ = false;         // scans along rows in vector registers: scan_blocks
+  bool narrow_by_rows_ = false;       // tiled, but calls with n < kMinTiledN take the element loop
+  llvm::BasicBlock* done_ = nullptr;  // after the loops: new blocks go before it
+  llvm::Value* i_ = nullptr;          // element index
+  llvm::Value* j_ = nullptr;          // reduction index, inside the reduction loop only
+  int stream_ = -1;                   // the output slot written around the cache, if any
+  llvm::Value* stream_row_ = nullptr; // its first element on a 64-byte boundary
+  llvm::Value* stream_k_ = nullptr;   // and the index from there, inside the streaming loop only
   llvm::Value* keep_scratch_ = nullptr; // a row kept for later loops when stream_ is its slot
   llvm::Value* keep_row_ = nullptr;     // where the current row keeps it
   // Rows pipelined (pipelined_rows): the stores of row i - 1 run in the last reduction loop of

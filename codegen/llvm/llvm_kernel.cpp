@@ -159,7 +159,7 @@ llvm::Value* KernelLowering::counted_loop(llvm::BasicBlock* exit, llvm::Value* c
     reduction_loop(l);
   }
   lower_values(plan_.per_i[plan_.reduce_loops]);
-  if (plan_.store_loop) scan_blocked_ ? scan_blocks({{i_, vals_}}) : store_loop();
+  if (plan_.store_loop) scan_blocked_ ? scan_blocks({i_, vals_}, 1, nullptr) : store_loop();
   store_outputs(/*rows=*/false);
   llvm::Value* next = b_.CreateAdd(k, b_.getInt64(1), "k.next", /*HasNUW=*/true, /*HasNSW=*/true);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
@@ -283,25 +283,43 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
   return err == no_err() ? nullptr : err;
 }
 
-// The rows of a kernel that scans along j (and reduces nothing), scan_group_ at a time
-// (row_group_loop), then the rows left over one at a time: each row's scans run in order, as in
-// the plain loop, so the results are the same bits. Returns the error flag at `exit`, or
-// nullptr when nothing divides integers.
+// The rows of a kernel that scans along j (and reduces nothing), scan_group_ at a time. Rows of
+// at least kScanGroupMinRow run in blocks (scan_blocks), the last group of a call with as many
+// rows as are left, so that every row takes the same way whatever the number of threads (the
+// vector math functions of the blocks and the scalar ones differ in the last bit). Shorter rows
+// run a group in one loop over j with scalar chains side by side (rows_in_step: per block, each
+// row's loops cost more than a short row's work), then the rows left over one at a time, in the
+// same scalar way. Each row's scans run in order, as in the plain loop, so sums and products
+// are the same bits either way. Returns the error flag at `exit`, or nullptr when nothing
+// divides integers.
 llvm::Value* KernelLowering::scan_row_groups(llvm::BasicBlock* exit) {
   llvm::Value* n = arg(kN);
-  llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(scan_group_ - 1)), "grouped");
-  // Rows shorter than kScanGroupMinRow run a group in one loop over j (rows_in_step): per block,
-  // each row's loops cost more than a short row's work.
-  auto groups = [&](llvm::BasicBlock* e) {
-    return either(
-        b_.CreateICmpSGE(arg(kR), b_.getInt64(kScanGroupMinRow)), "blocked",
-        [&](llvm::BasicBlock* x) { return row_group_loop(x, grouped, true); }, "stepped",
-        [&](llvm::BasicBlock* x) { return row_group_loop(x, grouped, false); }, e);
+  auto stepped = [&](llvm::BasicBlock* e) {
+    llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(scan_group_ - 1)), "grouped");
+    return in_two_parts(
+        grouped, n, "groups",
+        [&](llvm::BasicBlock* x) { return row_group_loop(x, grouped, false); }, "rest",
+        [&](llvm::BasicBlock* x) {
+          return counted_loop(x, b_.CreateSub(n, grouped), grouped, true);
+        },
+        e);
   };
-  return in_two_parts(
-      grouped, n, "groups", groups, "rest",
-      [&](llvm::BasicBlock* e) { return counted_loop(e, b_.CreateSub(n, grouped), grouped, true); },
-      exit);
+  // Without math library calls along the row the blocks and the scalar loop give the same bits:
+  // the rows left over take the scalar loop, cheaper than a group for one row (a cumsum of one
+  // long row: 8.6-9.5 ms, against 11.6-15.5 as a group of one).
+  auto blocked = [&](llvm::BasicBlock* e) {
+    if (scan_math_) return row_group_loop(e, n, true);
+    llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(scan_group_ - 1)), "grouped");
+    return in_two_parts(
+        grouped, n, "groups", [&](llvm::BasicBlock* x) { return row_group_loop(x, grouped, true); },
+        "rest",
+        [&](llvm::BasicBlock* x) {
+          return counted_loop(x, b_.CreateSub(n, grouped), grouped, true);
+        },
+        e);
+  };
+  return either(b_.CreateICmpSGE(arg(kR), b_.getInt64(kScanGroupMinRow)), "blocked", blocked,
+                "stepped", stepped, exit);
 }
 
 // Loops over [0, split) and then [split, n), each skipped where empty, lowered by `first` and
@@ -346,13 +364,14 @@ llvm::Value* KernelLowering::in_two_parts(llvm::Value* split, llvm::Value* n,
   return err;
 }
 
-// for each group of scan_group_ rows in [0, count) (count > 0, a multiple of the group): the
-// values per row of each, then the group's store loops (scan_blocks, with the rows as the lanes
-// of the scans' vectors, where `blocked`; else rows_in_step), then the stores per row. Returns the
-// error flag at `exit`, or nullptr when nothing divides integers.
+// for each group of scan_group_ rows in [0, count) (count > 0; a multiple of the group unless
+// `blocked`, whose last group holds the rows left): the group's store loops (scan_blocks, with
+// the rows as the lanes of the scans' vectors, where `blocked`; else rows_in_step), then the
+// stores per row. Returns the error flag at `exit`, or nullptr when nothing divides integers.
 llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value* count,
                                             bool blocked) {
   auto* i64 = b_.getInt64Ty();
+  const size_t nv = k_.values.size();
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "group", f_, exit);
   b_.CreateBr(loop);
@@ -360,26 +379,69 @@ llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value*
   auto* k = b_.CreatePHI(i64, 2, "k");
   auto* err_in = b_.CreatePHI(err_ty(), 2, "err.acc");
   ops_.err = err_in;
-  std::vector<ScanRow> rows(static_cast<size_t>(scan_group_));
-  for (size_t g = 0; g < rows.size(); ++g) {
-    rows[g].i = i_ = b_.CreateAdd(k, b_.getInt64(int64_t(g)), "i", true, true);
-    vals_.assign(k_.values.size(), nullptr);
-    lower_values(plan_.per_i[0]);
-    rows[g].vals = vals_;
-  }
-  blocked ? scan_blocks(rows) : rows_in_step(rows);
-  for (const ScanRow& row : rows) {
-    i_ = row.i;
-    vals_ = row.vals;
-    store_outputs(/*rows=*/false);
-  }
   llvm::Value* next = b_.CreateAdd(k, b_.getInt64(scan_group_), "k.next", true, true);
+  if (blocked) {
+    llvm::Value* rows = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(count, k),
+                                                 b_.getInt64(scan_group_), nullptr, "rows");
+    i_ = k;
+    vals_.assign(nv, nullptr);
+    lower_values(plan_.per_i[0]);
+    scan_blocks({k, vals_}, scan_group_, rows);
+    group_rows("group.stores", k, rows, [&](llvm::Value*) { store_outputs(/*rows=*/false); });
+  } else {
+    std::vector<ScanRow> rows(static_cast<size_t>(scan_group_));
+    for (size_t g = 0; g < rows.size(); ++g) {
+      rows[g].i = i_ = b_.CreateAdd(k, b_.getInt64(int64_t(g)), "i", true, true);
+      vals_.assign(nv, nullptr);
+      lower_values(plan_.per_i[0]);
+      rows[g].vals = vals_;
+    }
+    rows_in_step(rows);
+    for (const ScanRow& row : rows) {
+      i_ = row.i;
+      vals_ = row.vals;
+      store_outputs(/*rows=*/false);
+    }
+  }
   llvm::BasicBlock* latch = b_.GetInsertBlock();
-  no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(next, count), exit, loop));
+  no_unroll(b_.CreateCondBr(b_.CreateICmpSGE(next, count), exit, loop));
   k->addIncoming(b_.getInt64(0), pre);
   k->addIncoming(next, latch);
   llvm::Value* err = loop_err(err_in, no_err(), pre, ops_.err, latch);
   return err == no_err() ? nullptr : err;
+}
+
+// `body` for each of the `count` rows from `first` (count > 0), with i_ and vals_ the row's
+// and its index in the group: a loop, whose values per i it computes again, so that the kernel
+// holds one copy of what the body lowers. Kernels without reduction loops only (the values per
+// i are all of plan_.per_i[0]); leaves i_ and vals_ the first row's.
+void KernelLowering::group_rows(const char* name, llvm::Value* first, llvm::Value* count,
+                                const std::function<void(llvm::Value*)>& body) {
+  auto* i64 = b_.getInt64Ty();
+  const size_t nv = k_.values.size();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, name, f_, done_);
+  auto* after = llvm::BasicBlock::Create(ctx_, fmt::format("{}.after", name), f_, done_);
+  llvm::Value* err_outer = ops_.err;
+  b_.CreateBr(loop);
+  b_.SetInsertPoint(loop);
+  auto* g = b_.CreatePHI(i64, 2, "g");
+  auto* err_in = b_.CreatePHI(err_ty(), 2, "err.rows");
+  ops_.err = err_in;
+  i_ = b_.CreateAdd(first, g, "i", true, true);
+  vals_.assign(nv, nullptr);
+  lower_values(plan_.per_i[0]);
+  body(g);
+  llvm::Value* g_next = b_.CreateAdd(g, b_.getInt64(1), "g.next", true, true);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  no_unroll(b_.CreateCondBr(b_.CreateICmpSGE(g_next, count), after, loop));
+  g->addIncoming(b_.getInt64(0), pre);
+  g->addIncoming(g_next, latch);
+  b_.SetInsertPoint(after);
+  ops_.err = loop_err(err_in, err_outer, pre, ops_.err, latch);
+  i_ = first;
+  vals_.assign(nv, nullptr);
+  lower_values(plan_.per_i[0]);
 }
 
 // The store loop of `rows` as one loop over j computing every row's elements and stores in each
@@ -684,6 +746,11 @@ void KernelLowering::classify() {
       scan_grouped_ &= ops_.reg_type(k_.values[v].dtype)->getScalarSizeInBits() >= 8;
       if (ir::combine_op(k_.values[v].op) == Op::LogAddExp) scan_group_ = kScanRowGroupMath;
     }
+  for (size_t v = 0; scan_grouped_ && v < nv; ++v) {
+    const Op op = k_.values[v].op;
+    const Op math = ir::is_scan(op) ? ir::combine_op(op) : op;
+    scan_math_ |= plan_.in_loop.back()[v] && (ir::libm_name(math) || math == Op::LogAddExp);
+  }
 }
 
 // Values computed in one loop over j and needed again by a later one are computed again there,

@@ -367,10 +367,10 @@ llvm::Value* KernelLowering::concat(std::vector<llvm::Value*> parts) {
 // registers so that each vector holds a column (scan_across). A row output written around the
 // cache takes the elements before its 64-byte boundary as a block of their own, so that the
 // stores of every later block are aligned and can bypass the cache (one row only).
-void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
+void KernelLowering::scan_blocks(const ScanRow& first, int64_t group, llvm::Value* rows) {
   auto* i64 = b_.getInt64Ty();
   const size_t nv = k_.values.size();
-  const int64_t G = int64_t(rows.size());
+  const int64_t G = group;
   const int64_t B = G > 1 ? kScanGroupBlock : kScanBlock; // elements of a row per block
   const std::vector<char>& in_row = plan_.in_loop.back();
   std::vector<int32_t> scans, operands;
@@ -428,35 +428,15 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
   auto at = [&](int32_t v, int64_t g, llvm::Value* jj) {
     return at_row(v, g > 0 ? b_.getInt64(g) : nullptr, jj);
   };
-  // `body` for each of the rows, with i_ and vals_ the row's and the row's index in the group
-  // (null for the one row of scan_blocked_ kernels): a loop over the group's rows, whose values
-  // per i it computes again, so that the kernel holds one copy of each row loop.
+  // `body` for each of the rows, with i_ and vals_ the row's and its index in the group (null
+  // for the one row of scan_blocked_ kernels).
   auto each_row = [&](const char* name, const std::function<void(llvm::Value*)>& body) {
-    i_ = rows[0].i;
-    vals_ = rows[0].vals;
-    if (G == 1) return body(nullptr);
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* loop = llvm::BasicBlock::Create(ctx_, name, f_, done_);
-    auto* after = llvm::BasicBlock::Create(ctx_, fmt::format("{}.after", name), f_, done_);
-    llvm::Value* err_outer = ops_.err;
-    b_.CreateBr(loop);
-    b_.SetInsertPoint(loop);
-    auto* g = b_.CreatePHI(i64, 2, "g");
-    auto* err_in = b_.CreatePHI(err_ty(), 2, "err.rows");
-    ops_.err = err_in;
-    i_ = b_.CreateAdd(rows[0].i, g, "i", true, true);
-    vals_.assign(nv, nullptr);
-    lower_values(plan_.per_i[0]);
-    body(g);
-    llvm::Value* g_next = b_.CreateAdd(g, b_.getInt64(1), "g.next", true, true);
-    llvm::BasicBlock* latch = b_.GetInsertBlock();
-    no_unroll(b_.CreateCondBr(b_.CreateICmpEQ(g_next, b_.getInt64(G)), after, loop));
-    g->addIncoming(b_.getInt64(0), pre);
-    g->addIncoming(g_next, latch);
-    b_.SetInsertPoint(after);
-    ops_.err = loop_err(err_in, err_outer, pre, ops_.err, latch);
-    i_ = rows[0].i;
-    vals_ = rows[0].vals;
+    if (G == 1) {
+      i_ = first.i;
+      vals_ = first.vals;
+      return body(nullptr);
+    }
+    group_rows(name, first.i, rows, body);
   };
   // The scans in stages: a scan of what another scan computes (cummax's indices, where the
   // running maximum was reached) goes in a later stage, once that scan's buffer is complete.
@@ -696,7 +676,7 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
     blocks("scan.block", head, r, RowPart::Streamed);
   } else { // the same where the group's rows share their offset from a 64-byte boundary, else
            // the whole rows through the cache; in vectors (a head of a whole row is no short one)
-    i_ = rows[0].i;
+    i_ = first.i;
     const SlotState& st = slots_[stream_];
     const uint64_t item = itemsize(k_.slots[stream_].dtype);
     llvm::Value* shared = b_.CreateICmpEQ(
@@ -705,8 +685,8 @@ void KernelLowering::scan_blocks(const std::vector<ScanRow>& rows) {
     blocks("scan.head", b_.getInt64(0), head, RowPart::Cached);
     blocks("scan.block", head, r, RowPart::Streamed);
   }
-  i_ = rows[0].i;
-  vals_ = rows[0].vals;
+  i_ = first.i;
+  vals_ = first.vals;
 }
 
 // The current row of the streaming slot (at i_).

@@ -162,7 +162,17 @@ void write(const Tensor& self, ir::NodePtr value, bool exclusive) {
     write(Tensor(std::move(whole)), from_parts(p, base->dtype, base->shape), false);
     return;
   }
-  const bool pinned = base->op == Op::Buffer && base->storage->pinned();
+  bool pinned = base->op == Op::Buffer && base->storage->pinned();
+  if (pinned && base->storage->owner().get() != impl.cell.get()) {
+    // Memory handed out for another tensor, which this one reads too (both were one computed
+    // constant, equal nodes being one node): this one's values move to memory of their own
+    // before the write, which must not reach the other's.
+    ir::NodePtr c = ir::make_node(Op::Cast, base->dtype, base->shape, {base});
+    detail::realize({c});
+    cell.node = ir::resolve(c);
+    base = cell.node;
+    pinned = false;
+  }
   // All of an unpinned storage is replaced: the new value is the storage.
   if (impl.covers_cell() && !pinned) {
     cell.node = fe::reshape(value, base->shape);

@@ -418,11 +418,16 @@ NodePtr make_const(const Scalar& v, DType dtype, Shape shape, Device device) {
     size_t next = 0;
   };
   thread_local Recent recent;
-  for (const NodePtr& c : recent.nodes)
-    if (c && c->dtype == dtype && c->device == device && same_scalar(c->value, value)) {
-      if (c->realized) ++tl_realized_found;
-      return c;
+  for (NodePtr& c : recent.nodes) {
+    if (!c) continue;
+    // One computed since (its memory handed out: data_ptr(), numpy()) is let go: held, it
+    // would give that memory to every new tensor of the same value.
+    if (c->realized) {
+      c.reset();
+      continue;
     }
+    if (c->dtype == dtype && c->device == device && same_scalar(c->value, value)) return c;
+  }
   NodePtr n = make_node(Op::Const, dtype, {}, {}, {}, value, nullptr, {}, device);
   recent.nodes[recent.next++ % recent.nodes.size()] = n;
   return n;

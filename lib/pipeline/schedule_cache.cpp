@@ -138,9 +138,11 @@ struct KeyHash {
         h[k] = (h[k] ^ w[i + size_t(k)]) * kMul;
     for (; i < w.size(); ++i)
       h[0] = (h[0] ^ w[i]) * kMul;
-    uint64_t x = h[0] ^ (h[1] * kMul) ^ (h[2] >> 17) ^ (h[3] << 29);
-    x ^= x >> 31;
-    return size_t(x * kMul ^ (x >> 29));
+    // Each lane's high bits carry its words' high bits: folded in whole, then mixed down.
+    uint64_t x = ((h[0] * kMul ^ h[1]) * kMul ^ h[2]) * kMul ^ h[3];
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return size_t(x ^ (x >> 31));
   }
 };
 
