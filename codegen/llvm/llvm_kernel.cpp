@@ -283,43 +283,43 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
   return err == no_err() ? nullptr : err;
 }
 
-// The rows of a kernel that scans along j (and reduces nothing), scan_group_ at a time. Rows of
-// at least kScanGroupMinRow run in blocks (scan_blocks), the last group of a call with as many
-// rows as are left, so that every row takes the same way whatever the number of threads (the
-// vector math functions of the blocks and the scalar ones differ in the last bit). Shorter rows
-// run a group in one loop over j with scalar chains side by side (rows_in_step: per block, each
-// row's loops cost more than a short row's work), then the rows left over one at a time, in the
-// same scalar way. Each row's scans run in order, as in the plain loop, so sums and products
-// are the same bits either way. Returns the error flag at `exit`, or nullptr when nothing
-// divides integers.
+// The rows of a kernel that scans along j (and reduces nothing), scan_group_ at a time: rows of
+// at least kScanGroupMinRow in blocks (scan_blocks), shorter ones in one loop over j with scalar
+// chains side by side (rows_in_step: per block, each row's loops cost more than a short row's
+// work); the rows left over one at a time in the plain loop. Each row's scans run in order, as
+// in the plain loop, so sums and products are the same bits every way. Where the row's values
+// call the math library, whose vector functions (in the blocks) and scalar ones differ in the
+// last bit, the blocks' last group of a call holds the rows left instead, so that a row's
+// result does not depend on where a thread's rows begin. Returns the error flag at `exit`, or
+// nullptr when nothing divides integers.
 llvm::Value* KernelLowering::scan_row_groups(llvm::BasicBlock* exit) {
   llvm::Value* n = arg(kN);
-  auto stepped = [&](llvm::BasicBlock* e) {
-    llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(scan_group_ - 1)), "grouped");
-    return in_two_parts(
-        grouped, n, "groups",
-        [&](llvm::BasicBlock* x) { return row_group_loop(x, grouped, false); }, "rest",
-        [&](llvm::BasicBlock* x) {
-          return counted_loop(x, b_.CreateSub(n, grouped), grouped, true);
-        },
-        e);
+  llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(scan_group_ - 1)), "grouped");
+  llvm::Value* long_rows = b_.CreateICmpSGE(arg(kR), b_.getInt64(kScanGroupMinRow));
+  auto groups = [&](llvm::Value* count, bool blocked) {
+    return
+        [this, count, blocked](llvm::BasicBlock* e) { return row_group_loop(e, count, blocked); };
+  };
+  auto rest = [&](llvm::BasicBlock* e) {
+    return counted_loop(e, b_.CreateSub(n, grouped), grouped, true);
   };
   // Without math library calls along the row the blocks and the scalar loop give the same bits:
   // the rows left over take the scalar loop, cheaper than a group for one row (a cumsum of one
-  // long row: 8.6-9.5 ms, against 11.6-15.5 as a group of one).
-  auto blocked = [&](llvm::BasicBlock* e) {
-    if (scan_math_) return row_group_loop(e, n, true);
-    llvm::Value* grouped = b_.CreateAnd(n, b_.getInt64(~(scan_group_ - 1)), "grouped");
+  // long row: 8.1-8.5 ms, against 11.6-15.5 as a group of one).
+  if (!scan_math_)
     return in_two_parts(
-        grouped, n, "groups", [&](llvm::BasicBlock* x) { return row_group_loop(x, grouped, true); },
-        "rest",
-        [&](llvm::BasicBlock* x) {
-          return counted_loop(x, b_.CreateSub(n, grouped), grouped, true);
+        grouped, n, "groups",
+        [&](llvm::BasicBlock* e) {
+          return either(long_rows, "blocked", groups(grouped, true), "stepped",
+                        groups(grouped, false), e);
         },
-        e);
-  };
-  return either(b_.CreateICmpSGE(arg(kR), b_.getInt64(kScanGroupMinRow)), "blocked", blocked,
-                "stepped", stepped, exit);
+        "rest", rest, exit);
+  return either(
+      long_rows, "blocked", groups(n, true), "stepped",
+      [&](llvm::BasicBlock* e) {
+        return in_two_parts(grouped, n, "groups", groups(grouped, false), "rest", rest, e);
+      },
+      exit);
 }
 
 // Loops over [0, split) and then [split, n), each skipped where empty, lowered by `first` and
