@@ -419,6 +419,12 @@ void KernelLowering::scan_blocks(const ScanRow& first, int64_t group, llvm::Valu
     vty[v] = llvm::FixedVectorType::get(t, lanes);
     buf[v] = allocas.CreateAlloca(llvm::ArrayType::get(t, uint64_t(G * B)), nullptr, "scan.buf");
     buf[v]->setAlignment(llvm::Align(64));
+    if (G > 1 && scan_math_) { // a call's last group may have lanes no row fills: zeros there,
+      // not stack garbage that sends vector exp and log1p to their slow paths (NaN, subnormals)
+      llvm::IRBuilder<> init(buf[v]->getNextNode());
+      init.CreateMemSet(buf[v], init.getInt8(0),
+                        uint64_t(G * B) * (t->getPrimitiveSizeInBits() / 8), llvm::Align(64));
+    }
   }
   // Row g's element jj of scan v's buffer (g a constant, or the loop's row in each_row).
   auto at_row = [&](int32_t v, llvm::Value* g, llvm::Value* jj) {
