@@ -401,7 +401,10 @@ void KernelLowering::scan_blocks(const ScanRow& first, int64_t group, llvm::Valu
     llvm::Value* nan = llvm::ConstantFP::get(
         ft, llvm::APFloat::getQNaN(ft->getScalarType()->getFltSemantics(), /*Negative=*/!is_max));
     x = b_.CreateSelect(b_.CreateFCmpUNO(x, x), nan, x);
-    return flip(b_.CreateBitCast(x, ft->getWithNewBitWidth(ft->getScalarSizeInBits())));
+    llvm::Type* it = b_.getIntNTy(ft->getScalarSizeInBits());
+    if (auto* vt = llvm::dyn_cast<llvm::VectorType>(ft))
+      it = llvm::VectorType::get(it, vt->getElementCount());
+    return flip(b_.CreateBitCast(x, it));
   };
   auto value_of = [&](int32_t v, llvm::Value* key) {
     llvm::Type* ft = ops_.reg_type(k_.values[v].dtype);
