@@ -414,11 +414,14 @@ llvm::Value* KernelLowering::row_group_loop(llvm::BasicBlock* exit, llvm::Value*
 // `body` for each of the `count` rows from `first` (count > 0), with i_ and vals_ the row's
 // and its index in the group: a loop, whose values per i it computes again, so that the kernel
 // holds one copy of what the body lowers. Kernels without reduction loops only (the values per
-// i are all of plan_.per_i[0]); leaves i_ and vals_ the first row's.
+// i are all of plan_.per_i[0]); leaves i_ and vals_ as it found them, which the caller lowered
+// before the loop, so they stay valid after it.
 void KernelLowering::group_rows(const char* name, llvm::Value* first, llvm::Value* count,
                                 const std::function<void(llvm::Value*)>& body) {
   auto* i64 = b_.getInt64Ty();
   const size_t nv = k_.values.size();
+  llvm::Value* const caller_i = i_;
+  std::vector<llvm::Value*> caller_vals = vals_;
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, name, f_, done_);
   auto* after = llvm::BasicBlock::Create(ctx_, fmt::format("{}.after", name), f_, done_);
@@ -439,9 +442,8 @@ void KernelLowering::group_rows(const char* name, llvm::Value* first, llvm::Valu
   g->addIncoming(g_next, latch);
   b_.SetInsertPoint(after);
   ops_.err = loop_err(err_in, err_outer, pre, ops_.err, latch);
-  i_ = first;
-  vals_.assign(nv, nullptr);
-  lower_values(plan_.per_i[0]);
+  i_ = caller_i;
+  vals_ = std::move(caller_vals);
 }
 
 // The store loop of `rows` as one loop over j computing every row's elements and stores in each

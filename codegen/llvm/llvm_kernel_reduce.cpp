@@ -493,12 +493,9 @@ void KernelLowering::scan_blocks(const ScanRow& first, int64_t group, llvm::Valu
     // A float16 or bfloat16 logcumsumexp, computed in float32: lane by lane through libm's scalar
     // functions, whose results round to the same float16 as PyTorch's loop (which calls them);
     // a vector function's last-bit differences would now and then round to the next one.
-    llvm::Value* r = llvm::PoisonValue::get(x->getType());
-    const unsigned lanes = llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements();
-    for (unsigned l = 0; l < lanes; ++l)
-      r = b_.CreateInsertElement(
-          r, ops_.binary(op, dt, b_.CreateExtractElement(x, l), b_.CreateExtractElement(y, l)), l);
-    return r;
+    return ops_.lanewise({x, y}, [&](llvm::ArrayRef<llvm::Value*> lane) {
+      return ops_.binary(op, dt, lane[0], lane[1]);
+    });
   };
 
   // A loop over [0, count) in steps of `lanes` elements from the current block (count > 0),

@@ -404,6 +404,22 @@ std::string OpLowering::vector_variants(llvm::Module& m, const std::string& name
   return attr;
 }
 
+llvm::Value*
+OpLowering::lanewise(llvm::ArrayRef<llvm::Value*> args,
+                     llvm::function_ref<llvm::Value*(llvm::ArrayRef<llvm::Value*>)> scalar) {
+  const unsigned lanes = llvm::cast<llvm::FixedVectorType>(args[0]->getType())->getNumElements();
+  llvm::Value* r = nullptr;
+  llvm::SmallVector<llvm::Value*, 2> lane(args.size());
+  for (unsigned l = 0; l < lanes; ++l) {
+    for (size_t a = 0; a < args.size(); ++a)
+      lane[a] = b_.CreateExtractElement(args[a], l);
+    llvm::Value* x = scalar(lane);
+    if (!r) r = llvm::PoisonValue::get(llvm::FixedVectorType::get(x->getType(), lanes));
+    r = b_.CreateInsertElement(r, x, l);
+  }
+  return r;
+}
+
 // A call to libm's `base` (double) or `base`f (float32), free of side effects (errno is not
 // read), annotated with the libmvec variants the loop vectorizer may substitute.
 llvm::Value* OpLowering::libm(const char* base, DType t, llvm::ArrayRef<llvm::Value*> args) {
@@ -421,14 +437,7 @@ llvm::Value* OpLowering::libm(const char* base, DType t, llvm::ArrayRef<llvm::Va
       call->setDoesNotAccessMemory();
       return call;
     }
-    llvm::Value* r = llvm::PoisonValue::get(vt);
-    for (unsigned l = 0; l < vt->getNumElements(); ++l) {
-      llvm::SmallVector<llvm::Value*, 2> lane;
-      for (llvm::Value* a : args)
-        lane.push_back(b_.CreateExtractElement(a, l));
-      r = b_.CreateInsertElement(r, libm(base, t, lane), l);
-    }
-    return r;
+    return lanewise(args, [&](llvm::ArrayRef<llvm::Value*> lane) { return libm(base, t, lane); });
   }
   llvm::Function* f = m.getFunction(name);
   if (!f) {

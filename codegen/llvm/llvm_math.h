@@ -43,6 +43,10 @@ public:
   llvm::Value* unary(ir::Op op, DType t, llvm::Value* x);
   // t is the operands' dtype; comparisons return i1.
   llvm::Value* binary(ir::Op op, DType t, llvm::Value* x, llvm::Value* y);
+  // `scalar` applied to each lane of the vectors `args` (of one length), as a vector: for ops whose
+  // vector form would round differently or does not exist.
+  llvm::Value* lanewise(llvm::ArrayRef<llvm::Value*> args,
+                        llvm::function_ref<llvm::Value*(llvm::ArrayRef<llvm::Value*>)> scalar);
   // Word `word` of Philox4x32-10 at counter ctr (int64), key (int64), zero-extended to i64.
   llvm::Value* philox(llvm::Value* ctr, llvm::Value* key, int64_t word);
 

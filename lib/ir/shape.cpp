@@ -17,24 +17,26 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
-std::vector<int64_t> contiguous_strides(const Shape& s) {
+namespace {
+// Dense strides laying out the dims dim_at(0), dim_at(1), ... outermost first: one allocation.
+template <class DimAt> std::vector<int64_t> strides_in_order(const Shape& s, DimAt dim_at) {
   std::vector<int64_t> st(s.size());
   int64_t acc = 1;
-  for (size_t d = s.size(); d-- > 0;) {
+  for (size_t k = s.size(); k-- > 0;) {
+    const size_t d = dim_at(k);
     st[d] = acc;
     acc *= std::max<int64_t>(s[d], 1);
   }
   return st;
 }
+} // namespace
+
+std::vector<int64_t> contiguous_strides(const Shape& s) {
+  return strides_in_order(s, [](size_t k) { return k; });
+}
 
 std::vector<int64_t> dense_strides(const Shape& s, const std::vector<int64_t>& order) {
-  std::vector<int64_t> st(s.size());
-  int64_t acc = 1;
-  for (auto d = order.rbegin(); d != order.rend(); ++d) {
-    st[*d] = acc;
-    acc *= std::max<int64_t>(s[*d], 1);
-  }
-  return st;
+  return strides_in_order(s, [&](size_t k) { return size_t(order[k]); });
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
