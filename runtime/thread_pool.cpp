@@ -21,6 +21,19 @@ namespace {
 // thread takes tens of microseconds, paid on every launch when launches come back to back (a
 // training step, a benchmark loop), since the caller starts its chunk at once and a woken worker
 // late.
+// Kernels write large outputs with non-temporal stores, which are weakly ordered: a chunk's are
+// made visible before it is reported done (or its loop returns). One fence per chunk, not per
+// kernel call: a fence in every call of a kernel run row by row waited for each row's stores to
+// reach memory (gathered rows of 264 floats, streamed: 11.8-12.9 ms fenced per call, 8.0-8.6 ms
+// per chunk, as fast as through the cache).
+void stores_visible() {
+#if defined(__x86_64__)
+  __builtin_ia32_sfence();
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
 template <class F> bool spin_until(F&& ready, int us) {
   if (us <= 0) return ready();
   ++counters().pool_polls;
@@ -98,6 +111,7 @@ private:
         std::lock_guard lock(mu_);
         if (!error_) error_ = std::current_exception();
       }
+      stores_visible();
       if (pending_.fetch_sub(1) == 1) notify_done();
     }
   }
@@ -170,6 +184,7 @@ void parallel_for(int64_t n, int64_t grain, int64_t align,
   if (threads <= 1 || n < 2 * grain) {
     ++counters().parallel_chunks;
     fn(0, n);
+    stores_visible();
     return;
   }
   int64_t chunks = std::min<int64_t>(threads, n / grain);

@@ -458,9 +458,15 @@ private:
     for (size_t s = 0; s < slots_.size(); ++s) {
       kir::Slot& slot = k_.slots[s];
       const auto item = static_cast<int64_t>(itemsize(slot.dtype));
-      const bool runs =
-          elementwise ? slot.stride == kir::StrideKind::Contiguous && dom.back() * item >= kPage
-                      : slot.rstride == kir::StrideKind::Contiguous && r * item >= kPage;
+      // What the element loop writes without a gap: its row, and the rows that follow on in
+      // memory (a launch run row by row, whose rows are adjacent: gathered rows).
+      int64_t run = dom.empty() ? 1 : dom.back();
+      for (size_t d = dom.empty() ? 0 : dom.size() - 1;
+           elementwise && d-- > 0 && slots_[s].strides[d] == run;)
+        run *= dom[d];
+      const bool runs = elementwise
+                            ? slot.stride == kir::StrideKind::Contiguous && run * item >= kPage
+                            : slot.rstride == kir::StrideKind::Contiguous && r * item >= kPage;
       const bool read_too = std::any_of(slots_.begin(), slots_.end(), [&](const auto& other) {
         return &other != &slots_[s] && other.storage == slots_[s].storage;
       });
