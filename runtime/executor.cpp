@@ -247,6 +247,84 @@ bool scatters_apart_along(const Launch& l, size_t d) {
   return apart;
 }
 
+// Rows of a table that a launch reads or writes at places its data picks: a Gather's or a
+// scattering store's, whose index is the same along the launch's rows (an embedding's rows and
+// their gradient). Such a row lies anywhere in the table, where no hardware prefetcher finds it,
+// so the executor reads the index of the launch's row about 8 KiB of rows on and prefetches that
+// row (for writing, a scatter's) while this one runs. Gathered rows of 264 floats from a 17 MB
+// table, streamed, on two threads of a Zen 4: 8.0-8.6 ms without, 4.1-4.9 ms with it (8 rows
+// ahead; 4 and 16 were slower in a plain C++ loop).
+struct PlacedRow {
+  int slot = -1, index = -1;      // the table's slot; the slot holding each row's index
+  size_t index_size = 0;          // bytes of an index: int64 or int32
+  uint64_t stride = 0, bound = 0; // elements between the table's rows; its rows
+  bool write = false;
+};
+
+std::vector<PlacedRow> placed_rows(const Launch& l) {
+  const size_t nd = l.domain.size();
+  const kir::Kernel& k = l.kernel;
+  std::vector<PlacedRow> rows;
+  if (l.r != 1 || nd < 2 || k.has_row_loops()) return rows;
+  auto param = [&](int32_t v) -> const uint64_t* {
+    const kir::Value& x = k.values[size_t(v)];
+    return x.op == ir::Op::Const && x.param >= 0 ? &l.params[size_t(x.param)] : nullptr;
+  };
+  // The table in `slot`, along the launch's rows, at index value `at`.
+  auto add = [&](int slot, int32_t at, int32_t stride, int32_t bound, bool write) {
+    const kir::Value* index = &k.values[size_t(at)];
+    if (index->op == ir::Op::Cast) index = &k.values[size_t(index->src[0])];
+    if (k.slots[size_t(slot)].stride != kir::StrideKind::Contiguous ||
+        index->op != ir::Op::Buffer ||
+        k.slots[size_t(index->slot)].stride != kir::StrideKind::Broadcast ||
+        !l.slots[size_t(index->slot)].storage || !param(stride) || !param(bound))
+      return;
+    const DType t = k.slots[size_t(index->slot)].dtype;
+    if (t == kInt64 || t == kInt32)
+      rows.push_back({slot, index->slot, itemsize(t), *param(stride), *param(bound), write});
+  };
+  for (const kir::Value& v : k.values)
+    if (v.op == ir::Op::Gather && k.slots[size_t(v.slot)].role == kir::Slot::Role::Input)
+      add(v.slot, v.src[0], v.src[1], v.src[2], false);
+  for (const kir::Store& st : k.stores)
+    if (st.scatters()) add(st.slot, st.at, st.stride, st.bound, true);
+  return rows;
+}
+
+// Prefetches the rows of `placed` that the launch's row about 8 KiB of rows after the current one
+// reads or writes, where that row lies in the launch's plane (idx: the current row's index; base:
+// its slots' bases, at the first of the `elems` elements a call takes).
+void prefetch_ahead(const Launch& l, const std::vector<PlacedRow>& placed, void* const* ptrs,
+                    const int64_t* base, const int64_t* idx, int64_t elems) {
+  const size_t nd = l.domain.size();
+  for (const PlacedRow& p : placed) {
+    const auto item = int64_t(itemsize(l.kernel.slots[size_t(p.slot)].dtype));
+    const int64_t bytes = elems * item;
+    const int64_t ahead = std::clamp<int64_t>(8192 / std::max<int64_t>(bytes, 1), 1, 64);
+    if (idx[nd - 2] + ahead >= l.domain[nd - 2]) continue;
+    auto at = [&](int s) { return base[s] + ahead * l.slots[size_t(s)].strides[nd - 2]; };
+    const char* index =
+        static_cast<const char*>(ptrs[p.index]) + at(p.index) * int64_t(p.index_size);
+    int64_t row = 0;
+    if (p.index_size == 8) {
+      std::memcpy(&row, index, 8);
+    } else {
+      int32_t r32 = 0;
+      std::memcpy(&r32, index, 4);
+      row = r32;
+    }
+    if (uint64_t(row) >= p.bound) continue; // the kernel reports it
+    // Integer arithmetic: a prefetch may touch any address, a pointer may not point anywhere.
+    const uintptr_t from = reinterpret_cast<uintptr_t>(ptrs[p.slot]) +
+                           uintptr_t(at(p.slot) + row * int64_t(p.stride)) * uintptr_t(item);
+    for (int64_t b = 0; b < bytes; b += kCacheLine)
+      if (p.write)
+        __builtin_prefetch(reinterpret_cast<const void*>(from + uintptr_t(b)), 1);
+      else
+        __builtin_prefetch(reinterpret_cast<const void*>(from + uintptr_t(b)));
+  }
+}
+
 // A scattering launch whose stores move along its innermost dim but not its outermost (an
 // embedding's gradient: rows added into the rows their indices name): chunks of columns run in
 // parallel, each over every row in order, so two writes to one element come in the same order
@@ -260,6 +338,7 @@ void run_columns(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>
   for (size_t d = 0; d + 1 < nd; ++d)
     rows *= l.domain[d];
   const int64_t grain = std::max<int64_t>(16, kGrain / std::max<int64_t>(rows, 1));
+  const std::vector<PlacedRow> placed = placed_rows(l);
   parallel_for(cols, grain, 16, [&](int64_t c0, int64_t c1) {
     std::vector<int64_t> idx(nd, 0), base(ns);
     int32_t local_err = 0;
@@ -270,6 +349,7 @@ void run_columns(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>
           b += idx[d] * l.slots[s].strides[d];
         base[s] = b;
       }
+      if (!placed.empty()) prefetch_ahead(l, placed, ptrs.data(), base.data(), idx.data(), c1 - c0);
       fn(c1 - c0, ptrs.data(), base.data(), inner.data(), l.params.data(), &local_err, l.r,
          rstride);
       for (size_t d = nd - 1; d-- > 0;) {
@@ -367,79 +447,11 @@ void run_flat(const Launch& l, const FlatRows& f, llvmjit::KernelFn fn,
   });
 }
 
-// A row of a table that a launch gathers whole (an embedding lookup): the row's index is the
-// same along the launch's rows, so the row lies anywhere in the table and no hardware prefetcher
-// finds it. run_span reads the index `ahead` rows on and prefetches that row while this one runs.
-// Gathered rows of 264 floats from a 17 MB table, streamed, on two threads of a Zen 4: 8.0-8.6 ms
-// without, 4.1-4.9 ms with it (8 rows ahead; 4 and 16 were slower in a plain C++ loop).
-struct GatherAhead {
-  int table = -1, index = -1;     // the gathered slot; the slot holding each row's index
-  size_t index_size = 0;          // bytes of an index: int64 or int32
-  uint64_t stride = 0, bound = 0; // the Gather's: elements between table rows; the rows
-  int64_t ahead = 0, row_bytes = 0;
-};
-
-std::optional<GatherAhead> gather_ahead(const Launch& l) {
-  const size_t nd = l.domain.size();
-  const kir::Kernel& k = l.kernel;
-  if (l.r != 1 || nd < 2 || k.scatters() || k.has_row_loops()) return std::nullopt;
-  for (const kir::Value& v : k.values) {
-    if (v.op != ir::Op::Gather || k.slots[v.slot].role != kir::Slot::Role::Input ||
-        k.slots[v.slot].stride != kir::StrideKind::Contiguous)
-      continue;
-    const kir::Value* index = &k.values[v.src[0]];
-    if (index->op == ir::Op::Cast) index = &k.values[index->src[0]];
-    const kir::Value &stride = k.values[v.src[1]], &bound = k.values[v.src[2]];
-    if (index->op != ir::Op::Buffer || k.slots[index->slot].stride != kir::StrideKind::Broadcast ||
-        !l.slots[index->slot].storage || stride.op != ir::Op::Const || stride.param < 0 ||
-        bound.op != ir::Op::Const || bound.param < 0)
-      continue;
-    const DType t = k.slots[index->slot].dtype;
-    if (t != kInt64 && t != kInt32) continue;
-    GatherAhead g{v.slot,
-                  index->slot,
-                  itemsize(t),
-                  l.params[size_t(stride.param)],
-                  l.params[size_t(bound.param)],
-                  0,
-                  l.domain[nd - 1] * int64_t(itemsize(k.slots[v.slot].dtype))};
-    // About 8 KiB ahead.
-    g.ahead = std::clamp<int64_t>(8192 / std::max<int64_t>(g.row_bytes, 1), 1, 64);
-    return g;
-  }
-  return std::nullopt;
-}
-
-// Prefetches the table row that row `row` + g.ahead of the launch gathers, where that row lies in
-// the launch's plane (idx: the current row's index; base: its slots' bases).
-void prefetch_ahead(const Launch& l, const GatherAhead& g, void* const* ptrs, const int64_t* base,
-                    const int64_t* idx) {
-  const size_t nd = l.domain.size();
-  if (idx[nd - 2] + g.ahead >= l.domain[nd - 2]) return;
-  auto at = [&](int s) { return base[s] + g.ahead * l.slots[size_t(s)].strides[nd - 2]; };
-  const char* index = static_cast<const char*>(ptrs[g.index]) + at(g.index) * int64_t(g.index_size);
-  int64_t row = 0;
-  if (g.index_size == 8) {
-    std::memcpy(&row, index, 8);
-  } else {
-    int32_t r32 = 0;
-    std::memcpy(&r32, index, 4);
-    row = r32;
-  }
-  if (uint64_t(row) >= g.bound) return; // the kernel reports it
-  const size_t item = itemsize(l.kernel.slots[size_t(g.table)].dtype);
-  // Integer arithmetic: a prefetch may touch any address, a pointer may not point anywhere.
-  const uintptr_t from = reinterpret_cast<uintptr_t>(ptrs[g.table]) +
-                         uintptr_t(at(g.table) + row * int64_t(g.stride)) * item;
-  for (int64_t b = 0; b < g.row_bytes; b += kCacheLine)
-    __builtin_prefetch(reinterpret_cast<const void*>(from + uintptr_t(b)));
-}
-
 // The elements [begin, end) of the launch's domain, in row-major order, on this thread: a call
-// per (part of a) row; with `ahead`, each whole row first prefetches a later row's gathered row.
+// per (part of a) row, each whole row first prefetching the `placed` rows of a later one.
 void run_span(const Launch& l, llvmjit::KernelFn fn, void* const* ptrs, const int64_t* inner,
               const int64_t* rstride, int64_t begin, int64_t end, int32_t& err,
-              const GatherAhead* ahead = nullptr) {
+              const std::vector<PlacedRow>& placed = {}) {
   const size_t nd = l.domain.size(), ns = l.slots.size();
   // On the stack where they fit: the GEMM's epilogue calls this for every run of C's rows.
   constexpr size_t kInline = 32;
@@ -465,7 +477,7 @@ void run_span(const Launch& l, llvmjit::KernelFn fn, void* const* ptrs, const in
           b += idx[d] * l.slots[s].strides[d];
         base[s] = b;
       }
-    if (ahead && idx[nd - 1] == 0) prefetch_ahead(l, *ahead, ptrs, base, idx);
+    if (!placed.empty() && idx[nd - 1] == 0) prefetch_ahead(l, placed, ptrs, base, idx, n);
     fn(n, ptrs, base, inner, l.params.data(), &err, l.r, rstride);
     pos += n;
     const bool whole_row = idx[nd - 1] == 0;
@@ -495,7 +507,7 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
   // Work per output element is r: reductions split over fewer elements.
   int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(l.r, 1));
   int64_t align = l.r > 1 ? 1 : 64;
-  const std::optional<GatherAhead> ahead = gather_ahead(l);
+  const std::vector<PlacedRow> placed = placed_rows(l);
   // A kernel that walks memory along i for each j (a column sum or scan, tiled over i) reads a
   // run of every row per call. Threads sharing each row's 4 KiB page ran 2-2.5x slower than one
   // thread alone on a 2-core Zen 4 (float32 cumsum(0) of 8192 x 1024: 6.4 ms on two threads
@@ -522,8 +534,7 @@ void run_rows(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& p
   }
   parallel_for(total, grain, align, [&](int64_t begin, int64_t end) {
     int32_t local_err = 0;
-    run_span(l, fn, ptrs.data(), inner.data(), rstride, begin, end, local_err,
-             ahead ? &*ahead : nullptr);
+    run_span(l, fn, ptrs.data(), inner.data(), rstride, begin, end, local_err, placed);
     if (local_err) err.fetch_or(local_err);
   });
 }

@@ -142,7 +142,7 @@ TEST_CASE("streaming stores change no value", "[streaming]") {
   CHECK_THROWS_WITH(floor_divide(a, b).eval(), Catch::StartsWith("ZeroDivisionError"));
 }
 
-TEST_CASE("gathered rows stream and prefetch the rows ahead", "[streaming]") {
+TEST_CASE("gathered rows stream and prefetch the rows ahead; scattered ones too", "[streaming]") {
   // Rows that follow on in memory, one call each: a line a row's end shares with the next row's
   // start goes through the cache from both calls. Indices of both widths, repeated and in any
   // order; row lengths that end on, before and after a 64-byte boundary.
@@ -162,6 +162,22 @@ TEST_CASE("gathered rows stream and prefetch the rows ahead", "[streaming]") {
           same &= got[r * size_t(w) + size_t(c)] == all[size_t(rows[r] * w + c)] * 2 + 1;
       CHECK(same);
     }
+  }
+  // Their gradient adds rows into the table where the indices say (repeated ones add up), the
+  // executor prefetching the rows it will write.
+  for (int64_t w : {264, 40}) {
+    INFO(w);
+    Tensor table = rand({97, w}).requires_grad_();
+    Tensor ids = randint(0, 97, {1001}).to(kInt32), src = rand({1001, w});
+    tj::eval({table, ids, src});
+    (index_select(table, 0, ids) * src).sum().backward();
+    std::vector<float> got = table.grad().to_vector<float>(), rows = src.to_vector<float>();
+    std::vector<float> expect(size_t(97 * w), 0.0f);
+    std::vector<int32_t> at = ids.to_vector<int32_t>();
+    for (size_t r = 0; r < at.size(); ++r)
+      for (int64_t c = 0; c < w; ++c)
+        expect[size_t(at[r] * w + c)] += rows[r * size_t(w) + size_t(c)];
+    CHECK(got == expect); // in order: each element's additions as a loop over the rows makes them
   }
   // An index out of range is still reported, rows ahead of it prefetching nothing.
   StreamFrom always(1);
