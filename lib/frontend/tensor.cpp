@@ -38,15 +38,15 @@ bool TensorImpl::covers_cell() const {
 
 Tensor wrap(ir::NodePtr node) {
   if (node->depth > config().max_graph_nodes) realize({node});
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = new_impl();
   impl->sizes = node->shape;
   impl->strides = ir::contiguous_strides(node->shape);
-  impl->cell = std::make_shared<StorageCell>(StorageCell{ir::resolve(node)});
+  impl->cell = new_cell(ir::resolve(node));
   return Tensor(std::move(impl));
 }
 
 Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, int64_t offset) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = new_impl();
   impl->cell = base.impl()->cell;
   impl->sizes = std::move(sizes);
   impl->strides = std::move(strides);
@@ -155,7 +155,7 @@ void write(const Tensor& self, ir::NodePtr value, bool exclusive) {
     args.push_back(0);
     ir::NodePtr p = as_parts(base);
     p = ir::make_node(Op::Assign, p->dtype, p->shape, {p, std::move(value)}, std::move(args));
-    auto whole = std::make_shared<TensorImpl>();
+    auto whole = new_impl();
     whole->cell = impl.cell;
     whole->sizes = base->shape;
     whole->strides = ir::contiguous_strides(base->shape);
@@ -485,7 +485,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str
 TypedStorage Tensor::storage() const {
   detail::check_defined(*this, "storage");
   const ir::Node& whole = *impl_->cell->node;
-  auto flat = std::make_shared<detail::TensorImpl>();
+  auto flat = detail::new_impl();
   flat->cell = impl_->cell;
   flat->parts = impl_->parts; // a view of parts sees the storage as parts
   flat->sizes = {whole.numel() * (impl_->parts ? 2 : 1)};

@@ -6,6 +6,7 @@
 // node by one that includes the write (functionalization), so every alias
 // reads the new version and graphs built before keep the old one.
 #pragma once
+#include "lib/core/free_list.h"
 #include "lib/ir/node.h"
 #include "tensorjit/tensor.h"
 
@@ -51,6 +52,16 @@ struct TensorImpl {
   // Whether the view is all of the storage, in its order.
   bool covers_cell() const;
 };
+
+// A new impl, or cell: from the thread's free list (core::FreeListAllocator), as nodes are, since
+// a graph built op by op makes and drops one of each per op.
+inline std::shared_ptr<TensorImpl> new_impl() {
+  return std::allocate_shared<TensorImpl>(core::FreeListAllocator<TensorImpl>());
+}
+inline std::shared_ptr<StorageCell> new_cell(ir::NodePtr node) {
+  return std::allocate_shared<StorageCell>(core::FreeListAllocator<StorageCell>(),
+                                           StorageCell{std::move(node)});
+}
 
 // A new tensor over `node`, with storage of its own. Graphs deeper than
 // config().max_graph_nodes are materialized here, so that a loop extending
