@@ -402,12 +402,47 @@ NodePtr with_sources(const Node& n, std::vector<NodePtr> src) {
                    n.device);
 }
 
+namespace {
+
+// A shaped constant (a scalar operand taken into an op's result shape): the last eight a thread
+// made are remembered by key, weakly, so that a loop of ops finds the one the previous op made
+// without the node table (hashing, the lock, the probe: a tenth of building a chain of ops). Held
+// weakly, a remembered constant keeps no memory it is evaluated into; one evaluated since is
+// left to the table, which counts such finds.
+NodePtr make_shaped_const(const Scalar& value, DType dtype, Shape shape, Device device) {
+  struct Known {
+    std::weak_ptr<const Node> node; // empty: a slot not used yet
+    DType dtype = kFloat32;
+    Device device;
+    Scalar value;
+    Shape shape;
+  };
+  struct Recent {
+    std::array<Known, 8> known;
+    size_t next = 0;
+  };
+  thread_local Recent recent;
+  // From the latest: a loop of ops finds the constant an op or two before made.
+  const size_t n = recent.known.size();
+  for (size_t back = 1; back <= n; ++back) {
+    const Known& k = recent.known[(recent.next - back) % n];
+    if (k.dtype != dtype || k.shape.size() != shape.size() || !same_scalar(k.value, value) ||
+        !std::equal(shape.begin(), shape.end(), k.shape.begin()) || k.device != device)
+      continue;
+    if (NodePtr c = k.node.lock(); c && !c->realized) return c;
+  }
+  NodePtr made = make_node(Op::Const, dtype, shape, {}, {}, value, nullptr, {}, device);
+  recent.known[recent.next++ % n] = {made, dtype, device, value, std::move(shape)};
+  return made;
+}
+
+} // namespace
+
 NodePtr make_const(const Scalar& v, DType dtype, Shape shape, Device device) {
   // The value the constant has in its dtype: folding, the interpreter and
   // kernels then all see the same number, and equal constants hash-cons.
   const Scalar value = to_dtype(v, dtype);
-  if (!shape.empty())
-    return make_node(Op::Const, dtype, std::move(shape), {}, {}, value, nullptr, {}, device);
+  if (!shape.empty()) return make_shaped_const(value, dtype, std::move(shape), device);
   // The scalar constants this thread made last, held: an op with a scalar operand makes one and
   // drops it (its value is taken into the result's dtype and shape), so a loop of such ops made,
   // registered and destroyed a node per op. Held, a cached node is the table's node for its key,
