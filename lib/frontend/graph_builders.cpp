@@ -45,8 +45,8 @@ void throw_device_mismatch(Device a, Device b) {
                           a.str(), b.str()));
 }
 
-NodePtr constant(const Scalar& v, DType t, Shape shape, Device device) {
-  return ir::make_const(v, t, std::move(shape), device);
+NodePtr constant(const Scalar& v, DType t, const Shape& shape, Device device) {
+  return ir::make_const(v, t, shape, device);
 }
 
 NodePtr cast(const NodePtr& x, DType t, bool discard_imag) {
@@ -82,7 +82,12 @@ NodePtr binary_to(Op op, NodePtr a, NodePtr b, Shape shape) {
   a = expand(a, shape);
   b = expand(b, shape);
   DType out = ir::is_comparison(op) ? kBool : a->dtype;
-  return ir::make_node(op, out, std::move(shape), {std::move(a), std::move(b)});
+  // Moved in, not copied from an initializer list: no reference counts taken and dropped.
+  std::vector<NodePtr> src;
+  src.reserve(2);
+  src.push_back(std::move(a));
+  src.push_back(std::move(b));
+  return ir::make_node(op, out, std::move(shape), std::move(src));
 }
 
 } // namespace

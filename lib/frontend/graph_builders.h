@@ -16,7 +16,7 @@ using ir::Shape;
 
 // A constant on `device`; binary() and where() move constants to their other
 // operands' device, so a constant combined with a value needs no device.
-NodePtr constant(const Scalar& v, DType t, Shape shape = {}, Device device = kCPU);
+NodePtr constant(const Scalar& v, DType t, const Shape& shape = {}, Device device = kCPU);
 // PyTorch's error for operands on two devices.
 [[noreturn]] void throw_device_mismatch(Device a, Device b);
 // To a complex dtype from a real one: a zero imaginary part. A complex value to a real dtype

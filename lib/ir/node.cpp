@@ -409,7 +409,7 @@ namespace {
 // without the node table (hashing, the lock, the probe: a tenth of building a chain of ops). Held
 // weakly, a remembered constant keeps no memory it is evaluated into; one evaluated since is
 // left to the table, which counts such finds.
-NodePtr make_shaped_const(const Scalar& value, DType dtype, Shape shape, Device device) {
+NodePtr make_shaped_const(const Scalar& value, DType dtype, const Shape& shape, Device device) {
   struct Known {
     std::weak_ptr<const Node> node; // empty: a slot not used yet
     DType dtype = kFloat32;
@@ -432,17 +432,17 @@ NodePtr make_shaped_const(const Scalar& value, DType dtype, Shape shape, Device 
     if (NodePtr c = k.node.lock(); c && !c->realized) return c;
   }
   NodePtr made = make_node(Op::Const, dtype, shape, {}, {}, value, nullptr, {}, device);
-  recent.known[recent.next++ % n] = {made, dtype, device, value, std::move(shape)};
+  recent.known[recent.next++ % n] = {made, dtype, device, value, shape};
   return made;
 }
 
 } // namespace
 
-NodePtr make_const(const Scalar& v, DType dtype, Shape shape, Device device) {
+NodePtr make_const(const Scalar& v, DType dtype, const Shape& shape, Device device) {
   // The value the constant has in its dtype: folding, the interpreter and
   // kernels then all see the same number, and equal constants hash-cons.
   const Scalar value = to_dtype(v, dtype);
-  if (!shape.empty()) return make_shaped_const(value, dtype, std::move(shape), device);
+  if (!shape.empty()) return make_shaped_const(value, dtype, shape, device);
   // The scalar constants this thread made last, held: an op with a scalar operand makes one and
   // drops it (its value is taken into the result's dtype and shape), so a loop of such ops made,
   // registered and destroyed a node per op. Held, a cached node is the table's node for its key,

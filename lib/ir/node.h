@@ -120,7 +120,7 @@ uint64_t realized_nodes_found();
 NodePtr with_sources(const Node& n, std::vector<NodePtr> src);
 
 // Convenience builders.
-NodePtr make_const(const Scalar& v, DType dtype, Shape shape = {}, Device device = kCPU);
+NodePtr make_const(const Scalar& v, DType dtype, const Shape& shape = {}, Device device = kCPU);
 NodePtr make_buffer(std::shared_ptr<rt::Storage> storage, DType dtype, Shape shape, View view);
 // A fresh contiguous buffer leaf over new memory.
 NodePtr make_empty(DType dtype, Shape shape, Device device = kCPU);
