@@ -31,7 +31,8 @@ constexpr int64_t kGrain = 32768;
 // with fewer than kMinTiled rows or columns are not tiled. Tiles of 32 x 32 made a call per 32
 // elements and read runs of two lines: tj-bench's transposed 4096 x 4096 read (x.t() * 2 + 1)
 // took 14.8-15.6 ms on a 2-core Zen 4; 64 x 128 tiles 10.5-13.5 (and 32 x 256 12.7-13, 256 x 256
-// 10.1-11.5). A plain transpose in 8 x 8 AVX blocks on both cores took 17-23 ms there.
+// 10.1-11.5). A plain transpose in 8 x 8 AVX blocks on both cores took 17-23 ms there. With the
+// output written around the cache, 64 x 128 tiles took 5.4-6.6 ms, 128 x 64 ones 5.9-8.5.
 constexpr int64_t kTile = 64, kTileCols = 128, kMinTiled = 32;
 constexpr int64_t kCacheLine = 64;
 // How far ahead (columns) packing a tile prefetches the column it will copy.
@@ -162,14 +163,17 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
   for (size_t d = 0; d + 2 < nd; ++d)
     outer *= l.domain[d];
   std::vector<char> packed(ns);
-  // The item size of each output written along its rows (0 for other slots): each row of a tile
-  // is a short run of memory that no hardware prefetcher predicts, so the same row of the next
-  // tile along (c0 + kTileCols) is prefetched for writing while this one computes. The transposed
-  // 4096 x 4096 read of tj-bench went from 17-19 to 10.5-11 ms.
+  // The item size of each output written along its rows through the cache (0 for other slots):
+  // each row of a tile is a short run of memory that no hardware prefetcher predicts, so the same
+  // row of the next tile along (c0 + kTileCols) is prefetched for writing while this one
+  // computes. The transposed 4096 x 4096 read of tj-bench went from 17-19 to 10.5-11 ms. An
+  // output written around the cache (a large one) is not prefetched: it would bring into the
+  // cache the lines its stores then have to evict.
   std::vector<int64_t> out_item(ns, 0);
   for (size_t s = 0; s < ns; ++s) {
     packed[s] = transposed_input(l, s);
-    if (l.kernel.slots[s].role == kir::Slot::Role::Output && l.slots[s].strides[nd - 1] == 1)
+    if (l.kernel.slots[s].role == kir::Slot::Role::Output && l.slots[s].strides[nd - 1] == 1 &&
+        !l.kernel.slots[s].stream)
       out_item[s] = static_cast<int64_t>(itemsize(l.kernel.slots[s].dtype));
   }
   auto body = [&](int64_t begin, int64_t end) {
