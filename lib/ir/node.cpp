@@ -446,14 +446,17 @@ NodePtr make_const(const Scalar& v, DType dtype, const Shape& shape, Device devi
   // The scalar constants this thread made last, held: an op with a scalar operand makes one and
   // drops it (its value is taken into the result's dtype and shape), so a loop of such ops made,
   // registered and destroyed a node per op. Held, a cached node is the table's node for its key,
-  // and hash-consing is kept. Not shaped ones: evaluated (zeros(n).eval()), a held constant would
-  // keep its memory, which an in-place write would then have to copy.
+  // and hash-consing is kept. Shaped ones are only remembered (make_shaped_const): evaluated
+  // (zeros(n).eval()), a held one would keep its memory, which an in-place write would then have
+  // to copy.
   struct Recent {
     std::array<NodePtr, 8> nodes;
     size_t next = 0;
   };
   thread_local Recent recent;
-  for (NodePtr& c : recent.nodes) {
+  const size_t count = recent.nodes.size();
+  for (size_t back = 1; back <= count; ++back) { // from the latest
+    NodePtr& c = recent.nodes[(recent.next - back) % count];
     if (!c) continue;
     // One computed since (its memory handed out: data_ptr(), numpy()) is let go: held, it
     // would give that memory to every new tensor of the same value.
@@ -464,7 +467,7 @@ NodePtr make_const(const Scalar& v, DType dtype, const Shape& shape, Device devi
     if (c->dtype == dtype && c->device == device && same_scalar(c->value, value)) return c;
   }
   NodePtr n = make_node(Op::Const, dtype, {}, {}, {}, value, nullptr, {}, device);
-  recent.nodes[recent.next++ % recent.nodes.size()] = n;
+  recent.nodes[recent.next++ % count] = n;
   return n;
 }
 
