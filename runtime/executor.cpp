@@ -593,6 +593,8 @@ bool LaunchRanges::accepts(const Launch& l) {
 void LaunchRanges::run(int64_t begin, int64_t end) const {
   int32_t err = 0;
   run_span(l_, code_->fn, ptrs_.data(), inner_.data(), rstride_.data(), begin, end, err);
+  // The GEMM runs a one-block product on its caller, outside parallel_for.
+  stores_visible();
   if (err) err_.fetch_or(err);
 }
 

@@ -14,18 +14,7 @@
 #include "tensorjit/config.h"
 
 namespace tj::rt {
-namespace {
 
-// Polls `ready` for up to `us` microseconds; true as soon as it holds. A worker out of work and
-// the caller waiting for the workers poll before they sleep (config().spin_us): waking a sleeping
-// thread takes tens of microseconds, paid on every launch when launches come back to back (a
-// training step, a benchmark loop), since the caller starts its chunk at once and a woken worker
-// late.
-// Kernels write large outputs with non-temporal stores, which are weakly ordered: a chunk's are
-// made visible before it is reported done (or its loop returns). One fence per chunk, not per
-// kernel call: a fence in every call of a kernel run row by row waited for each row's stores to
-// reach memory (gathered rows of 264 floats, streamed: 11.8-12.9 ms fenced per call, 8.0-8.6 ms
-// per chunk, as fast as through the cache).
 void stores_visible() {
 #if defined(__x86_64__)
   __builtin_ia32_sfence();
@@ -34,6 +23,13 @@ void stores_visible() {
 #endif
 }
 
+namespace {
+
+// Polls `ready` for up to `us` microseconds; true as soon as it holds. A worker out of work and
+// the caller waiting for the workers poll before they sleep (config().spin_us): waking a sleeping
+// thread takes tens of microseconds, paid on every launch when launches come back to back (a
+// training step, a benchmark loop), since the caller starts its chunk at once and a woken worker
+// late.
 template <class F> bool spin_until(F&& ready, int us) {
   if (us <= 0) return ready();
   ++counters().pool_polls;

@@ -60,7 +60,7 @@ llvm::Function* KernelLowering::run(const std::string& fname) {
     b_.SetInsertPoint(done);
   } else if (!tiled_) {
     err = element_loop(done);
-    b_.SetInsertPoint(done); // its non-temporal stores are fenced by parallel_for, per chunk
+    b_.SetInsertPoint(done); // its non-temporal stores are fenced by its caller (stores_visible)
   } else if (!narrow_by_rows_) {
     err = tiled_loops(done);
     b_.SetInsertPoint(done);

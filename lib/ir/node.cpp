@@ -421,7 +421,9 @@ NodePtr make_shaped_const(const Scalar& value, DType dtype, const Shape& shape, 
     std::array<Known, 8> known;
     size_t next = 0;
   };
-  thread_local Recent recent;
+  // On the heap: the library's thread-locals stay small (static TLS, CMakeLists.txt).
+  thread_local const std::unique_ptr<Recent> ring = std::make_unique<Recent>();
+  Recent& recent = *ring;
   // From the latest: a loop of ops finds the constant an op or two before made.
   const size_t n = recent.known.size();
   for (size_t back = 1; back <= n; ++back) {
