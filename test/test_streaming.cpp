@@ -230,12 +230,20 @@ TEST_CASE("streaming stores into memory at any offset", "[streaming]") {
 
 TEST_CASE("rows written by a store loop stream, and keep their values in scratch", "[streaming]") {
   namespace F = nn::functional;
+  manual_seed(test::test_seed(41)); // the same inputs whichever tests ran before in the process
   for (DType t : {kFloat32, kFloat64, kFloat16}) {
     INFO(dtype_name(t));
     for (int64_t len : {3001, 1024, 5000}) { // 5000: longer than a streaming row may be
       Tensor x = (randn({37, len}) * 3).to(t);
       x.eval();
-      same_either_way(x, [](const Tensor& v) { return F::softmax(v, 1); });
+      if (t == kFloat16) {
+        // A streamed row's head calls scalar expf where the cached loop uses the 16-lane exp: a
+        // last-bit difference may round a float16 result the other way (docs/architecture.md).
+        auto [cached, streamed] = both_ways(x, [](const Tensor& v) { return F::softmax(v, 1); });
+        CHECK(allclose(cached.to(kFloat32), streamed.to(kFloat32), 1.0 / 1024, 0.0));
+      } else {
+        same_either_way(x, [](const Tensor& v) { return F::softmax(v, 1); });
+      }
       same_either_way(x, [](const Tensor& v) { return F::log_softmax(v, 1); });
       same_either_way(x, [](const Tensor& v) { return F::layer_norm(v, {v.size(1)}); });
     }
