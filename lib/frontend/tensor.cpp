@@ -130,6 +130,13 @@ bool storage_exclusive(const Tensor& t) {
 }
 
 namespace {
+// The values of `b` computed into fresh memory of their own: a Buffer node.
+ir::NodePtr in_own_memory(const ir::NodePtr& b) {
+  ir::NodePtr c = ir::make_node(Op::Cast, b->dtype, b->shape, {b});
+  detail::realize({c});
+  return ir::resolve(c);
+}
+
 // Keeps the current contents of a pinned storage for everything that still
 // reads them, so the storage itself can be written in place.
 void snapshot(StorageCell& cell) {
@@ -167,9 +174,7 @@ void write(const Tensor& self, ir::NodePtr value, bool exclusive) {
     // Memory handed out for another tensor, which this one reads too (both were one computed
     // constant, equal nodes being one node): this one's values move to memory of their own
     // before the write, which must not reach the other's.
-    ir::NodePtr c = ir::make_node(Op::Cast, base->dtype, base->shape, {base});
-    detail::realize({c});
-    cell.node = ir::resolve(c);
+    cell.node = in_own_memory(base);
     base = cell.node;
     pinned = false;
   }
@@ -259,9 +264,7 @@ const ir::Node& pinned_storage(const Tensor& t) {
   if (!mine) {
     // Memory laid out otherwise, or handed out for another storage already:
     // this storage gets memory of its own.
-    ir::NodePtr c = ir::make_node(Op::Cast, b->dtype, b->shape, {b});
-    detail::realize({c});
-    b = ir::resolve(c);
+    b = detail::in_own_memory(b);
   }
   b->storage->pin(cell);
   cell->node = b;
