@@ -250,6 +250,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt) {
   // (loop remainders) and, below, the declarations nothing calls. Where the vectorizer called
   // one of our routines, its body is inlined.
   if (auto* used = m.getGlobalVariable("llvm.compiler.used")) used->eraseFromParent();
+  detail::call_widest_variants(m);
   bool routines = false;
   for (llvm::Function& f : m) {
     f.removeDeadConstantUsers();

@@ -284,10 +284,10 @@ llvm::Value* KernelLowering::pipelined_rows(llvm::BasicBlock* exit) {
 // at least kScanGroupMinRow in blocks (scan_blocks), shorter ones in one loop over j with scalar
 // chains side by side (rows_in_step: per block, each row's loops cost more than a short row's
 // work); the rows left over one at a time in the plain loop. Each row's scans run in order, as
-// in the plain loop, so sums and products are the same bits every way. Where the row's values
-// call the math library, whose vector functions (in the blocks) and scalar ones differ in the
-// last bit, the blocks' last group of a call holds the rows left instead, so that a row's
-// result does not depend on where a thread's rows begin. Returns the error flag at `exit`, or
+// in the plain loop, so sums and products are the same bits every way (and math calls go through
+// one routine whatever their width: call_widest_variants). Where the row's values call the math
+// library, the blocks' last group of a call holds the rows left instead: a step of the vector
+// functions costs no less for one row than for a group. Returns the error flag at `exit`, or
 // nullptr when nothing divides integers.
 llvm::Value* KernelLowering::scan_row_groups(llvm::BasicBlock* exit) {
   llvm::Value* n = arg(kN);
@@ -300,9 +300,9 @@ llvm::Value* KernelLowering::scan_row_groups(llvm::BasicBlock* exit) {
   auto rest = [&](llvm::BasicBlock* e) {
     return counted_loop(e, b_.CreateSub(n, grouped), grouped, true);
   };
-  // Without math library calls along the row the blocks and the scalar loop give the same bits:
-  // the rows left over take the scalar loop, cheaper than a group for one row (a cumsum of one
-  // long row: 8.1-8.5 ms, against 11.6-15.5 as a group of one).
+  // Without math library calls along the row, the rows left over take the scalar loop, cheaper
+  // than a group for one row (a cumsum of one long row: 8.1-8.5 ms, against 11.6-15.5 as a group
+  // of one).
   if (!scan_math_)
     return in_two_parts(
         grouped, n, "groups",

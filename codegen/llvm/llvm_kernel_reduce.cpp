@@ -481,21 +481,9 @@ void KernelLowering::scan_blocks(const ScanRow& first, int64_t group, llvm::Valu
   std::vector<llvm::Value*> carry(nv, nullptr);
   for (int32_t v : scans)
     carry[v] = b_.CreateVectorSplat(vty[v]->getNumElements(), start(v));
-  // Scans whose results are rounded to float16 or bfloat16.
-  std::vector<char> narrowed(nv, 0);
-  for (const kir::Value& x : k_.values)
-    if (x.op == Op::Cast && (x.dtype == kFloat16 || x.dtype == kBFloat16) && x.src[0] >= 0)
-      narrowed[size_t(x.src[0])] = 1;
   auto combine = [&](int32_t v, llvm::Value* x, llvm::Value* y) {
-    const Op op = ir::combine_op(k_.values[v].op);
-    const DType dt = keyed[v] ? key_type(v) : k_.values[v].dtype;
-    if (op != Op::LogAddExp || !narrowed[v]) return ops_.binary(op, dt, x, y);
-    // A float16 or bfloat16 logcumsumexp, computed in float32: lane by lane through libm's scalar
-    // functions, whose results round to the same float16 as PyTorch's loop (which calls them);
-    // a vector function's last-bit differences would now and then round to the next one.
-    return ops_.lanewise({x, y}, [&](llvm::ArrayRef<llvm::Value*> lane) {
-      return ops_.binary(op, dt, lane[0], lane[1]);
-    });
+    return ops_.binary(ir::combine_op(k_.values[v].op), keyed[v] ? key_type(v) : k_.values[v].dtype,
+                       x, y);
   };
 
   // A loop over [0, count) in steps of `lanes` elements from the current block (count > 0),

@@ -372,7 +372,8 @@ std::string OpLowering::variant_name(llvm::Module& m, const std::string& name, l
 }
 
 // The vector-function-abi-variant attribute value for `name` (scalar type ty, nargs arguments),
-// declaring each vector function in the module.
+// declaring each vector function in the module. Each declaration names the widest variant
+// (kWidestVariantAttr), which computes every lane after vectorization (call_widest_variants).
 std::string OpLowering::vector_variants(llvm::Module& m, const std::string& name, llvm::Type* ty,
                                         unsigned nargs) {
   const unsigned elem_bits = ty->getPrimitiveSizeInBits();
@@ -382,6 +383,9 @@ std::string OpLowering::vector_variants(llvm::Module& m, const std::string& name
     unsigned bits;
   };
   const Isa isas[] = {{isa_.sse, 'b', 128}, {isa_.avx2, 'd', 256}, {isa_.avx512, 'e', 512}};
+  std::string widest;
+  for (const Isa& isa : isas)
+    if (isa.on) widest = variant_symbol(name, isa.letter, isa.bits / elem_bits, nargs);
   std::string attr;
   for (const Isa& isa : isas) {
     if (!isa.on) continue;
@@ -398,9 +402,12 @@ std::string OpLowering::vector_variants(llvm::Module& m, const std::string& name
       f->setDoesNotAccessMemory();
       f->setDoesNotThrow();
       f->setWillReturn();
+      if (vname != widest) f->addFnAttr(kWidestVariantAttr, widest);
       keep_alive.push_back(f);
     }
   }
+  if (llvm::Function* f = m.getFunction(name); f && !widest.empty())
+    f->addFnAttr(kWidestVariantAttr, widest);
   return attr;
 }
 

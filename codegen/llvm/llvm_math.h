@@ -43,10 +43,6 @@ public:
   llvm::Value* unary(ir::Op op, DType t, llvm::Value* x);
   // t is the operands' dtype; comparisons return i1.
   llvm::Value* binary(ir::Op op, DType t, llvm::Value* x, llvm::Value* y);
-  // `scalar` applied to each lane of the vectors `args` (of one length), as a vector: for ops whose
-  // vector form would round differently or does not exist.
-  llvm::Value* lanewise(llvm::ArrayRef<llvm::Value*> args,
-                        llvm::function_ref<llvm::Value*(llvm::ArrayRef<llvm::Value*>)> scalar);
   // Word `word` of Philox4x32-10 at counter ctr (int64), key (int64), zero-extended to i64.
   llvm::Value* philox(llvm::Value* ctr, llvm::Value* key, int64_t word);
 
@@ -63,6 +59,10 @@ private:
   llvm::Value* int_pow(DType t, llvm::Value* x, llvm::Value* y);
   llvm::Value* float_max_min(bool is_max, llvm::Value* x, llvm::Value* y);
   llvm::Value* libm(const char* base, DType t, llvm::ArrayRef<llvm::Value*> args);
+  // `scalar` applied to each lane of the vectors `args` (of one length), as a vector: for a
+  // vector width the math library has no variant of.
+  llvm::Value* lanewise(llvm::ArrayRef<llvm::Value*> args,
+                        llvm::function_ref<llvm::Value*(llvm::ArrayRef<llvm::Value*>)> scalar);
   std::string variant_symbol(const std::string& name, char isa, unsigned lanes, unsigned nargs);
   std::string variant_name(llvm::Module& m, const std::string& name, llvm::Type* ty, unsigned lanes,
                            unsigned nargs);

@@ -223,6 +223,42 @@ const char* vmath_variant(std::string_view scalar, char isa, unsigned lanes) {
   return nullptr;
 }
 
+void call_widest_variants(llvm::Module& m) {
+  std::vector<llvm::CallInst*> calls;
+  for (llvm::Function& f : m)
+    if (f.isDeclaration() && f.hasFnAttribute(kWidestVariantAttr))
+      for (llvm::User* u : f.users())
+        if (auto* call = llvm::dyn_cast<llvm::CallInst>(u); call && call->getCalledFunction() == &f)
+          calls.push_back(call);
+  for (llvm::CallInst* call : calls) {
+    llvm::Function* f = call->getCalledFunction();
+    llvm::Function* widest =
+        m.getFunction(f->getFnAttribute(kWidestVariantAttr).getValueAsString());
+    if (!widest) continue; // declared beside the attribute; gone only if a pass removed it
+    const unsigned lanes =
+        llvm::cast<llvm::FixedVectorType>(widest->getReturnType())->getNumElements();
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
+    const unsigned have = vt ? vt->getNumElements() : 1;
+    llvm::IRBuilder<> b(call);
+    // Lanes i, i + have, i + 2 have, ... all hold argument lane i: no lane computes a value
+    // the call did not ask for (which could take a routine's slow path for special inputs).
+    llvm::SmallVector<int, 16> repeat(lanes), first(have);
+    for (unsigned l = 0; l < lanes; ++l)
+      repeat[l] = int(l % have);
+    for (unsigned l = 0; l < have; ++l)
+      first[l] = int(l);
+    llvm::SmallVector<llvm::Value*, 2> args;
+    for (llvm::Value* a : call->args())
+      args.push_back(vt ? b.CreateShuffleVector(a, repeat) : b.CreateVectorSplat(lanes, a));
+    llvm::CallInst* wide = b.CreateCall(widest, args);
+    wide->setDoesNotAccessMemory();
+    llvm::Value* r =
+        vt ? b.CreateShuffleVector(wide, first) : b.CreateExtractElement(wide, uint64_t(0));
+    call->replaceAllUsesWith(r);
+    call->eraseFromParent();
+  }
+}
+
 bool define_vmath(llvm::Function& f) {
   if (!f.isDeclaration()) return false;
   const llvm::StringRef name = f.getName();
