@@ -21,6 +21,7 @@ Config from_env() {
   c.fusion = env_int("TJ_FUSION", 1) != 0;
   c.schedule_cache = env_int("TJ_SCHEDULE_CACHE", 1) != 0;
   c.cpu_gemm = env_int("TJ_CPU_GEMM", 1) != 0;
+  c.ordered_scans = env_int("TJ_ORDERED_SCANS", 0) != 0;
 #ifdef NDEBUG
   c.verify = env_int("TJ_VERIFY", 0) != 0;
 #else

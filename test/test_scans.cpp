@@ -199,8 +199,7 @@ TEST_CASE("scans stream their rows from any offset", "[scan][streaming]") {
 
 TEST_CASE("long scans over few rows run in segments on every thread", "[scan]") {
   manual_seed(15);
-  // 2^20 elements in one row: the segments' totals, their scan, then the segments (3 kernels),
-  // for the scans whose order may change (integers, extrema).
+  // 2^20 elements in one row: the segments' totals, their scan, then the segments (3 kernels).
   Tensor v = randn({int64_t{1} << 20});
   Tensor k = (v * 100).round().to(kInt32);
   eval({v, k});
@@ -214,9 +213,24 @@ TEST_CASE("long scans over few rows run in segments on every thread", "[scan]") 
   check_vs_interp(ni, "cummin indices of integers");
   // After the scan, elementwise work in the same kernel as the segments.
   CHECK(check_vs_interp((k * 2).cumsum(0) / 7.0, "cumsum(2 k) / 7") == 3);
-  // Float sums add in PyTorch's order, bit for bit: one kernel.
-  CHECK(check_vs_interp(v.cumsum(0), "a float32 cumsum") == 1);
-  CHECK(check_vs_interp(v.to(kFloat64).cumsum(0), "a float64 cumsum") == 1);
+  // Float sums too: a float32 cumsum adds in float64, whose segment sums round to the same
+  // float32 as PyTorch's running sum here; a float64 one within its last bits.
+  CHECK(check_vs_interp(v.cumsum(0), "a float32 cumsum") == 3);
+  CHECK(check_vs_interp(v.to(kFloat64).cumsum(0), "a float64 cumsum", false) == 3);
+  CHECK(check_vs_interp((v * 0.001 + 1).cumprod(0), "a float32 cumprod", false) == 3);
+  // config().ordered_scans keeps PyTorch's order, one element after the other: one kernel, the
+  // interpreter's bits even where partial results cancel (1e17 - 1e17 after a segment's 1).
+  Tensor cancel = zeros({int64_t{1} << 20}, TensorOptions().dtype(kFloat64));
+  cancel.index_put_({0}, 1.0);
+  cancel.index_put_({65536}, 1e17);
+  cancel.index_put_({65537}, -1e17);
+  cancel.eval();
+  CHECK(cancel.cumsum(0)[65537].item<double>() == 1.0); // 1 + (1e17 - 1e17): segments
+  config().ordered_scans = true;
+  CHECK(check_vs_interp(v.to(kFloat64).cumsum(0), "a float64 cumsum in order") == 1);
+  CHECK(check_vs_interp(cancel.cumsum(0), "cancelling, in order") == 1);
+  CHECK(cancel.cumsum(0)[65537].item<double>() == 0.0); // (1 + 1e17) - 1e17, as PyTorch
+  config().ordered_scans = false;
   // A few long rows, along either dim; a length with no divisor in [4096, 65536] (2^18 + 3),
   // which runs as one row.
   Tensor few = randint(-50, 50, {3, int64_t{1} << 18});

@@ -30,7 +30,8 @@ void reset_stats();
 
 // Settings read once from the environment (TJ_NUM_THREADS, TJ_FUSION,
 // TJ_CPU_GEMM, TJ_DEBUG, TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL,
-// TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES, TJ_SPIN_US, TJ_SCHEDULE_CACHE, TJ_VERIFY) and
+// TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES, TJ_SPIN_US, TJ_SCHEDULE_CACHE, TJ_ORDERED_SCANS,
+// TJ_VERIFY) and
 // changeable from C++.
 struct Config {
   int num_threads = 0; // 0: all cores
@@ -42,6 +43,11 @@ struct Config {
   // float32/float64 products on the CPU by the packed GEMM (a Call node, runtime/cpu_gemm.h);
   // false: as fused reductions, like the other dtypes' products.
   bool cpu_gemm = true;
+  // TJ_ORDERED_SCANS: a long float cumsum or cumprod over few rows on the CPU adds in PyTorch's
+  // order, one element after the other on one thread; false (the default): in segments that
+  // every thread scans, combined with the totals of the segments before (passes/split_scans),
+  // which may change the last bit, or more where partial results cancel.
+  bool ordered_scans = false;
   int debug = 0;                   // TJ_DEBUG level, 0..4
   int opt_level = 3;               // LLVM optimization level of kernels
   std::string cache_dir;           // persistent cache; empty disables it

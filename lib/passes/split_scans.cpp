@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "lib/frontend/graph_builders.h"
+#include "tensorjit/config.h"
 
 namespace tj::passes {
 namespace {
@@ -90,11 +91,15 @@ private:
     return out;
   }
 
-  // Whether the scan's steps may be combined in another order (codegen/kernel_ir.h): integers,
-  // whose sums and products wrap to the same bits in any order, and extrema. Floating sums and
-  // products keep PyTorch's order.
+  // Whether the scan's steps may be combined in another order: integers, whose sums and
+  // products wrap to the same bits in any order, and extrema; float sums and products unless
+  // config().ordered_scans keeps PyTorch's order. A float32 cumsum adds in float64, whose
+  // segment sums round to the same float32 as the running sum nearly always (all of 2^24
+  // random normals); a float64 one may differ in the last bit, and where partial results
+  // cancel, more ([1, 1e17, -1e17] scans to 1, 1e17, 0 in order; 1 + (1e17 - 1e17) is 1).
   static bool reorderable(const Node& n) {
-    return n.op == Op::ScanMax || n.op == Op::ScanMin || is_integral(n.dtype, true);
+    return n.op == Op::ScanMax || n.op == Op::ScanMin || is_integral(n.dtype, true) ||
+           ((n.op == Op::ScanSum || n.op == Op::ScanProd) && !config().ordered_scans);
   }
 
   bool splits(const Node& n) const {

@@ -165,6 +165,7 @@ std::optional<GraphKey> graph_key(const std::vector<ir::NodePtr>& roots) {
   // The settings that schedules depend on.
   key.words.push_back(uint64_t(c.fusion));
   key.words.push_back(uint64_t(rt::stream_store_bytes()));
+  key.words.push_back(uint64_t(c.ordered_scans));
   KeyBuilder b(key);
   std::vector<uint64_t> root_index;
   for (const auto& r : roots)

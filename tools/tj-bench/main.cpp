@@ -388,8 +388,8 @@ int bench(const Options& o) {
                    fused_unfused({"cumsum", m_shape, Kind::Memory, in_bytes, {}},
                                  [&] { return m.cumsum(1); });
                  }});
-  // One long row of floats: one chain of additions in PyTorch's order, on one thread (integer
-  // scans and extrema split in segments over the threads: passes/split_scans).
+  // One long row of floats: in segments over the threads (passes/split_scans), their totals
+  // read first: three passes over memory where a copy makes two.
   const std::string v_shape = fmt::format("{}", half);
   all.push_back({"cumsum 1-d", v_shape, [&] {
                    tj::Tensor v = x.narrow(0, 0, half);
