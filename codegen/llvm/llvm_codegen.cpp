@@ -246,9 +246,9 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt) {
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(kernel_pipeline(opt)));
   mpm.run(m, mam);
 
-  // The vector variants were for the vectorizer only: drop the attributes left on scalar calls
-  // (loop remainders) and, below, the declarations nothing calls. Where the vectorizer called
-  // one of our routines, its body is inlined.
+  // The vector variants were for the vectorizer only: every call left narrower than the widest
+  // variant (loop remainders, epilogues) now calls the widest; below, the attributes and the
+  // declarations nothing calls go. Where a call reaches one of our routines, its body is inlined.
   if (auto* used = m.getGlobalVariable("llvm.compiler.used")) used->eraseFromParent();
   detail::call_widest_variants(m);
   bool routines = false;
@@ -487,7 +487,7 @@ BuiltFunction compile_built(const std::string& symbol,
 // Salt of cached machine code: changed with any edit to optimize() or machine_code() that the
 // printed pass pipeline does not show (the post-pipeline clean-up, code generation options, the
 // passes KernelPassGate skips).
-constexpr const char* kCodegenRevision = "tj-llvm-7";
+constexpr const char* kCodegenRevision = "tj-llvm-8";
 
 std::string identity(const kir::Kernel& k, int opt_level) {
   kir::verify(k);

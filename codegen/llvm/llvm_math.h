@@ -27,7 +27,7 @@ struct LowerError : std::runtime_error {
 // Emits the scalar code of one element at the builder's insertion point. Values are in register
 // form: bool i1, uint8/int8 i8, int16 i16, ..., float16 half, bfloat16 i16 (its bits), float32
 // float, float64 double. No fast-math flags anywhere: results are bit-for-bit those of scalar C++
-// (libm results excepted, which come from libmvec in vectorized loops).
+// (libm results excepted: every element's from the widest vector variant, call_widest_variants).
 class OpLowering {
 public:
   OpLowering(llvm::IRBuilder<>& b, VecIsa isa) : b_(b), ctx_(b.getContext()), isa_(isa) {}

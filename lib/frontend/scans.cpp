@@ -3,7 +3,9 @@
 //
 // As PyTorch's CPU kernels, a sum or product computes in the accumulation dtype (float64 for
 // float32 and float64 on the CPU, float32 on a GPU and for 16-bit floats, int64 for integers),
-// one element after the other from the identity: the same operations in the same order.
+// one element after the other from the identity: the same operations in the same order (but a
+// long float64 scan over few rows, which passes/split_scans runs in segments unless
+// config().ordered_scans).
 #include <fmt/format.h>
 
 #include <limits>

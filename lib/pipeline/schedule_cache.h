@@ -26,7 +26,8 @@ struct GraphKey {
 
 // The key of the graph below `roots` (unrealized, resolved through realized nodes), or nothing
 // where the cache does not apply: a write or a library call to perform, a setting that changes
-// schedules from what they were (fusion, where outputs are streamed), dumps, planning.
+// schedules from what they were (fusion, where outputs are streamed, ordered scans), dumps,
+// planning.
 std::optional<GraphKey> graph_key(const std::vector<ir::NodePtr>& roots);
 
 // Where a launch slot's memory, or a root's value, lies on a replay: in a leaf's storage
