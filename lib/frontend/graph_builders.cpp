@@ -115,7 +115,19 @@ NodePtr binary_as(Op op, const NodePtr& a, const NodePtr& b, DType t) {
 
 NodePtr where(NodePtr cond, NodePtr a, NodePtr b) {
   align_devices({&cond, &a, &b});
-  Shape shape = ir::broadcast_shapes(ir::broadcast_shapes(cond->shape, a->shape), b->shape);
+  // Operands of one shape or of none (scalars: relu's where(x < 0, 0, x)) broadcast to that
+  // shape; others as PyTorch checks them, the condition's and a's shapes first.
+  const Shape* one = nullptr;
+  bool alike = true;
+  for (const NodePtr* x : {&cond, &a, &b}) {
+    const Shape& s = (*x)->shape;
+    if (s.empty()) continue;
+    if (!one) one = &s;
+    alike &= *one == s;
+  }
+  Shape shape = !alike ? ir::broadcast_shapes(ir::broadcast_shapes(cond->shape, a->shape), b->shape)
+                : one  ? *one
+                       : Shape{};
   cond = expand(cond, shape);
   a = expand(a, shape);
   b = expand(b, shape);
@@ -187,6 +199,11 @@ Shape expanded_shape(const Shape& have, const Shape& want, DType t) {
 
 NodePtr expand(const NodePtr& x, const Shape& shape) {
   if (x->shape == shape) return x;
+  // A scalar constant taken into a shape (where(c, x, 0)): the shape as it is, without the
+  // checks' copy of it, when it holds no -1 or negative size for them to reject or replace.
+  if (x->op == Op::Const && x->shape.empty() &&
+      std::none_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+    return constant(x->value, x->dtype, shape, x->device);
   Shape target = expanded_shape(x->shape, shape, x->dtype);
   size_t lead = target.size() - x->shape.size();
   if (x->shape == target) return x;
