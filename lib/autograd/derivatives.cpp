@@ -122,6 +122,7 @@ std::pair<Tensor, Tensor> binary_vjp(Op op, const Tensor& g, const Tensor& a, co
 }
 
 void record_unary(Op op, const Tensor& x, const Tensor& y, const char* name) {
+  if (!any_requires_grad({x})) return; // before the backward's closure is built
   record(name ? name : ir::info(op).grad_fn.data(), {x}, {y}, {x, y},
          [op](const std::vector<Tensor>& grads, const std::vector<Tensor>& saved) {
            return std::vector<Tensor>{unary_vjp(op, grads[0], saved[0], saved[1])};
@@ -129,6 +130,7 @@ void record_unary(Op op, const Tensor& x, const Tensor& y, const char* name) {
 }
 
 void record_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& y, const char* name) {
+  if (!any_requires_grad(a, b)) return; // before the saved list and the closure's sizes are built
   // Add and Sub read no values: nothing is saved, as in PyTorch.
   const bool reads = op != Op::Add && op != Op::Sub;
   std::vector<Tensor> save;

@@ -97,7 +97,7 @@ Edge gradient_edge(const Tensor& t) {
   return {};
 }
 
-bool any_requires_grad(const std::vector<Tensor>& inputs) {
+bool any_requires_grad(std::span<const Tensor> inputs) {
   if (!GradMode::is_enabled()) return false;
   for (const Tensor& t : inputs)
     if (tracked(t)) return true;

@@ -2,7 +2,9 @@
 // save, and the helper every op calls to record itself.
 #pragma once
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -78,7 +80,20 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
             const std::vector<Tensor>& save, FunctionNode::Backward backward);
 
 // Whether recording would happen for these inputs.
-bool any_requires_grad(const std::vector<Tensor>& inputs);
+bool any_requires_grad(std::span<const Tensor> inputs);
+inline bool any_requires_grad(std::initializer_list<Tensor> inputs) {
+  return any_requires_grad(std::span<const Tensor>(inputs.begin(), inputs.size()));
+}
+
+// record() of braced lists, which builds nothing (no vectors, no node) unless an input requires
+// grad: ops call it on every use, grad or not.
+inline void record(const char* name, std::initializer_list<Tensor> inputs,
+                   std::initializer_list<Tensor> outputs, std::initializer_list<Tensor> save,
+                   FunctionNode::Backward backward) {
+  if (!any_requires_grad(inputs)) return;
+  record(name, std::vector<Tensor>(inputs), std::vector<Tensor>(outputs), std::vector<Tensor>(save),
+         std::move(backward));
+}
 // The same for two inputs, without building a vector: every binary op asks it.
 bool any_requires_grad(const Tensor& a, const Tensor& b);
 
