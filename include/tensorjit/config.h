@@ -28,10 +28,9 @@ struct Stats {
 Stats stats();
 void reset_stats();
 
-// Settings read once from the environment (TJ_NUM_THREADS, TJ_FUSION,
-// TJ_CPU_GEMM, TJ_DEBUG, TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL,
-// TJ_MAX_GRAPH_NODES, TJ_STREAM_STORE_BYTES, TJ_SPIN_US, TJ_SCHEDULE_CACHE, TJ_ORDERED_SCANS,
-// TJ_VERIFY) and
+// Settings read once from the environment (TJ_NUM_THREADS, TJ_FUSION, TJ_CPU_GEMM, TJ_DEBUG,
+// TJ_DUMP, TJ_DUMP_DIR, TJ_CACHE_DIR, TJ_CACHE_MAX_MB, TJ_OPT_LEVEL, TJ_MAX_GRAPH_NODES,
+// TJ_STREAM_STORE_BYTES, TJ_SPIN_US, TJ_SCHEDULE_CACHE, TJ_ORDERED_SCANS, TJ_VERIFY) and
 // changeable from C++.
 struct Config {
   int num_threads = 0; // 0: all cores

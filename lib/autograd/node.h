@@ -84,6 +84,8 @@ bool any_requires_grad(std::span<const Tensor> inputs);
 inline bool any_requires_grad(std::initializer_list<Tensor> inputs) {
   return any_requires_grad(std::span<const Tensor>(inputs.begin(), inputs.size()));
 }
+// The same for two inputs, without building a vector: every binary op asks it.
+bool any_requires_grad(const Tensor& a, const Tensor& b);
 
 // record() of braced lists, which builds nothing (no vectors, no node) unless an input requires
 // grad: ops call it on every use, grad or not.
@@ -94,8 +96,6 @@ inline void record(const char* name, std::initializer_list<Tensor> inputs,
   record(name, std::vector<Tensor>(inputs), std::vector<Tensor>(outputs), std::vector<Tensor>(save),
          std::move(backward));
 }
-// The same for two inputs, without building a vector: every binary op asks it.
-bool any_requires_grad(const Tensor& a, const Tensor& b);
 
 // Brings a view's history up to date after an in-place write changed its
 // base's: the view becomes a strided read of the base's new value.
