@@ -26,14 +26,9 @@ namespace {
 // Elements below which a launch runs on the calling thread only.
 constexpr int64_t kGrain = 32768;
 
-// The tiles a transposing launch is walked in: kTile rows (a transposed input's runs of memory:
-// four cache lines of floats) by kTileCols columns, each row one call of the kernel. Launches
-// with fewer than kMinTiled rows or columns are not tiled. Tiles of 32 x 32 made a call per 32
-// elements and read runs of two lines: tj-bench's transposed 4096 x 4096 read (x.t() * 2 + 1)
-// took 14.8-15.6 ms on a 2-core Zen 4; 64 x 128 tiles 10.5-13.5 (and 32 x 256 12.7-13, 256 x 256
-// 10.1-11.5). A plain transpose in 8 x 8 AVX blocks on both cores took 17-23 ms there. With the
-// output written around the cache, 64 x 128 tiles took 5.4-6.6 ms, 128 x 64 ones 5.9-8.5.
-constexpr int64_t kTile = 64, kTileCols = 128, kMinTiled = 32;
+// The tiles a transposing launch is walked in (see TileShape) and the launches walked so: those
+// with at least kMinTiled rows and columns.
+constexpr int64_t kMinTiled = 32;
 constexpr int64_t kCacheLine = 64;
 // How far ahead (columns) packing a tile prefetches the column it will copy.
 constexpr int64_t kPrefetchColumns = 32;
@@ -79,25 +74,60 @@ void prefetch_next_column(const char* column, int64_t down, int64_t across, int6
 }
 
 // Copies a rows x cols block, element (r, c) at src[r * down + c * across],
-// into dst row-major with rows kTileCols long. Walking r innermost reads along
+// into dst row-major with rows `stride` elements long. Walking r innermost reads along
 // memory. Elements move as bytes (a memcpy of one element compiles to one load):
 // user memory may be unaligned, and its elements are not T's.
 template <typename T>
-void pack(const char* src, int64_t down, int64_t across, int64_t rows, int64_t cols, char* dst) {
+void pack(const char* src, int64_t down, int64_t across, int64_t rows, int64_t cols, char* dst,
+          int64_t stride) {
   constexpr int64_t size = sizeof(T);
   for (int64_t c = 0; c < cols; ++c) {
     const char* column = src + c * across * size;
     prefetch_next_column(column, down, across, rows, size);
     for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(dst + (r * kTileCols + c) * size, column + r * down * size, size);
+      std::memcpy(dst + (r * stride + c) * size, column + r * down * size, size);
   }
 }
 
 #if defined(__x86_64__)
+// A block of B x B elements of `size` bytes, B = 16 / size, transposed in 16-byte registers: B
+// loads along memory (a column of the tile each), log2(B) rounds that interleave the first half
+// of the registers with the second, B stores (a row of the tile each). Each round rotates the
+// bits of an element's (register, lane) index by one, so log2(B) of them swap the two.
+template <int size> __m128i interleave_lo(__m128i a, __m128i b) {
+  if constexpr (size == 1) return _mm_unpacklo_epi8(a, b);
+  if constexpr (size == 2) return _mm_unpacklo_epi16(a, b);
+  if constexpr (size == 4) return _mm_unpacklo_epi32(a, b);
+  if constexpr (size == 8) return _mm_unpacklo_epi64(a, b);
+}
+template <int size> __m128i interleave_hi(__m128i a, __m128i b) {
+  if constexpr (size == 1) return _mm_unpackhi_epi8(a, b);
+  if constexpr (size == 2) return _mm_unpackhi_epi16(a, b);
+  if constexpr (size == 4) return _mm_unpackhi_epi32(a, b);
+  if constexpr (size == 8) return _mm_unpackhi_epi64(a, b);
+}
+
+template <int size>
+void pack_block_sse2(const char* src, int64_t across, char* dst, int64_t stride) {
+  constexpr int B = 16 / size;
+  __m128i v[B], t[B];
+  for (int c = 0; c < B; ++c)
+    v[c] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c * across * size));
+  for (int round = 1; round < B; round *= 2) {
+    for (int i = 0; i < B / 2; ++i) {
+      t[2 * i] = interleave_lo<size>(v[i], v[i + B / 2]);
+      t[2 * i + 1] = interleave_hi<size>(v[i], v[i + B / 2]);
+    }
+    std::copy(t, t + B, v);
+  }
+  for (int r = 0; r < B; ++r)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + r * stride * size), v[r]);
+}
+
 // 8 x 8 blocks of 4-byte elements transposed in AVX2 registers: 8 loads along memory, 24
-// shuffles, 8 stores, where the element loop above takes 8 instructions per element. Needs the
-// elements along r to be adjacent in memory (down == 1); other strides take the element loop.
-__attribute__((target("avx2"))) void pack8x8(const char* src, int64_t across, char* dst) {
+// shuffles, 8 stores, where the element loop below takes 8 instructions per element.
+__attribute__((target("avx2"))) void pack8x8(const char* src, int64_t across, char* dst,
+                                             int64_t stride) {
   __m256 v[8], t[8];
   for (int c = 0; c < 8; ++c)
     v[c] = _mm256_loadu_ps(reinterpret_cast<const float*>(src + c * across * 4));
@@ -112,11 +142,27 @@ __attribute__((target("avx2"))) void pack8x8(const char* src, int64_t across, ch
     }
   // v[k], k < 4: rows k and k + 4 of columns 0..3; v[k + 4]: the same rows of columns 4..7.
   for (int k = 0; k < 4; ++k) {
-    float* lo = reinterpret_cast<float*>(dst + k * kTileCols * 4);
-    float* hi = reinterpret_cast<float*>(dst + (k + 4) * kTileCols * 4);
+    float* lo = reinterpret_cast<float*>(dst + k * stride * 4);
+    float* hi = reinterpret_cast<float*>(dst + (k + 4) * stride * 4);
     _mm256_storeu_ps(lo, _mm256_permute2f128_ps(v[k], v[k + 4], 0x20));
     _mm256_storeu_ps(hi, _mm256_permute2f128_ps(v[k], v[k + 4], 0x31));
   }
+}
+
+// 4 x 4 blocks of 8-byte elements in AVX2 registers: 4 loads, 8 shuffles, 4 stores.
+__attribute__((target("avx2"))) void pack4x4(const char* src, int64_t across, char* dst,
+                                             int64_t stride) {
+  __m256d v[4];
+  for (int c = 0; c < 4; ++c)
+    v[c] = _mm256_loadu_pd(reinterpret_cast<const double*>(src + c * across * 8));
+  // Rows 0 and 2 of columns (0, 1) and (2, 3); rows 1 and 3 likewise.
+  const __m256d even01 = _mm256_unpacklo_pd(v[0], v[1]), odd01 = _mm256_unpackhi_pd(v[0], v[1]);
+  const __m256d even23 = _mm256_unpacklo_pd(v[2], v[3]), odd23 = _mm256_unpackhi_pd(v[2], v[3]);
+  auto row = [&](int r) { return reinterpret_cast<double*>(dst + r * stride * 8); };
+  _mm256_storeu_pd(row(0), _mm256_permute2f128_pd(even01, even23, 0x20));
+  _mm256_storeu_pd(row(1), _mm256_permute2f128_pd(odd01, odd23, 0x20));
+  _mm256_storeu_pd(row(2), _mm256_permute2f128_pd(even01, even23, 0x31));
+  _mm256_storeu_pd(row(3), _mm256_permute2f128_pd(odd01, odd23, 0x31));
 }
 
 bool has_avx2() {
@@ -125,30 +171,82 @@ bool has_avx2() {
 }
 #endif
 
-// pack() of 4-byte elements: whole 8 x 8 blocks in registers where the CPU has AVX2 and the
-// elements along r are adjacent, the rest element by element.
-void pack4(const char* src, int64_t down, int64_t across, int64_t rows, int64_t cols, char* dst) {
 #if defined(__x86_64__)
-  if (down == 1 && has_avx2()) {
-    const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
-    for (int64_t c = 0; c < cols8; c += 8) {
-      for (int64_t k = 0; k < 8; ++k)
-        prefetch_next_column(src + (c + k) * across * 4, down, across, rows, 4);
-      for (int64_t r = 0; r < rows8; r += 8)
-        pack8x8(src + (r + c * across) * 4, across, dst + (r * kTileCols + c) * 4);
-    }
-    if (rows8 < rows)
-      pack<uint32_t>(src + rows8 * 4, down, across, rows - rows8, cols8,
-                     dst + rows8 * kTileCols * 4);
-    if (cols8 < cols)
-      pack<uint32_t>(src + cols8 * across * 4, down, across, rows, cols - cols8, dst + cols8 * 4);
-    return;
+// pack() of B x B blocks, each transposed in registers by `block`, the edges element by element.
+// Needs the elements along r adjacent in memory (down == 1).
+template <typename T, int64_t B, auto block>
+void pack_in_blocks(const char* src, int64_t across, int64_t rows, int64_t cols, char* dst,
+                    int64_t stride) {
+  constexpr int64_t size = sizeof(T);
+  const int64_t rows_b = rows / B * B, cols_b = cols / B * B;
+  for (int64_t c = 0; c < cols_b; c += B) {
+    for (int64_t k = 0; k < B; ++k)
+      prefetch_next_column(src + (c + k) * across * size, 1, across, rows, size);
+    for (int64_t r = 0; r < rows_b; r += B)
+      block(src + (r + c * across) * size, across, dst + (r * stride + c) * size, stride);
+  }
+  if (rows_b < rows)
+    pack<T>(src + rows_b * size, 1, across, rows - rows_b, cols_b, dst + rows_b * stride * size,
+            stride);
+  if (cols_b < cols)
+    pack<T>(src + cols_b * across * size, 1, across, rows, cols - cols_b, dst + cols_b * size,
+            stride);
+}
+#endif
+
+// pack() in blocks transposed in registers where the elements along r are adjacent: 32-byte
+// (AVX2) ones for 4- and 8-byte elements where the CPU has AVX2, 16-byte ones otherwise. Other
+// strides (and other CPUs) take the element loop.
+template <typename T>
+void pack_blocked(const char* src, int64_t down, int64_t across, int64_t rows, int64_t cols,
+                  char* dst, int64_t stride) {
+  constexpr int size = sizeof(T);
+#if defined(__x86_64__)
+  if (down == 1) {
+    if constexpr (size == 4)
+      if (has_avx2()) return pack_in_blocks<T, 8, pack8x8>(src, across, rows, cols, dst, stride);
+    if constexpr (size == 8)
+      if (has_avx2()) return pack_in_blocks<T, 4, pack4x4>(src, across, rows, cols, dst, stride);
+    return pack_in_blocks<T, 16 / size, pack_block_sse2<size>>(src, across, rows, cols, dst,
+                                                               stride);
   }
 #endif
-  pack<uint32_t>(src, down, across, rows, cols, dst);
+  pack<T>(src, down, across, rows, cols, dst, stride);
 }
 
-// Walks a transposing launch in kTile x kTileCols tiles. Each transposed input's
+// A transposing launch's tiles: `rows` rows, each one call of the kernel and, in a transposed
+// input, a run of memory that packing reads along; `cols` columns, each output row's run.
+//
+// Where the transposed inputs come from memory (larger than kLargeTransposed), long runs both
+// ways matter most: rows of 4 KB of floats, 1024 of them, and 64 columns (an output run of 256
+// bytes) took tj-bench's transposed 4096 x 4096 float32 read (x.t() * 2 + 1) from 5.2-5.6 to
+// 4.7-5.1 ms on a 2-core Zen 4 beside 64 x 128 tiles (2048 x 64: 4.7-4.8; 1024 x 128: 4.8-4.9;
+// 512 x 64: 5.0; 1024 x 32, a call per 32 elements: 5.7-5.8). Such a tile holds 256 KB of each
+// packed input, which L2 keeps while the kernel reads it back. Where they sit in the cache, the
+// kernel calls count instead: 64 x 128 tiles of floats (a transposed 256 x 256 in 16 us, where
+// the large tiles' twice as many calls took 29), longer rows of narrower elements.
+struct TileShape {
+  int64_t rows, cols;
+};
+constexpr int64_t kTileBytes = int64_t{256} << 10, kLargeTransposed = int64_t{8} << 20;
+
+TileShape tile_shape(int64_t elements, size_t widest_packed) {
+  const auto item = static_cast<int64_t>(widest_packed);
+  if (elements * item < kLargeTransposed) return {64, std::max<int64_t>(128, 512 / item)};
+  const int64_t cols = std::max<int64_t>(64, 256 / item);
+  return {std::min<int64_t>(1024, kTileBytes / (cols * item)), cols};
+}
+
+// Each thread's packed tiles, kept from launch to launch: a tile is larger than what malloc
+// hands out from its heap, so a buffer made per launch would be mapped and faulted in anew.
+std::vector<char>& tile_buffer(size_t slot, size_t bytes) {
+  thread_local std::vector<std::vector<char>> buffers;
+  if (buffers.size() <= slot) buffers.resize(slot + 1);
+  if (buffers[slot].size() < bytes) buffers[slot].resize(bytes);
+  return buffers[slot];
+}
+
+// Walks a transposing launch in tiles. Each transposed input's
 // tile is first packed into a small row-major buffer (reading it along
 // memory), and the kernel reads the buffer: its stride is a run-time value,
 // so the same compiled kernel serves, now over contiguous memory.
@@ -157,15 +255,22 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
                std::atomic<int32_t>& err) {
   const size_t nd = l.domain.size(), ns = l.slots.size();
   const int64_t rows = l.domain[nd - 2], cols = l.domain[nd - 1];
-  const int64_t row_tiles = (rows + kTile - 1) / kTile,
-                col_tiles = (cols + kTileCols - 1) / kTileCols;
+  size_t widest = 1;
+  for (size_t s = 0; s < ns; ++s)
+    if (transposed_input(l, s)) widest = std::max(widest, itemsize(l.kernel.slots[s].dtype));
+  int64_t elements = 1;
+  for (int64_t e : l.domain)
+    elements *= e;
+  const TileShape ts = tile_shape(elements, widest);
+  const int64_t row_tiles = (rows + ts.rows - 1) / ts.rows,
+                col_tiles = (cols + ts.cols - 1) / ts.cols;
   int64_t outer = 1;
   for (size_t d = 0; d + 2 < nd; ++d)
     outer *= l.domain[d];
   std::vector<char> packed(ns);
   // The item size of each output written along its rows through the cache (0 for other slots):
   // each row of a tile is a short run of memory that no hardware prefetcher predicts, so the same
-  // row of the next tile along (c0 + kTileCols) is prefetched for writing while this one
+  // row of the next tile along (c0 + ts.cols) is prefetched for writing while this one
   // computes. The transposed 4096 x 4096 read of tj-bench went from 17-19 to 10.5-11 ms. An
   // output written around the cache (a large one) is not prefetched: it would bring into the
   // cache the lines its stores then have to evict.
@@ -179,11 +284,12 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
   auto body = [&](int64_t begin, int64_t end) {
     std::vector<int64_t> base(ns), tile(ns), inner = inner0;
     std::vector<void*> ptrs = ptrs0;
-    std::vector<std::unique_ptr<uint64_t[]>> buffers(ns); // not zeroed: packing fills them
+    std::vector<char*> buffers(ns);
     for (size_t s = 0; s < ns; ++s)
       if (packed[s]) {
-        buffers[s] = std::make_unique_for_overwrite<uint64_t[]>(size_t(kTile * kTileCols));
-        ptrs[s] = buffers[s].get();
+        buffers[s] =
+            tile_buffer(s, size_t(ts.rows * ts.cols) * itemsize(l.kernel.slots[s].dtype)).data();
+        ptrs[s] = buffers[s];
         inner[s] = 1;
       }
     int32_t local_err = 0;
@@ -191,8 +297,8 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
       // Across the columns first (down the rows first was 1.2x slower).
       int64_t col_tile = t % col_tiles, row_tile = t / col_tiles % row_tiles;
       int64_t rem = t / col_tiles / row_tiles;
-      const int64_t r0 = row_tile * kTile, c0 = col_tile * kTileCols;
-      const int64_t nr = std::min(kTile, rows - r0), nc = std::min(kTileCols, cols - c0);
+      const int64_t r0 = row_tile * ts.rows, c0 = col_tile * ts.cols;
+      const int64_t nr = std::min(ts.rows, rows - r0), nc = std::min(ts.cols, cols - c0);
       for (size_t s = 0; s < ns; ++s)
         tile[s] =
             l.slots[s].base + r0 * l.slots[s].strides[nd - 2] + c0 * l.slots[s].strides[nd - 1];
@@ -205,30 +311,30 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
         if (!packed[s]) continue;
         const size_t item = itemsize(l.kernel.slots[s].dtype);
         const char* src = static_cast<const char*>(ptrs0[s]) + tile[s] * int64_t(item);
-        char* dst = reinterpret_cast<char*>(buffers[s].get());
+        char* dst = buffers[s];
         const int64_t down = l.slots[s].strides[nd - 2], across = l.slots[s].strides[nd - 1];
         switch (item) {
         case 1:
-          pack<uint8_t>(src, down, across, nr, nc, dst);
+          pack_blocked<uint8_t>(src, down, across, nr, nc, dst, ts.cols);
           break;
         case 2:
-          pack<uint16_t>(src, down, across, nr, nc, dst);
+          pack_blocked<uint16_t>(src, down, across, nr, nc, dst, ts.cols);
           break;
         case 4:
-          pack4(src, down, across, nr, nc, dst);
+          pack_blocked<uint32_t>(src, down, across, nr, nc, dst, ts.cols);
           break;
         default:
-          pack<uint64_t>(src, down, across, nr, nc, dst);
+          pack_blocked<uint64_t>(src, down, across, nr, nc, dst, ts.cols);
           break;
         }
       }
       for (int64_t r = 0; r < nr; ++r) {
         for (size_t s = 0; s < ns; ++s) {
-          base[s] = packed[s] ? r * kTileCols : tile[s] + r * l.slots[s].strides[nd - 2];
+          base[s] = packed[s] ? r * ts.cols : tile[s] + r * l.slots[s].strides[nd - 2];
           if (out_item[s]) { // past the last tile the address lies outside: only prefetched
             const auto at = reinterpret_cast<uintptr_t>(ptrs0[s]) +
-                            static_cast<uintptr_t>((base[s] + kTileCols) * out_item[s]);
-            for (int64_t b = 0; b < kTileCols * out_item[s]; b += kCacheLine)
+                            static_cast<uintptr_t>((base[s] + ts.cols) * out_item[s]);
+            for (int64_t b = 0; b < ts.cols * out_item[s]; b += kCacheLine)
               __builtin_prefetch(reinterpret_cast<const void*>(at + static_cast<uintptr_t>(b)), 1);
           }
         }
@@ -237,7 +343,7 @@ void run_tiled(const Launch& l, llvmjit::KernelFn fn, const std::vector<void*>& 
     }
     if (local_err) err.fetch_or(local_err);
   };
-  parallel_for(outer * row_tiles * col_tiles, std::max<int64_t>(1, kGrain / (kTile * kTileCols)), 1,
+  parallel_for(outer * row_tiles * col_tiles, std::max<int64_t>(1, kGrain / (ts.rows * ts.cols)), 1,
                body);
 }
 

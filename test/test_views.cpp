@@ -92,7 +92,8 @@ TEST_CASE("elementwise ops over a transposed, sliced input are one kernel", "[vi
 TEST_CASE("transposed reads walked in tiles give every element once", "[views][executor]") {
   // Large enough that the CPU executor walks tiles and packs the transposed
   // input; odd sizes leave partial tiles on both edges.
-  // 45 x 70 is inside one tile; 150 x 300 crosses whole tiles both ways (runtime/executor.cpp).
+  // 45 x 70 is inside one tile; 150 x 300 crosses tiles both ways (runtime/executor.cpp) but for
+  // 1- and 2-byte elements, whose tiles are 512 and 256 columns wide.
   for (auto [h, w] : {std::pair<int64_t, int64_t>{45, 70}, {150, 300}})
     for (DType t : {kInt8, kFloat16, kInt32, kFloat32, kFloat64}) {
       INFO(dtype_name(t) << " " << h << "x" << w);
@@ -121,6 +122,32 @@ TEST_CASE("transposed reads walked in tiles give every element once", "[views][e
   Tensor before = m.clone();
   m.t().mul_(2);
   CHECK(values(m) == values(before * 2));
+}
+
+TEST_CASE("large transposed reads walked in tall tiles give every element once",
+          "[views][executor]") {
+  // A transposed input of 8 MB or more is walked in tiles of 1024 rows (512 of 8-byte elements)
+  // by 256 / item columns (64 at least), blocks of each transposed in registers for every element
+  // size (runtime/executor.cpp). Sizes that end inside tiles and inside blocks both ways.
+  struct Case {
+    int64_t h, w;
+    DType t;
+  };
+  for (Case c : {Case{2901, 3003, kInt8}, Case{2101, 2050, kFloat16}, Case{1500, 1500, kFloat32},
+                 Case{1027, 1021, kFloat64}}) {
+    INFO(dtype_name(c.t) << " " << c.h << "x" << c.w);
+    Tensor x = arange(c.h * c.w).view({c.h, c.w}).remainder(101).to(c.t).eval();
+    Tensor row = arange(c.h).remainder(7).to(c.t);
+    std::vector<double> xv = values(x), yv = values(x.t() * 2 + row);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < c.w; ++i)
+      for (int64_t j = 0; j < c.h; ++j) {
+        double expect = xv[size_t(j * c.w + i)] * 2 + double(j % 7);
+        if (c.t == kInt8) expect = static_cast<double>(static_cast<int8_t>(expect));
+        wrong += yv[size_t(i * c.h + j)] != expect;
+      }
+    CHECK(wrong == 0);
+  }
 }
 
 TEST_CASE("short rows with an operand the same in every row run as flat runs",

@@ -428,13 +428,24 @@ int bench(const Options& o) {
              {"c++ loop (1 thread)", Role::Baseline, 1e3 * t, loop_reps});
        }});
   // Strided access: an elementwise op over a transposed matrix (strided reads, contiguous
-  // writes).
+  // writes), of floats, then of 8-, 2- and 1-byte elements (each element size has its own
+  // transposition in registers).
   const std::string square = fmt::format("{}x{}", s, s);
   all.push_back({"transposed", square, [&] {
                    tj::Tensor big = tj::rand({s, s}, on);
                    run(big);
                    fused_unfused({"transposed", square, Kind::Memory, mat_bytes, {}},
                                  [&] { return big.t() * 2 + 1; });
+                   for (auto [dtype, name] : {std::pair{tj::kFloat64, "transposed f64"},
+                                              {tj::kFloat16, "transposed f16"},
+                                              {tj::kInt8, "transposed i8"}}) {
+                     tj::Tensor typed = (big * 100).to(dtype);
+                     run(typed);
+                     const double typed_bytes =
+                         mat_bytes / sizeof(float) * double(tj::itemsize(dtype));
+                     fused_unfused({name, square, Kind::Memory, typed_bytes, {}},
+                                   [&] { return typed.t() * 2 + 1; });
+                   }
                  }});
   // Narrow rows: a bias over 24 features, so that every kernel call runs a row of 24 (shorter
   // than the main vector loop's step: the vector epilogue and the remainder do the work).
