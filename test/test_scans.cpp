@@ -36,9 +36,9 @@ int64_t check_vs_interp(const Tensor& t, const std::string& what, bool exact = t
     int bad = 0;
     for (size_t k = 0; k < got.size() && bad < 5; ++k) {
       const double a = got[k], b = want.f[k];
-      const bool same =
-          (std::isnan(a) && std::isnan(b)) || (exact ? a == b && std::signbit(a) == std::signbit(b)
-                                                     : std::abs(a - b) <= 1e-6 * (std::abs(b) + 1));
+      const bool same = (std::isnan(a) && std::isnan(b)) ||
+                        (exact ? a == b && std::signbit(a) == std::signbit(b)
+                               : a == b || std::abs(a - b) <= 1e-6 * (std::abs(b) + 1));
       if (!same) {
         ++bad;
         FAIL_CHECK(fmt::format("element {}: {} where the interpreter gives {}", k, a, b));
@@ -240,6 +240,23 @@ TEST_CASE("long scans over few rows run in segments on every thread", "[scan]") 
   // 16-bit floats add in float32, whose segment sums would round to another float16 too often:
   // in order, one kernel.
   CHECK(check_vs_interp(v.to(kFloat16).cumsum(0), "a float16 cumsum") == 1);
+  // logcumsumexp in float64 (float32's too, which PyTorch runs in float64): the segments'
+  // totals (their maximum, then the sum of exponentials below it), their scan, the segments:
+  // 4 kernels.
+  // Segments of -inf (the first, whose total is -inf), then +inf and NaN, which stay.
+  check_vs_interp(v.logcumsumexp(0), "a float32 logcumsumexp", false);
+  CHECK(check_vs_interp(v.to(kFloat64).logcumsumexp(0), "a float64 logcumsumexp", false) == 4);
+  Tensor special = v.to(kFloat64).clone();
+  special.narrow(0, 0, 65536).fill_(-INFINITY);
+  special.index_put_({70000}, INFINITY);
+  special.index_put_({200000}, NAN);
+  special.eval();
+  check_vs_interp(special.logcumsumexp(0), "-inf, inf and NaN", false);
+  std::vector<double> ends = special.logcumsumexp(0).to_vector<double>();
+  CHECK(ends[65535] == -INFINITY);
+  CHECK(ends[65536] == v[65536].item<double>());
+  CHECK(ends[199999] == INFINITY);
+  CHECK(std::isnan(ends.back()));
   // A few long rows, along either dim; a length with no divisor in [4096, 65536] (2^18 + 3),
   // which runs as one row.
   Tensor few = randint(-50, 50, {3, int64_t{1} << 18});
@@ -359,6 +376,19 @@ TEST_CASE("logcumsumexp and logaddexp neither overflow nor lose the small terms"
   CHECK(logaddexp(tensor({1.f, INFINITY, -INFINITY, 0.f}), tensor({2.f, INFINITY, -INFINITY, NAN}))
             .str() == "tensor([2.3133,    inf,   -inf,    nan])");
   CHECK(logcumsumexp(tensor(3.5), 0).str() == "tensor(3.5000)");
+  // A long float32 row runs in float64, as PyTorch's: log(k + 1) for zeros within a unit in
+  // the last place, where a float32 running value would stop taking in terms below half its
+  // last place (in order, one row).
+  {
+    const bool saved = config().ordered_scans;
+    config().ordered_scans = true;
+    std::vector<float> logs = zeros({int64_t{1} << 20}).logcumsumexp(0).to_vector<float>();
+    config().ordered_scans = saved;
+    int64_t off = 0;
+    for (size_t k = 0; k < logs.size(); ++k)
+      off += std::abs(logs[k] - std::log(double(k + 1))) > 0x1p-23 * std::log(double(k + 2));
+    CHECK(off == 0);
+  }
   // The vectorized elementwise loop against the reference, both float dtypes.
   manual_seed(14);
   for (DType t : {kFloat32, kFloat64}) {

@@ -42,11 +42,11 @@ struct Config {
   // float32/float64 products on the CPU by the packed GEMM (a Call node, runtime/cpu_gemm.h);
   // false: as fused reductions, like the other dtypes' products.
   bool cpu_gemm = true;
-  // TJ_ORDERED_SCANS: a long float32 or float64 cumsum or cumprod over few rows on the CPU adds
-  // in PyTorch's order, one element after the other on one thread; false (the default): in
-  // segments that every thread scans, combined with the totals of the segments before
-  // (passes/split_scans), which may change float64's last bits, or more where partial results
-  // cancel. 16-bit floats' scans stay in order.
+  // TJ_ORDERED_SCANS: a long float32 or float64 cumsum, cumprod or logcumsumexp over few rows on
+  // the CPU combines in PyTorch's order, one element after the other on one thread; false (the
+  // default): in segments that every thread scans, combined with the totals of the segments
+  // before (passes/split_scans), which may change float64's last bits, or more where partial
+  // results cancel. 16-bit floats' scans stay in order.
   bool ordered_scans = false;
   int debug = 0;                   // TJ_DEBUG level, 0..4
   int opt_level = 3;               // LLVM optimization level of kernels

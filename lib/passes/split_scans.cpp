@@ -1,6 +1,7 @@
 // split_scans: a long scan over few rows, split into segments that the CPU's threads scan apart.
 #include "lib/passes/split_scans.h"
 
+#include <limits>
 #include <unordered_map>
 
 #include "lib/frontend/graph_builders.h"
@@ -20,18 +21,29 @@ constexpr int64_t kFewRows = 8;
 // cost little, short enough that a 16M-element vector makes 256 segments.
 constexpr int64_t kMinSegment = int64_t{1} << 12, kMaxSegment = int64_t{1} << 16;
 
-Op reduction_of(Op scan) {
+// The total of each segment of x along dim `inner` (kept, of length 1) under the scan's
+// combination: a reduction, or for logcumsumexp log(sum(exp(x - m))) + m with m the segment's
+// maximum where it is finite (0 where it is not: an all -inf segment sums to 0 and totals -inf,
+// one holding +inf sums to inf; a NaN propagates either way).
+NodePtr segment_totals(Op scan, DType t, const NodePtr& x, int64_t inner, const ir::Shape& shape) {
+  auto reduce = [&](Op op, const NodePtr& v) { return ir::make_node(op, t, shape, {v}, {inner}); };
   switch (scan) {
   case Op::ScanSum:
-    return Op::ReduceSum;
+    return reduce(Op::ReduceSum, x);
   case Op::ScanProd:
-    return Op::ReduceProd;
+    return reduce(Op::ReduceProd, x);
   case Op::ScanMax:
-    return Op::ReduceMax;
+    return reduce(Op::ReduceMax, x);
   case Op::ScanMin:
-    return Op::ReduceMin;
-  default:
-    return scan; // logcumsumexp: not split
+    return reduce(Op::ReduceMin, x);
+  default: {
+    const NodePtr m = reduce(Op::ReduceMax, x);
+    const NodePtr inf = fe::constant(std::numeric_limits<double>::infinity(), t, {}, x->device);
+    const NodePtr shift = fe::where(fe::binary(Op::CmpLt, fe::unary(Op::Abs, m), inf), m,
+                                    fe::constant(0.0, t, {}, x->device));
+    const NodePtr sum = reduce(Op::ReduceSum, fe::unary(Op::Exp, fe::binary(Op::Sub, x, shift)));
+    return fe::binary(Op::Add, fe::unary(Op::Log, sum), shift);
+  }
   }
 }
 
@@ -101,12 +113,11 @@ private:
   // in order: their segment sums round to the next float16 too often (0.4% of a cumsum's).
   static bool reorderable(const Node& n) {
     return n.op == Op::ScanMax || n.op == Op::ScanMin || is_integral(n.dtype, true) ||
-           ((n.op == Op::ScanSum || n.op == Op::ScanProd) && n.dtype == kFloat64 &&
-            !config().ordered_scans);
+           (n.dtype == kFloat64 && !config().ordered_scans);
   }
 
   bool splits(const Node& n) const {
-    if (!n.device.is_cpu() || is_complex(n.dtype) || reduction_of(n.op) == n.op) return false;
+    if (!n.device.is_cpu() || is_complex(n.dtype)) return false;
     const int64_t len = n.shape[static_cast<size_t>(n.args[0])];
     return len >= kLongScan && n.numel() / len < kFewRows && reorderable(n);
   }
@@ -130,7 +141,7 @@ private:
     NodePtr seg = ir::make_node(n->op, n->dtype, split_shape, {x}, {inner});
     ir::Shape totals_shape = split_shape;
     totals_shape[d + 1] = 1;
-    NodePtr totals = ir::make_node(reduction_of(n->op), n->dtype, totals_shape, {x}, {inner});
+    NodePtr totals = segment_totals(n->op, n->dtype, x, inner, totals_shape);
     NodePtr upto = ir::make_node(n->op, n->dtype, totals_shape, {totals}, {n->args[0]});
     // upto at the segment before: index max(t - 1, 0) along d, segment 0 taking its own scan.
     ir::View along{std::vector<int64_t>(totals_shape.size(), 0), 0};
