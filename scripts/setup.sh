@@ -6,7 +6,8 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ llvm-19-dev libfmt-dev catch2
           zlib1g-dev libzstd-dev libedit-dev libxml2-dev
-          libopenblas-dev liblapacke-dev pkg-config)
+          libopenblas-dev liblapacke-dev pkg-config
+          libeigen3-dev) # Eigen: only tj-bench-eigen, a benchmark peer, includes it
 # Extra packages a caller needs (scripts/fuzz.sh: clang and libFuzzer).
 packages+=("$@")
 
