@@ -250,6 +250,23 @@ TEST_CASE("matmul dtype errors", "[matmul][errors]") {
                     "expected scalar type Double but found Float");
 }
 
+TEST_CASE("16-bit float products multiply and add in float32", "[matmul]") {
+  // As PyTorch's CPU kernels: (1 + 3/1024)^2 - 1 is 0.0058670044 rounded once to float16, where
+  // the product rounded to float16 first gave 0.005859375. The products too small for the GEMM
+  // library (dot, mv, a 1x2 by 2x1 mm, linear) all take the fused path.
+  const double e = 1 + 3.0 / 1024;
+  for (DType t : {kFloat16, kBFloat16}) {
+    INFO(dtype_name(t));
+    const double a0 = tensor({e}).to(t).item<double>(); // e in t
+    const float want = tensor({a0 * a0 - 1}, TensorOptions().dtype(kFloat64)).to(t).item<float>();
+    Tensor a = tensor({e, 1.0}).to(t), b = tensor({e, -1.0}).to(t);
+    CHECK(dot(a, b).item<float>() == want);
+    CHECK(mv(a.reshape({1, 2}), b).item<float>() == want);
+    CHECK(mm(a.reshape({1, 2}), b.reshape({2, 1})).item<float>() == want);
+    CHECK(nn::functional::linear(a.reshape({1, 2}), b.reshape({1, 2})).item<float>() == want);
+  }
+}
+
 TEST_CASE("matmul values match a triple loop", "[matmul]") {
   manual_seed(11);
   for (auto [m, k, n] : {std::tuple{7, 13, 5}, std::tuple{64, 33, 17}, std::tuple{1, 100, 1}}) {

@@ -131,6 +131,41 @@ TEST_CASE("softmax, log_softmax, layer_norm", "[reduce]") {
       "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[5, 17]");
 }
 
+TEST_CASE("reductions accumulate where PyTorch's CPU kernels do", "[reduce]") {
+  // var and std in float64 (PyTorch's Welford runs in double): in float32 the mean of 1e7,
+  // 1e7 + 1, 1e7 + 1 rounds, and its error squared made the variance 1.
+  Tensor x = tensor({{1e7, 1e7 + 1, 1e7 + 1}, {1e7, 1e7 + 1, 1e7 + 1}});
+  CHECK(x.var({1}).to_vector<float>() == std::vector<float>(2, float(1.0 / 3)));
+  CHECK(x.std({1}).to_vector<float>() == std::vector<float>(2, float(std::sqrt(1.0 / 3))));
+  CHECK(x.var().item<float>() == float(4.0 / 15));
+  // Over rows far from zero, against a float64 reference.
+  manual_seed(21);
+  Tensor r = (randn({64, 512}) * 0.25 + 1e6).eval();
+  std::vector<float> got = r.var({1}).to_vector<float>(),
+                     want = r.to(kFloat64).var({1}).to(kFloat32).to_vector<float>();
+  CHECK(got == want);
+  // The trace of a float32 matrix adds in float64, in order.
+  CHECK(tensor({{1e8, 0.0, 0.0}, {0.0, 1.0, 0.0}, {0.0, 0.0, -1e8}}).trace().item<float>() == 1);
+  // A sum in a narrower dtype than the input's rounds each element to it first.
+  CHECK(full({1536}, 1.0004).sum(kFloat16).item<double>() == 1536);
+  // layer_norm of 16-bit floats normalizes in float32 and rounds once: the deviations from a
+  // mean of 100.015625 and the reciprocal square root are not rounded to float16 on the way.
+  for (DType t : {kFloat16, kBFloat16}) {
+    INFO(dtype_name(t));
+    const double top = t == kFloat16 ? 100.0625 : 100.5;
+    Tensor v = tensor({{100.0, 100.0, 100.0, top}}, TensorOptions().dtype(t));
+    Tensor w = tensor({1.0, 2.0, 1.0, 0.5}, TensorOptions().dtype(t)),
+           b = tensor({0.0, 0.0, 1.0, 0.0}, TensorOptions().dtype(t));
+    const double mean = (300 + top) / 4, dev = top - mean;
+    const double var = (3 * (mean - 100) * (mean - 100) + dev * dev) / 4;
+    const double rstd = 1 / std::sqrt(var + 1e-5);
+    std::vector<double> want{(100 - mean) * rstd, (100 - mean) * rstd * 2, (100 - mean) * rstd + 1,
+                             dev * rstd * 0.5};
+    std::vector<double> want_t = tensor(want).to(t).to_vector<double>(); // rounded once
+    CHECK(nn::functional::layer_norm(v, {4}, w, b).to_vector<double>() == want_t);
+  }
+}
+
 TEST_CASE("cumsum and cumprod match a sequential scan in every dtype and length",
           "[reduce][scan]") {
   // PyTorch's CPU kernels: one running value in double (float for 16-bit floats, int64 for

@@ -242,7 +242,11 @@ Tensor trace(const Tensor& t, Caller caller) {
   detail::CallSite site(caller, "trace");
   if (t.dim() != 2)
     throw Error(fmt::format("trace: expected a matrix, but got tensor with dim {}", t.dim()));
-  Tensor out = t.diagonal().sum();
+  // PyTorch's CPU kernel adds a float32 diagonal in float64 (its accumulate type), in order:
+  // the trace of diag(1e8, 1, -1e8) is 1.
+  Tensor out = t.dtype() == kFloat32 && t.device().is_cpu()
+                   ? t.diagonal().sum(kFloat64).to(kFloat32)
+                   : t.diagonal().sum();
   autograd::rename(out, "TraceBackward0");
   return out;
 }

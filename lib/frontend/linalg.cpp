@@ -75,10 +75,19 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
   ir::Shape as = a->shape, bs = b->shape;
   as.push_back(1);            // (..., n, k, 1)
   bs.insert(bs.end() - 2, 1); // (..., 1, k, m)
-  NodePtr prod = fe::binary(Op::Mul, fe::reshape(a, as), fe::reshape(b, bs));
+  // 16-bit floats multiply and add in float32, as PyTorch's CPU kernels (their opmath type), and
+  // are rounded once: a product rounded to float16 first loses what the sum may need (in
+  // float16, (1 + 3/1024)^2 - 1 came out 0.005859375, not 0.005867004).
+  const bool widen = (a->dtype == kFloat16 || a->dtype == kBFloat16) && b->dtype == a->dtype;
+  auto factor = [&](const NodePtr& v, const ir::Shape& s) {
+    NodePtr r = fe::reshape(v, s);
+    return widen ? fe::cast(r, kFloat32) : r;
+  };
+  NodePtr prod = fe::binary(Op::Mul, factor(a, as), factor(b, bs));
   int64_t axis = prod->ndim() - 2;
-  // Bools add in int64, 16-bit floats in float32 (as PyTorch); the result is cast back.
-  DType acc = prod->dtype == kBool ? kInt64 : fe::float_accumulator(prod->dtype);
+  const DType res = widen ? a->dtype : prod->dtype;
+  // Bools add in int64; the result is cast back.
+  DType acc = prod->dtype == kBool ? kInt64 : prod->dtype;
   NodePtr x = fe::cast(prod, acc);
   NodePtr s = ir::make_node(Op::ReduceSum, acc,
                             [&] {
@@ -89,7 +98,7 @@ NodePtr batched(const NodePtr& a, const NodePtr& b) {
                             {x}, {axis});
   ir::Shape out = prod->shape;
   out.erase(out.begin() + axis);
-  return fe::cast(fe::reshape(s, out), prod->dtype);
+  return fe::cast(fe::reshape(s, out), res);
 }
 
 std::string dims2(const ir::Shape& s) { return fmt::format("{}x{}", s[0], s[1]); }

@@ -166,7 +166,10 @@ Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::opt
   DType out = accumulate_type(x->dtype, dtype);
   DType acc = fe::float_accumulator(out);
   auto axes = normalize_dims(dims, x->ndim());
-  Tensor y = finish(reduce(op, fe::cast(x, acc), axes), x->shape, axes, keepdim, out);
+  // As PyTorch, the input is first taken to the requested dtype (a float32 tensor summed as
+  // float16 adds float16 values), then accumulated.
+  Tensor y =
+      finish(reduce(op, fe::cast(fe::cast(x, out), acc), axes), x->shape, axes, keepdim, out);
   if (op == Op::ReduceSum) {
     ag::record(grad_name, {t}, {y}, {},
                [in = x->shape, axes, keepdim](const Grads& g, const Saved&) {
@@ -303,8 +306,18 @@ NodePtr mean_node(const NodePtr& x, const std::vector<int64_t>& axes) {
       x->dtype);
 }
 
-NodePtr var_node(const NodePtr& x, const std::vector<int64_t>& axes, int64_t correction) {
-  DType acc = fe::float_accumulator(x->dtype);
+// The dtype var and std accumulate in: PyTorch's CPU kernel runs Welford's recurrence in
+// float64 for every float dtype (std_var_kernel_impl), a GPU's in float32 (float64 in float64).
+// In float32, two passes over a row of 1e7, 1e7 + 1, 1e7 + 1 gave a variance of 1, not 1/3: the
+// mean's rounding error, squared, stays in the sum.
+DType moments_accumulator(const NodePtr& x) {
+  return x->device.is_cpu() ? kFloat64 : fe::float_accumulator(x->dtype);
+}
+
+// The variance of x over `axes` in x's dtype, computed in `acc` (two passes: the mean, then the
+// squared deviations from it).
+NodePtr var_node(const NodePtr& x, const std::vector<int64_t>& axes, int64_t correction,
+                 DType acc) {
   NodePtr xc = fe::cast(x, acc);
   NodePtr d = fe::binary(Op::Sub, xc, mean_node(xc, axes));
   NodePtr ss = reduce(Op::ReduceSum, fe::binary(Op::Mul, d, d), axes);
@@ -406,7 +419,7 @@ Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, 
   if (!is_floating_point(x->dtype))
     throw Error("std and var only support floating point and complex dtypes");
   auto axes = normalize_dims(dims, x->ndim());
-  Tensor y = finish(var_node(x, axes, correction), x->shape, axes, keepdim);
+  Tensor y = finish(var_node(x, axes, correction, moments_accumulator(x)), x->shape, axes, keepdim);
   // 2 (x - mean) / (N - correction)
   ag::record(
       "VarBackward0", {t}, {y}, {t}, [axes, keepdim, correction](const Grads& g, const Saved& s) {
@@ -424,7 +437,11 @@ Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, 
   if (!is_floating_point(x->dtype))
     throw Error("std and var only support floating point and complex dtypes");
   auto axes = normalize_dims(dims, x->ndim());
-  Tensor y = finish(fe::unary(Op::Sqrt, var_node(x, axes, correction)), x->shape, axes, keepdim);
+  // The square root taken in the accumulator's dtype, then rounded once.
+  const DType acc = moments_accumulator(x);
+  Tensor y = finish(
+      fe::cast(fe::unary(Op::Sqrt, var_node(fe::cast(x, acc), axes, correction, acc)), x->dtype),
+      x->shape, axes, keepdim);
   // (x - mean) / ((N - correction) std)
   ag::record("StdBackward0", {t}, {y}, {t, y},
              [axes, keepdim, correction](const Grads& g, const Saved& s) {
@@ -657,27 +674,34 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
   std::vector<int64_t> axes;
   for (size_t i = x->shape.size() - n; i < x->shape.size(); ++i)
     axes.push_back(static_cast<int64_t>(i));
-  DType dt = x->dtype;
-  NodePtr mu = mean_node(x, axes);
-  NodePtr var = var_node(x, axes, 0);
+  // As PyTorch's kernel: 16-bit floats normalized in float32 (their weight and bias too) and
+  // rounded once; float32 in float32 (its moments too, as PyTorch's), float64 in float64.
+  const DType dt = x->dtype, op = fe::float_accumulator(dt);
+  NodePtr xo = fe::cast(x, op);
+  NodePtr mu = mean_node(xo, axes);
+  NodePtr var = var_node(xo, axes, 0, op);
   NodePtr y = fe::binary(
-      Op::Mul, fe::binary(Op::Sub, x, mu),
-      fe::unary(Op::Recip, fe::unary(Op::Sqrt, fe::binary(Op::Add, var, fe::constant(eps, dt)))));
-  if (weight.defined()) y = fe::binary(Op::Mul, y, fe::cast(node_of(weight), dt));
-  if (bias.defined()) y = fe::binary(Op::Add, y, fe::cast(node_of(bias), dt));
-  Tensor out = wrap(y);
+      Op::Mul, fe::binary(Op::Sub, xo, mu),
+      fe::unary(Op::Recip, fe::unary(Op::Sqrt, fe::binary(Op::Add, var, fe::constant(eps, op)))));
+  if (weight.defined()) y = fe::binary(Op::Mul, y, fe::cast(node_of(weight), op));
+  if (bias.defined()) y = fe::binary(Op::Add, y, fe::cast(node_of(bias), op));
+  Tensor out = wrap(fe::cast(y, dt));
   // With xhat = (x - mean) rstd and d = g * weight:
   // dx = rstd (d - mean(d) - xhat mean(d xhat)); dweight = sum(g xhat); dbias = sum(g),
   // the sums over the leading (batch) dims.
   ag::record("NativeLayerNormBackward0", {t, weight, bias}, {out}, {t, weight},
              [axes, eps](const Grads& g, const Saved& s) {
-               const Tensor& v = s[0];
+               // In float32 for 16-bit floats, as the forward, each gradient rounded once.
+               const DType dt = s[0].dtype(), op = fe::float_accumulator(dt);
+               const Tensor v = s[0].to(op), go = g[0].to(op);
                Tensor rstd = (v.var(axes, 0, true) + eps).rsqrt();
                Tensor xhat = (v - v.mean(axes, true)) * rstd;
-               Tensor d = s[1].defined() ? g[0] * s[1] : g[0];
+               Tensor d = s[1].defined() ? go * s[1].to(op) : go;
                Tensor dx = rstd * (d - d.mean(axes, true) - xhat * (d * xhat).mean(axes, true));
                Shape wshape(v.sizes().end() - static_cast<int64_t>(axes.size()), v.sizes().end());
-               return Grads{dx, ag::sum_to(g[0] * xhat, wshape), ag::sum_to(g[0], wshape)};
+               const DType wt = s[1].defined() ? s[1].dtype() : dt;
+               return Grads{dx.to(dt), ag::sum_to(go * xhat, wshape).to(wt),
+                            ag::sum_to(go, wshape).to(dt)};
              });
   return out;
 }
