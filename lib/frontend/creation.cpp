@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "lib/frontend/graph_builders.h"
+#include "lib/frontend/promotion.h"
 #include "lib/frontend/tensor_impl.h"
 #include "lib/ir/scalar_semantics.h"
 #include "tensorjit/functions.h"
@@ -120,7 +121,9 @@ Tensor full(IntArrayRef size, const Scalar& v, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "full");
   ir::check_sizes(size);
   Device dev = check_device(o);
-  return finish(fe::constant(v, dtype_for_value(v, o), size, dev), o);
+  const DType t = dtype_for_value(v, o);
+  fe::check_scalar_fits(v, t);
+  return finish(fe::constant(v, t, size, dev), o);
 }
 Tensor zeros(IntArrayRef size, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "zeros");

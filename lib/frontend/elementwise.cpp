@@ -100,13 +100,33 @@ Tensor sub_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
   return out;
 }
 
+// Whether a 16-bit float result of a product or quotient by `s` is computed as PyTorch's CPU
+// kernels compute one by a scalar (a number, or a 0-d tensor of another dtype): in float32, with
+// s's own value rather than s rounded to 16 bits, then rounded once. In float16, 7 * (1 / 3) is
+// then 2.334, not 2.332.
+bool by_scalar_in_float32(DType t, const Operand& s) {
+  return (t == kFloat16 || t == kBFloat16) && s.node->shape.empty() && s.node->dtype != t;
+}
+
+// op(a, b) in float32 (b the scalar), rounded to t.
+NodePtr in_float32(Op op, const Operand& a, const Operand& b, DType t) {
+  return fe::cast(fe::binary(op, fe::cast(a.node, kFloat32), fe::cast(b.node, kFloat32)), t);
+}
+
 Tensor mul_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
+  // A number multiplies from either side (PyTorch's s * t is t.mul(s)).
+  if (by_scalar_in_float32(t, b) || (a.wrapped && by_scalar_in_float32(t, a)))
+    return recorded(Op::Mul, a, b,
+                    wrap(by_scalar_in_float32(t, b) ? in_float32(Op::Mul, a, b, t)
+                                                    : in_float32(Op::Mul, b, a, t)));
   return recorded(Op::Mul, a, b, wrap(bin(t == kBool ? Op::And : Op::Mul, a, b, t)));
 }
 
 Tensor div_impl(const Operand& a, const Operand& b) {
   DType t = float_type(fe::result_type({a, b}));
+  if (by_scalar_in_float32(t, b))
+    return recorded(Op::Div, a, b, wrap(in_float32(Op::Div, a, b, t)));
   return recorded(Op::Div, a, b, wrap(bin(Op::Div, a, b, t)));
 }
 
@@ -154,6 +174,9 @@ Tensor floor_divide_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "div_floor_cpu");
   check_divisor(t, a, b);
+  if (by_scalar_in_float32(t, b))
+    return wrap(fe::cast(
+        floor_div_nodes(fe::cast(a.node, kFloat32), fe::cast(b.node, kFloat32), kFloat32), t));
   return wrap(floor_div_nodes(fe::cast(a.node, t), fe::cast(b.node, t), t));
 }
 
@@ -183,22 +206,41 @@ Tensor fmod_impl(const Operand& a, const Operand& b) {
   return recorded(Op::Fmod, a, b, wrap(bin(Op::Fmod, a, b, t)));
 }
 
+// 1 / sqrt(x) as PyTorch's rsqrt: 16-bit floats in float32, rounded once.
+NodePtr reciprocal_sqrt(const NodePtr& x) {
+  const DType wide = fe::float_accumulator(x->dtype);
+  return fe::cast(fe::unary(Op::Recip, fe::unary(Op::Sqrt, fe::cast(x, wide))), x->dtype);
+}
+
 Tensor pow_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "pow");
   if (b.wrapped && is_integral(t) && b.node->value.is_integral() && b.node->value.to_int() < 0)
     throw Error("Integers to negative integer powers are not allowed.");
   if (b.wrapped) {
-    // Common exponents become cheaper primitives (PyTorch does the same).
+    // An integer power's exponent is taken to the base's dtype, checked as PyTorch's kernel
+    // takes it.
+    if (is_integral(t)) fe::check_scalar_fits(b.node->value, t);
+    // The exponents PyTorch's kernel computes otherwise than by pow, for float32, float64 and
+    // bfloat16 (float16 takes std::pow for all but 2): 0.5 a square root, -0.5 its reciprocal
+    // (pow(-0., -0.5) is -inf, pow(-inf, 0.5) NaN), -1 a reciprocal, 2 and 3 products, -2 the
+    // reciprocal of the square, each step rounded (bfloat16's too).
     double e = b.node->value.to_double();
     NodePtr x = fe::cast(a.node, t);
+    const bool special = t == kFloat32 || t == kFloat64 || t == kBFloat16;
     Tensor out;
     if (e == 1.0)
       out = wrap(x);
     else if (e == 2.0)
       out = wrap(fe::binary(Op::Mul, x, x));
-    else if (is_floating_point(t) && e == 0.5)
+    else if (special && e == 3.0)
+      out = wrap(fe::binary(Op::Mul, fe::binary(Op::Mul, x, x), x));
+    else if (special && e == -2.0)
+      out = wrap(fe::unary(Op::Recip, fe::binary(Op::Mul, x, x)));
+    else if (special && e == 0.5)
       out = wrap(fe::unary(Op::Sqrt, x));
+    else if (special && e == -0.5)
+      out = wrap(reciprocal_sqrt(x));
     else if (is_floating_point(t) && e == -1.0)
       out = wrap(fe::unary(Op::Recip, x));
     else
@@ -427,9 +469,17 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi
             : lo     ? fe::result_type({x, operand(*lo)})
                      : fe::result_type({x, operand(*hi)});
   reject_bool(t, lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu");
+  if (lo) fe::check_scalar_fits(*lo, t);
+  if (hi) fe::check_scalar_fits(*hi, t);
   NodePtr r = fe::cast(x.node, t);
-  if (lo) r = bounded_below(r, fe::constant(*lo, t));
-  if (hi) r = bounded_above(r, fe::constant(*hi, t));
+  // Both bounds given and one of them NaN: every element is NaN, as PyTorch's clamp fills it.
+  auto nan = [](const std::optional<Scalar>& s) { return std::isnan(s->to_double()); };
+  if (lo && hi && (nan(lo) || nan(hi))) {
+    r = fe::constant(std::numeric_limits<double>::quiet_NaN(), t, r->shape, r->device);
+  } else {
+    if (lo) r = bounded_below(r, fe::constant(*lo, t));
+    if (hi) r = bounded_above(r, fe::constant(*hi, t));
+  }
   Tensor out = wrap(r);
   // The gradient passes where the input is within the bounds.
   ag::record(lo && hi ? "ClampBackward1"
@@ -548,8 +598,12 @@ TJ_FLOAT_UNARY(reciprocal, Op::Recip)
 
 Tensor rsqrt(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "rsqrt");
-  Tensor out = reciprocal(sqrt(a));
-  ag::rename(out, "RsqrtBackward0");
+  NodePtr x = node_of(a);
+  Tensor out = wrap(reciprocal_sqrt(fe::cast(x, float_type(x->dtype))));
+  // -0.5 y^3
+  ag::record("RsqrtBackward0", {a}, {out}, {out}, [](const Grads& g, const Saved& s) {
+    return Grads{g[0] * (s[0] * s[0] * s[0]).conj() * -0.5};
+  });
   return out;
 }
 Tensor square(const Tensor& a, Caller caller) {
@@ -558,11 +612,14 @@ Tensor square(const Tensor& a, Caller caller) {
 } // bool squares to int64, as in PyTorch
 Tensor sigmoid(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "sigmoid");
+  // 1 / (1 + exp(-x)); 16-bit floats in float32, rounded once, as PyTorch's kernel.
   NodePtr x = node_of(a);
-  DType t = float_type(x->dtype);
-  x = fe::cast(x, t);
-  Tensor out = wrap(fe::unary(Op::Recip, fe::binary(Op::Add, fe::constant(1, t),
-                                                    fe::unary(Op::Exp, fe::unary(Op::Neg, x)))));
+  const DType t = float_type(x->dtype), w = fe::float_accumulator(t);
+  x = fe::cast(x, w);
+  Tensor out =
+      wrap(fe::cast(fe::unary(Op::Recip, fe::binary(Op::Add, fe::constant(1, w),
+                                                    fe::unary(Op::Exp, fe::unary(Op::Neg, x)))),
+                    t));
   ag::record("SigmoidBackward0", {a}, {out}, {out}, [](const Grads& g, const Saved& s) {
     return Grads{g[0] * s[0].conj() * (1 - s[0]).conj()};
   });
@@ -585,10 +642,13 @@ Tensor gelu(const Tensor& a, Caller caller) {
   if (!is_floating_point(x->dtype))
     throw Error(
         fmt::format("\"GeluKernelImpl\" not implemented for '{}'", fe::cpp_type_name(x->dtype)));
-  DType t = x->dtype;
-  NodePtr e = fe::unary(Op::Erf, fe::binary(Op::Mul, x, fe::constant(M_SQRT1_2, t)));
-  Tensor out = wrap(fe::binary(Op::Mul, fe::binary(Op::Mul, x, fe::constant(0.5, t)),
-                               fe::binary(Op::Add, fe::constant(1, t), e)));
+  // 16-bit floats in float32 (1/sqrt(2) in bfloat16 would be 0.707), rounded once.
+  const DType t = x->dtype, w = fe::float_accumulator(t);
+  x = fe::cast(x, w);
+  NodePtr e = fe::unary(Op::Erf, fe::binary(Op::Mul, x, fe::constant(M_SQRT1_2, w)));
+  Tensor out = wrap(fe::cast(fe::binary(Op::Mul, fe::binary(Op::Mul, x, fe::constant(0.5, w)),
+                                        fe::binary(Op::Add, fe::constant(1, w), e)),
+                             t));
   // Phi(x) + x phi(x), with Phi the normal CDF and phi its density.
   ag::record("GeluBackward0", {a}, {out}, {a}, [](const Grads& g, const Saved& s) {
     const Tensor& v = s[0];

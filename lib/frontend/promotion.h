@@ -27,6 +27,12 @@ const char* cpp_type_name(DType t);
 // "torch.FloatTensor", ...: the legacy type names some of PyTorch's messages use.
 std::string legacy_type_name(DType t);
 
+// PyTorch's checked conversion of a scalar to the dtype a kernel computes in (Scalar::to<T>, as
+// fill_, clamp and an integer pow's exponent take theirs): throws "value cannot be converted to
+// type uint8_t without overflow" where `s` lies outside t's finite range (infinities and NaN fit
+// a float dtype; a negative integer fits uint8 down to -255, wrapping; anything fits bool).
+void check_scalar_fits(const Scalar& s, DType t);
+
 // The dtype a float reduction or product of `t` computes in: 16-bit floats in float32, as
 // PyTorch's reductions do (the result is cast back); other dtypes their own.
 inline DType float_accumulator(DType t) { return t == kFloat16 || t == kBFloat16 ? kFloat32 : t; }

@@ -185,6 +185,7 @@ Tensor& Tensor::zero_(Caller caller) {
 // expanded tensor is filled through the locations it views, each once.
 Tensor& Tensor::fill_(const Scalar& v, Caller caller) {
   detail::CallSite site(caller, "fill_");
+  fe::check_scalar_fits(v, dtype());
   if (detail::has_internal_overlap(*this)) {
     detail::distinct_locations(*this).fill_(v);
     return *this;
