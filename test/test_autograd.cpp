@@ -549,3 +549,43 @@ TEST_CASE("a long chain of recorded ops runs and frees without deep recursion", 
   CHECK(x.grad().item<double>() == Approx(std::pow(0.9999, 20000)).epsilon(1e-9));
   h = Tensor(); // frees the chain
 }
+
+TEST_CASE("gradients at NaN and zero follow PyTorch's formulas", "[autograd]") {
+  auto grad_of = [](const Tensor& x, const std::function<Tensor(const Tensor&)>& f) {
+    Tensor leaf = x.clone().requires_grad_();
+    f(leaf).sum().backward();
+    return leaf.grad().to_vector<double>();
+  };
+  auto same = [](const std::vector<double>& got, const std::vector<double>& want) {
+    bool ok = got.size() == want.size();
+    for (size_t i = 0; ok && i < got.size(); ++i)
+      ok = std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i];
+    return ok;
+  };
+  const auto f64 = TensorOptions().dtype(kFloat64);
+  // max() and min() of all elements share the gradient among the NaNs when the result is NaN
+  // (evenly_distribute_backward); amax and amin, (g / count) * mask, give NaN there.
+  Tensor with_nan = tensor({3.0, NAN, 1.0, NAN}, f64);
+  CHECK(same(grad_of(with_nan, [](const Tensor& v) { return v.max(); }), {0, 0.5, 0, 0.5}));
+  CHECK(same(grad_of(with_nan, [](const Tensor& v) { return v.min(); }), {0, 0.5, 0, 0.5}));
+  CHECK(same(grad_of(with_nan, [](const Tensor& v) { return v.amax({0}); }), {NAN, NAN, NAN, NAN}));
+  CHECK(same(grad_of(tensor({3.0, 3.0, 1.0}, f64), [](const Tensor& v) { return v.amax({0}); }),
+             {0.5, 0.5, 0}));
+  // relu passes the gradient where its result is not <= 0: a NaN passes it.
+  CHECK(same(grad_of(tensor({NAN, -1.0, 2.0, 0.0}, f64), [](const Tensor& v) { return v.relu(); }),
+             {1, 0, 1, 0}));
+  // p-norms below 2 are 0 at a zero element (norm_backward's masks).
+  CHECK(same(grad_of(tensor({0.0, 1.0, 4.0}, f64), [](const Tensor& v) { return v.norm(0.5); }),
+             {0, 3, 1.5}));
+  CHECK(
+      same(grad_of(tensor({0.0, 3.0}, f64), [](const Tensor& v) { return v.norm(1.5); }), {0, 1}));
+  CHECK(same(grad_of(tensor({0.0, 0.0}, f64), [](const Tensor& v) { return v.norm(3); }), {0, 0}));
+  // s / t is Python's t.reciprocal() * s: its values and MulBackward0.
+  Tensor d = tensor({7.0, 3.0}).requires_grad_();
+  Tensor q = 3.0 / d;
+  CHECK(q.str() == "tensor([0.4286, 1.0000], grad_fn=<MulBackward0>)");
+  CHECK(q.to_vector<float>()[0] == (1.0f / 7.0f) * 3.0f);
+  // A factory asked for an integer tensor that requires grad: the factories' words.
+  CHECK(error_of([] { zeros({2}, TensorOptions().dtype(kInt64).requires_grad(true)); }) ==
+        "Only Tensors of floating point and complex dtype can require gradients");
+}

@@ -21,7 +21,8 @@ Tensor Tensor::grad() const {
                  "accessed. Its .grad attribute won't be populated during autograd.backward(). "
                  "If you indeed want the .grad field to be populated for a non-leaf Tensor, use "
                  ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
-                 "mistake, make sure you access the leaf Tensor instead.\n");
+                 "mistake, make sure you access the leaf Tensor instead. See "
+                 "github.com/pytorch/pytorch/pull/30531 for more informations.\n");
   }
   return impl_->grad;
 }

@@ -23,9 +23,18 @@ namespace {
 // The options' device, checked to exist ("cuda" means cuda:0).
 Device check_device(const TensorOptions& o) { return rt::checked_device(o.device()); }
 
+// requires_grad from the options, with the words PyTorch's factories use for an integer dtype
+// (Tensor::requires_grad_ has Python's shorter ones).
+void set_requires_grad(Tensor& t, const TensorOptions& o) {
+  if (!o.requires_grad()) return;
+  if (!t.is_floating_point() && !t.is_complex())
+    throw Error("Only Tensors of floating point and complex dtype can require gradients");
+  t.requires_grad_(true);
+}
+
 Tensor finish(NodePtr n, const TensorOptions& o) {
   Tensor t = wrap(std::move(n));
-  if (o.requires_grad()) t.requires_grad_(true);
+  set_requires_grad(t, o);
   return t;
 }
 
@@ -147,7 +156,7 @@ Tensor complex_random(IntArrayRef size, const TensorOptions& o, Draw draw, doubl
   TensorOptions part = TensorOptions(real_part_dtype(t)).device(o.device());
   Tensor re = draw(part), im = draw(part);
   Tensor out = complex(re * scale, im * scale);
-  if (o.requires_grad()) out.requires_grad_(true);
+  set_requires_grad(out, o);
   return out;
 }
 } // namespace
@@ -362,7 +371,7 @@ Tensor blob(void* data, const Shape& sizes, std::vector<int64_t> strides,
   Tensor flat = wrap(ir::make_buffer(storage, t, {extent}, ir::View{{1}, 0}));
   storage->pin(flat.impl()->cell);
   Tensor out = detail::make_view(flat, sizes, std::move(strides), 0);
-  if (o.requires_grad()) out.requires_grad_(true);
+  set_requires_grad(out, o);
   return out;
 }
 } // namespace

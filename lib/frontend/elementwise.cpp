@@ -630,8 +630,10 @@ Tensor relu(const Tensor& a, Caller caller) {
   if (a.dtype() == kBool) throw Error("Boolean inputs not supported for relu");
   NodePtr x = node_of(a);
   Tensor out = wrap(bounded_below(x, fe::constant(0, x->dtype)));
+  // PyTorch's threshold_backward: zero where the result is <= 0, the gradient elsewhere (a NaN
+  // result passes it).
   ag::record("ReluBackward0", {a}, {out}, {out}, [](const Grads& g, const Saved& s) {
-    return Grads{where(s[0] > 0, g[0], zeros_like(g[0]))};
+    return Grads{where(s[0] <= 0, zeros_like(g[0]), g[0])};
   });
   return out;
 }
@@ -864,7 +866,8 @@ Tensor operator*(const Tensor& a, const Scalar& b) { return a.mul(b); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul_impl(operand(a), operand(b)); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
 Tensor operator/(const Tensor& a, const Scalar& b) { return a.div(b); }
-Tensor operator/(const Scalar& a, const Tensor& b) { return div_impl(operand(a), operand(b)); }
+// Python's s / t: t.reciprocal() * s (its values and MulBackward0), as s - t is Python's rsub.
+Tensor operator/(const Scalar& a, const Tensor& b) { return reciprocal(b) * a; }
 Tensor operator-(const Tensor& a) { return a.neg(); }
 Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
 Tensor operator==(const Tensor& a, const Scalar& b) { return a.eq(b); }

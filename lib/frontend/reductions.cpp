@@ -211,13 +211,20 @@ void check_nonempty(const NodePtr& x, const std::vector<int64_t>& axes, bool eve
       throw Error(fmt::format("{}(): Expected reduction dim {} to have non-zero size.", fn, a));
 }
 
-// The gradient of a max/min/amax/amin shared evenly by the elements equal
-// to the result, as PyTorch's amax/amin and all-element max/min do.
+// The gradient of a max/min/amax/amin shared evenly by the elements equal to the result, as
+// PyTorch's formulas give it. All-element max and min (evenly_distribute_backward): g / n at
+// each hit, a NaN result hitting the NaNs. amax and amin (scale_grad_by_count): (g / n) * hit,
+// which a NaN result, equal to nothing, makes NaN throughout.
 Grads evenly_distributed(const Tensor& g, const Tensor& x, const Tensor& y,
-                         const std::vector<int64_t>& axes, bool keepdim) {
-  Tensor hit = x == ag::unreduce(y, x.sizes(), axes, keepdim);
+                         const std::vector<int64_t>& axes, bool keepdim, bool scaled_by_count) {
+  Tensor at = ag::unreduce(y, x.sizes(), axes, keepdim);
+  Tensor hit = x == at;
+  if (!scaled_by_count && x.is_floating_point())
+    hit = logical_or(hit, logical_and(x.isnan(), at.isnan()));
   Tensor n = ag::unreduce(hit.sum(axes, true), x.sizes(), axes, true);
-  return Grads{where(hit, ag::unreduce(g, x.sizes(), axes, keepdim) / n, zeros_like(x))};
+  Tensor share = ag::unreduce(g, x.sizes(), axes, keepdim) / n;
+  if (scaled_by_count) return Grads{share * hit};
+  return Grads{where(hit, share, zeros_like(x))};
 }
 
 Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const char* fn,
@@ -230,9 +237,11 @@ Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const ch
   DType out = x->dtype;
   Tensor y = finish(reduce(op, src, axes), x->shape, axes, keepdim, out);
   if (grad_name)
-    ag::record(grad_name, {t}, {y}, {t, y}, [axes, keepdim](const Grads& g, const Saved& s) {
-      return evenly_distributed(g[0], s[0], s[1], axes, keepdim);
-    });
+    ag::record(grad_name, {t}, {y}, {t, y},
+               [axes, keepdim, scaled = std::string_view(fn).starts_with("am")](const Grads& g,
+                                                                                const Saved& s) {
+                 return evenly_distributed(g[0], s[0], s[1], axes, keepdim, scaled);
+               });
   return y;
 }
 
@@ -485,12 +494,23 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim, Caller ca
                Tensor gi = ag::unreduce(g[0], v.sizes(), axes, keepdim);
                Tensor yi = ag::unreduce(s[1], v.sizes(), axes, keepdim);
                Tensor zero = zeros_like(v);
+               // PyTorch's norm_backward, case by case.
                if (p == 0) return Grads{zero};
                if (p == 1) return Grads{gi * v.sign()};
-               if (std::isinf(p)) // shared by the elements at the extremum
-                 return Grads{evenly_distributed(g[0], v.abs(), s[1], axes, keepdim)[0] * v.sign()};
+               if (std::isinf(p)) { // shared by the elements at the extremum, or NaN
+                 Tensor a = v.abs();
+                 Tensor hit = logical_or(a == yi, a.isnan());
+                 Tensor n = ag::unreduce(hit.sum(axes, true), v.sizes(), axes, true);
+                 return Grads{v.sign() * ((gi / n) * hit)};
+               }
                if (p == 2) return Grads{where(yi == 0, zero, gi * v / yi)};
-               return Grads{where(yi == 0, zero, gi * v * v.abs().pow(p - 2) / yi.pow(p - 1))};
+               if (p < 1) // sgn(x) |x|^(p-1), 0 at 0, times g y^(1-p)
+                 return Grads{where(v == 0, zero, v.sign() * v.abs().pow(p - 1)) * gi *
+                              yi.pow(1 - p)};
+               // sgn(x) |x|^(p-1) for p < 2 (0 at 0), x |x|^(p-2) above; times g / y^(p-1),
+               // 0 where y is.
+               Tensor scaled = p < 2 ? v.sign() * v.abs().pow(p - 1) : v * v.abs().pow(p - 2);
+               return Grads{scaled * where(yi == 0, zero, gi / yi.pow(p - 1))};
              });
   return y;
 }
