@@ -589,3 +589,21 @@ TEST_CASE("gradients at NaN and zero follow PyTorch's formulas", "[autograd]") {
   CHECK(error_of([] { zeros({2}, TensorOptions().dtype(kInt64).requires_grad(true)); }) ==
         "Only Tensors of floating point and complex dtype can require gradients");
 }
+
+TEST_CASE("a backward through ops that save nothing can run again", "[autograd]") {
+  // PyTorch raises the second-backward error only where saved values were freed: neg, floor,
+  // ceil, round and trunc read none; exp does.
+  for (auto f : {+[](const Tensor& v) { return -v; }, +[](const Tensor& v) { return v.floor(); },
+                 +[](const Tensor& v) { return v.round(); }}) {
+    Tensor x = tensor({1.5, -2.5}).requires_grad_();
+    Tensor y = f(x).sum();
+    y.backward();
+    y.backward();
+    CHECK(x.grad().defined());
+  }
+  Tensor x = tensor({1.5, -2.5}).requires_grad_();
+  Tensor y = x.exp().sum();
+  y.backward();
+  CHECK_THROWS_WITH(y.backward(),
+                    Catch::StartsWith("Trying to backward through the graph a second time"));
+}

@@ -123,9 +123,17 @@ std::pair<Tensor, Tensor> binary_vjp(Op op, const Tensor& g, const Tensor& a, co
 
 void record_unary(Op op, const Tensor& x, const Tensor& y, const char* name) {
   if (!any_requires_grad({x})) return; // before the backward's closure is built
-  record(name ? name : ir::info(op).grad_fn.data(), {x}, {y}, {x, y},
+  // Ops whose gradient reads no value save nothing, as in PyTorch: a second backward through
+  // them needs no retain_graph.
+  const bool reads =
+      op != Op::Neg && op != Op::Floor && op != Op::Ceil && op != Op::Round && op != Op::Trunc;
+  std::vector<Tensor> save;
+  if (reads) save = {x, y};
+  record(name ? name : ir::info(op).grad_fn.data(), {x}, {y}, save,
          [op](const std::vector<Tensor>& grads, const std::vector<Tensor>& saved) {
-           return std::vector<Tensor>{unary_vjp(op, grads[0], saved[0], saved[1])};
+           const Tensor& g = grads[0];
+           return std::vector<Tensor>{saved.empty() ? unary_vjp(op, g, g, g)
+                                                    : unary_vjp(op, g, saved[0], saved[1])};
          });
 }
 
