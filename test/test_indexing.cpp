@@ -45,3 +45,23 @@ TEST_CASE("pieces of split and chunk name their backward as PyTorch", "[indexing
   (p[0] * 2).sum().add(p[1].sum()).backward();
   CHECK(values(a.grad()) == std::vector<double>{2, 2, 2, 2, 1, 1});
 }
+
+TEST_CASE("a reshape that copies is an UnsafeView of a clone, as in PyTorch",
+          "[indexing][autograd]") {
+  Tensor m = ones({2, 3}, requires_grad());
+  Tensor r = m.t().reshape({6});
+  CHECK(r.grad_fn()->name() == "UnsafeViewBackward0");
+  CHECK(r.grad_fn()->next_functions()[0].first->name() == "CloneBackward0");
+  CHECK(m.t().flatten().grad_fn()->name() == "UnsafeViewBackward0");
+  CHECK(m.reshape({6}).grad_fn()->name() == "ViewBackward0");
+  (r * arange(6.0)).sum().backward();
+  CHECK(values(m.grad()) == std::vector<double>{0, 2, 4, 1, 3, 5});
+}
+
+TEST_CASE("flatten of a 0-d tensor checks its dims as PyTorch", "[indexing][errors]") {
+  CHECK_THROWS_WITH(tensor(5.0).flatten(0, 1),
+                    "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+  CHECK_THROWS_WITH(tensor(5.0).flatten(-2),
+                    "Dimension out of range (expected to be in range of [-1, 0], but got -2)");
+  CHECK(tensor(5.0).flatten(-1, 0).sizes() == Shape{1});
+}
