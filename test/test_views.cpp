@@ -896,7 +896,7 @@ TEST_CASE("advanced indexing reads through Gather nodes, fused with their users"
                     "shape mismatch: indexing tensors could not be broadcast together with "
                     "shapes [5], [2, 2]");
   CHECK_THROWS_WITH(x.index({Slice(), grid * 3}),
-                    "index -6 is out of bounds for dimension 1 with size 5");
+                    "index -6 is out of bounds for dimension 0 with size 5");
   CHECK(x.index({Slice(), tensor(std::vector<int64_t>{}, Shape{0})}).sizes() == Shape{6, 0, 7});
   // A 0-d mask adds a dim, as a bool does; the result is a copy.
   CHECK(x.index({tensor(true)}).sizes() == Shape{1, 6, 5, 7});

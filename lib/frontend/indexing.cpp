@@ -31,7 +31,7 @@ using indexing::TensorIndex;
 
 indexing::TensorIndex::TensorIndex(const char* s) : v_(EllipsisIndexType{}) {
   if (std::string_view(s) != "...")
-    throw Error(fmt::format("indexing: expected \"...\", got \"{}\"", s));
+    throw Error(fmt::format("Expected \"...\" to represent an ellipsis index, but got \"{}\"", s));
 }
 
 namespace {
@@ -77,6 +77,9 @@ struct Advanced {
 struct Parsed {
   Tensor view; // after the basic indices
   std::vector<Advanced> advanced;
+  // Whether PyTorch's basic indexing left the tensor itself (no select, unsqueeze or narrowing
+  // slice), so that a write through the index is a write to it rather than to a view of it.
+  bool is_self = true;
 };
 
 // The advanced indices of `p` as an index list over `p.view`: each at its dim, a full slice
@@ -116,34 +119,47 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
   autograd::record("AliasBackward0", {self}, {p.view}, {},
                    [](const std::vector<Tensor>& g, const std::vector<Tensor>&) { return g; });
   Tensor& cur = p.view;
-  int64_t d = 0, source_dim = 0;
-  for (const auto& ix : indices) {
-    const auto& v = ix.value();
+  int64_t d = 0;
+  // PyTorch names a dim in select's errors by the index's place in the list (`position`).
+  auto select = [&](int64_t i, int64_t position) {
+    cur = cur.select(d, checked_index(i, cur.size(d), position));
+    p.is_self = false;
+  };
+  // A bool is an advanced index over a new dim of size 1: {0} keeps it, {} empties it (PyTorch's
+  // boolToIndexingTensor), so several bools broadcast together and the result is a copy.
+  auto boolean = [&](bool b) {
+    cur = cur.unsqueeze(d);
+    p.advanced.push_back({d++,
+                          tensor(std::vector<int64_t>(b ? 1 : 0, 0), {b ? 1 : 0},
+                                 TensorOptions().dtype(kInt64).device(self.device())),
+                          false});
+    p.is_self = false;
+  };
+  for (size_t position = 0; position < indices.size(); ++position) {
+    const auto& v = indices[position].value();
     if (const int64_t* i = std::get_if<int64_t>(&v)) {
-      cur = cur.select(d, checked_index(*i, cur.size(d), source_dim));
-      ++source_dim;
+      select(*i, static_cast<int64_t>(position));
     } else if (const Slice* s = std::get_if<Slice>(&v)) {
       int64_t step = s->step.value_or(1);
       if (step <= 0) throw Error("step must be greater than zero");
+      // Only a slice written as exactly [0, size) with step 1 is skipped by PyTorch.
+      p.is_self &= s->start.value_or(0) == 0 && s->stop == cur.size(d) && step == 1;
       cur = cur.slice(d, s->start, s->stop, step);
       ++d;
-      ++source_dim;
     } else if (std::holds_alternative<std::nullopt_t>(v)) {
       cur = cur.unsqueeze(d++);
+      p.is_self = false;
     } else if (std::holds_alternative<EllipsisIndexType>(v)) {
       d += self.dim() - consumed;
-      source_dim += self.dim() - consumed;
     } else if (const bool* b = std::get_if<bool>(&v)) {
-      cur = cur.unsqueeze(d);
-      if (!*b) cur = cur.slice(d, 0, 0);
-      ++d;
+      boolean(*b);
     } else {
       const Tensor& t = std::get<Tensor>(v);
+      // A 0-d bool or integer tensor is its value: a bool, or an integer that selects (a view).
       if (is_mask_dtype(t.dtype()) && t.dim() == 0) {
-        // As a bool: a new dim of size 1, selected (kept) or not; a copy, as any mask's result.
-        cur = cur.unsqueeze(d);
-        p.advanced.push_back({d, t.reshape({1}), true});
-        ++d;
+        boolean(HostValues(t).as_int(0) != 0);
+      } else if (is_index_dtype(t.dtype()) && t.dim() == 0) {
+        select(HostValues(t).as_int(0), static_cast<int64_t>(position));
       } else if (is_mask_dtype(t.dtype())) {
         int64_t k = t.dim();
         for (int64_t j = 0; j < t.dim(); ++j)
@@ -154,11 +170,9 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
                                     d + j));
         p.advanced.push_back({d, t, true});
         d += k;
-        source_dim += k;
       } else if (is_index_dtype(t.dtype())) {
         p.advanced.push_back({d, t, false});
         ++d;
-        ++source_dim;
       } else {
         throw Error("tensors used as indices must be long, int, byte or bool tensors");
       }
@@ -167,17 +181,11 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
   return p;
 }
 
-// The element positions (in the view's row-major order) that advanced indices
-// select, and the result's shape: broadcast index shape in place of the
-// indexed dims when they are adjacent, else first.
-struct Selection {
-  Shape shape;
-  std::vector<int64_t> positions;
-};
-
-Selection select_positions(const Tensor& view, const std::vector<Advanced>& adv) {
-  // Masks become one integer index per masked dim (their nonzero positions).
-  std::vector<std::pair<int64_t, Tensor>> idx; // (view dim, integer index)
+// The advanced indices as integer indices, each with the view dim it indexes: a mask becomes one
+// per dim it covers (its nonzero positions), as PyTorch expands it. Each has rank >= 1.
+using IntIndices = std::vector<std::pair<int64_t, Tensor>>;
+IntIndices integer_indices(const std::vector<Advanced>& adv) {
+  IntIndices idx;
   for (const auto& a : adv) {
     if (!a.is_mask) {
       idx.emplace_back(a.dim, a.index);
@@ -187,10 +195,23 @@ Selection select_positions(const Tensor& view, const std::vector<Advanced>& adv)
     for (int64_t j = 0; j < a.index.dim(); ++j)
       idx.emplace_back(a.dim + j, nz.select(1, j));
   }
-  Shape b;
+  return idx;
+}
+
+// The shape of an advanced-index result: the indices' broadcast shape in place of the indexed
+// dims when they are adjacent, else first, and the view's other dims (out_dims: -1 for the
+// broadcast dims, else the view dim).
+struct Layout {
+  Shape broadcast;
+  std::vector<int64_t> out_dims;
+  Shape shape;
+};
+
+Layout layout_of(const Shape& vs, const IntIndices& idx) {
+  Layout l;
   try {
     for (const auto& [dim, t] : idx)
-      b = ir::broadcast_shapes(b, t.sizes());
+      l.broadcast = ir::broadcast_shapes(l.broadcast, t.sizes());
   } catch (const Error&) {
     std::vector<std::string> shapes;
     for (const auto& [dim, t] : idx)
@@ -199,60 +220,71 @@ Selection select_positions(const Tensor& view, const std::vector<Advanced>& adv)
         "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
         fmt::join(shapes, ", ")));
   }
-  std::vector<HostValues> values;
-  std::vector<Tensor> expanded;
-  for (const auto& [dim, t] : idx) {
-    expanded.push_back(t.expand(b));
-    values.emplace_back(expanded.back());
-  }
+  // No index value fits a dim of size 0; PyTorch says so before it reads any.
+  const bool empty_dim =
+      std::any_of(idx.begin(), idx.end(), [&](const auto& x) { return vs[x.first] == 0; });
+  if (empty_dim && ir::numel(l.broadcast) != 0)
+    throw Error("index is out of bounds for dimension with size 0");
   bool adjacent = true;
   for (size_t i = 1; i < idx.size(); ++i)
     adjacent &= idx[i].first == idx[i - 1].first + 1;
-  // Output dims: the broadcast dims (-1) and the view dims left.
-  std::vector<int64_t> out_dims;
-  std::vector<bool> indexed(static_cast<size_t>(view.dim()), false);
+  std::vector<bool> indexed(vs.size(), false);
   for (const auto& [dim, t] : idx)
     indexed[dim] = true;
-  int64_t first = idx.front().first;
-  if (!adjacent) out_dims.push_back(-1);
-  for (int64_t dd = 0; dd < view.dim(); ++dd) {
-    if (adjacent && dd == first) out_dims.push_back(-1);
-    if (!indexed[dd]) out_dims.push_back(dd);
+  const int64_t first = idx.front().first;
+  if (!adjacent) l.out_dims.push_back(-1);
+  for (int64_t dd = 0; dd < static_cast<int64_t>(vs.size()); ++dd) {
+    if (adjacent && dd == first) l.out_dims.push_back(-1);
+    if (!indexed[dd]) l.out_dims.push_back(dd);
   }
-  Selection sel;
-  for (int64_t od : out_dims) {
+  for (int64_t od : l.out_dims) {
     if (od < 0)
-      sel.shape.insert(sel.shape.end(), b.begin(), b.end());
+      l.shape.insert(l.shape.end(), l.broadcast.begin(), l.broadcast.end());
     else
-      sel.shape.push_back(view.size(od));
+      l.shape.push_back(vs[od]);
+  }
+  return l;
+}
+
+// The element positions (in the view's row-major order) that the indices select, in the order
+// of the result of layout `l`. Index values are checked here.
+std::vector<int64_t> select_positions(const Tensor& view, const IntIndices& idx, const Layout& l) {
+  std::vector<HostValues> values;
+  std::vector<Tensor> expanded;
+  for (const auto& [dim, t] : idx) {
+    expanded.push_back(t.expand(l.broadcast));
+    values.emplace_back(expanded.back());
   }
   std::vector<int64_t> cs = ir::contiguous_strides(view.sizes());
-  int64_t nb = ir::numel(b), total = ir::numel(sel.shape);
-  sel.positions.resize(static_cast<size_t>(total));
+  int64_t nb = ir::numel(l.broadcast), total = ir::numel(l.shape);
+  std::vector<int64_t> positions(static_cast<size_t>(total));
   // Walk the output in row-major order: the broadcast part is one flat index.
   std::vector<int64_t> extents;
-  for (int64_t od : out_dims)
+  for (int64_t od : l.out_dims)
     extents.push_back(od < 0 ? nb : view.size(od));
   std::vector<int64_t> counter(extents.size(), 0);
   for (int64_t o = 0; o < total; ++o) {
     int64_t pos = 0;
-    for (size_t k = 0; k < out_dims.size(); ++k) {
-      if (out_dims[k] >= 0) {
-        pos += counter[k] * cs[out_dims[k]];
+    for (size_t k = 0; k < l.out_dims.size(); ++k) {
+      if (l.out_dims[k] >= 0) {
+        pos += counter[k] * cs[l.out_dims[k]];
         continue;
       }
+      // PyTorch's kernel names a bad value's index by its place among the index tensors.
       for (size_t j = 0; j < idx.size(); ++j) {
         int64_t dim = idx[j].first;
-        pos += checked_index(values[j].as_int(counter[k]), view.size(dim), dim) * cs[dim];
+        pos +=
+            checked_index(values[j].as_int(counter[k]), view.size(dim), static_cast<int64_t>(j)) *
+            cs[dim];
       }
     }
-    sel.positions[o] = pos;
+    positions[o] = pos;
     for (size_t k = counter.size(); k-- > 0;) {
       if (++counter[k] < extents[k]) break;
       counter[k] = 0;
     }
   }
-  return sel;
+  return positions;
 }
 
 using Positions = std::shared_ptr<const std::vector<int64_t>>;
@@ -364,8 +396,9 @@ FlatIndex flat_along(const Tensor& idx, const Shape& vs, int64_t d) {
 // broadcast in front of d, so the view is read in place (or computed) by the kernel that uses
 // the selection.
 Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
-  // Moved before it is broadcast; its values are read (checked) from the caller's copy.
-  const Tensor idx = checked_indices(index, view.size(d), d, IndexRule::Wrap, view.device());
+  // Moved before it is broadcast; its values are read (checked) from the caller's copy. PyTorch
+  // names a bad value's index by its place among the index tensors: 0, the only one.
+  const Tensor idx = checked_indices(index, view.size(d), 0, IndexRule::Wrap, view.device());
   const auto nb = static_cast<size_t>(idx.dim()), at = static_cast<size_t>(d);
   const Shape shape = selection_shape(view.sizes(), d, idx.sizes());
   Tensor src = view;
@@ -392,23 +425,6 @@ Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
                                                         "IndexPutBackward0")};
       });
   return out;
-}
-
-// The single integer index (view dim, index of rank >= 1) that `adv` amounts to, if it is one:
-// an integer tensor, or a one-dimensional mask (its nonzero positions).
-std::optional<std::pair<int64_t, Tensor>> single_index(const std::vector<Advanced>& adv) {
-  if (adv.size() != 1) return std::nullopt;
-  const Advanced& a = adv[0];
-  if (!a.is_mask) {
-    if (a.index.dim() == 0) return std::nullopt;
-    return std::pair{a.dim, a.index};
-  }
-  if (a.index.dim() != 1) return std::nullopt;
-  return std::pair{a.dim, nonzero(a.index).select(1, 0)};
-}
-
-Tensor gather_positions(const Tensor& view, const Selection& sel) {
-  return take_positions(view, sel.shape, std::make_shared<std::vector<int64_t>>(sel.positions));
 }
 
 // `view` with `value`'s elements written at `positions` (later writes win): a Scatter of the
@@ -443,16 +459,57 @@ Tensor put_positions(const Tensor& view, const Positions& positions, const Tenso
 
 // --- Tensor::index and index_put_ ---
 
+namespace {
+// PyTorch's checks of the index list before it is parsed.
+void check_index_list(const Tensor& t, const std::vector<TensorIndex>& indices, const char* op) {
+  if (indices.empty())
+    throw Error(fmt::format("Passing an empty index list to Tensor::{}() is not valid syntax", op));
+  if (t.dim() == 0 && indices.size() == 1 && std::holds_alternative<int64_t>(indices[0].value()))
+    throw Error("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+}
+
+// `t` without its leading size-1 dims, which PyTorch drops from a value before broadcasting it
+// into an index (NumPy's rule, slicePrefix1sSize).
+Tensor without_leading_ones(const Tensor& t) {
+  const Shape& s = t.sizes();
+  auto first = std::find_if(s.begin(), s.end(), [](int64_t n) { return n != 1; });
+  return first == s.begin() ? t : t.view(Shape(first, s.end()));
+}
+
+// PyTorch's copy_to, the write through basic indices: a value of the view's shape is copied, a
+// 0-d one fills (defined where elements share memory), any other is broadcast to the view.
+void copy_to(Tensor view, const Tensor& value) {
+  if (view.sizes() == value.sizes())
+    view.copy_(value);
+  else if (value.dim() == 0)
+    view.fill_(value);
+  else
+    view.copy_(without_leading_ones(value).expand(view.sizes()));
+}
+
+// Whether `from` broadcasts to `to` (PyTorch's is_expandable_to).
+bool expandable_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  return std::equal(from.rbegin(), from.rend(), to.rbegin(),
+                    [](int64_t f, int64_t t) { return f == t || f == 1; });
+}
+} // namespace
+
 Tensor Tensor::index(std::initializer_list<TensorIndex> indices, Caller caller) const {
   detail::CallSite site(caller, "index");
   return index(std::vector<TensorIndex>(indices));
 }
 Tensor Tensor::index(const std::vector<TensorIndex>& indices, Caller caller) const {
   detail::CallSite site(caller, "index");
+  check_index_list(*this, indices, "index");
   Parsed p = parse(*this, indices);
   if (p.advanced.empty()) return p.view;
-  if (auto one = single_index(p.advanced)) return index_along(p.view, one->first, one->second);
-  return gather_positions(p.view, select_positions(p.view, p.advanced));
+  const IntIndices idx = integer_indices(p.advanced);
+  const Layout l = layout_of(p.view.sizes(), idx);
+  if (idx.size() == 1) return index_along(p.view, idx[0].first, idx[0].second);
+  return take_positions(p.view, l.shape,
+                        std::make_shared<std::vector<int64_t>>(select_positions(p.view, idx, l)));
 }
 
 Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value,
@@ -473,58 +530,67 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Scalar
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value,
                            Caller caller) {
   detail::CallSite site(caller, "index_put_");
-  Parsed p = parse(*this, indices);
-  if (p.advanced.empty()) {
-    // As PyTorch's setitem: a 0-d value fills (defined where elements share memory).
-    if (value.dim() == 0)
-      p.view.fill_(value);
-    else
-      p.view.copy_(value);
+  check_index_list(*this, indices, "index_put_");
+  // PyTorch's setitem writes a lone bool as a basic index: false writes nothing, true writes
+  // through a new leading dim.
+  if (const bool* b = indices.size() == 1 ? std::get_if<bool>(&indices[0].value()) : nullptr) {
+    if (*b) copy_to(unsqueeze(0), value);
     return *this;
   }
-  if (value.dtype() != dtype())
-    throw Error(fmt::format("Index put requires the source and destination dtypes match, got {} "
-                            "for the destination and {} for the source.",
-                            fe::cpp_type_name(dtype()), fe::cpp_type_name(value.dtype())));
-  const bool one_mask = p.advanced.size() == 1 && p.advanced[0].is_mask && value.numel() == 1;
-  if (!one_mask) {
+  Parsed p = parse(*this, indices);
+  if (p.is_self) detail::check_inplace_grad(*this); // its error for the tensor, not a view of it
+  if (p.advanced.empty()) {
+    copy_to(p.view, value);
+    return *this;
+  }
+  const Tensor v = without_leading_ones(value);
+  const Advanced& first = p.advanced[0];
+  if (p.advanced.size() == 1 && first.is_mask && v.numel() == 1 && v.device().is_cpu() &&
+      first.index.device() == device()) {
+    // PyTorch fills through a lone mask with a one-element value on the CPU, whatever its dtype
+    // and shape (masked_fill_ with value.item()). An elementwise select, which stays lazy.
+    Shape s(static_cast<size_t>(first.dim), 1);
+    s.insert(s.end(), first.index.sizes().begin(), first.index.sizes().end());
+    s.resize(static_cast<size_t>(p.view.dim()), 1);
+    p.view.masked_fill_(first.index.to(kBool).reshape(s), v.reshape({}));
+  } else {
     // PyTorch's index_put_: the value and the indices may not share the tensor's memory.
-    detail::assert_no_overlap(*this, value);
+    detail::assert_no_overlap(*this, v);
     for (const Advanced& a : p.advanced)
       detail::assert_no_overlap(*this, a.index);
-  }
-  if (detail::has_internal_overlap(p.view)) {
-    // Elements share locations (an expanded tensor): one value is defined, written where any
-    // element naming a location is selected; values that differ per element are not.
-    if (value.numel() != 1) detail::assert_no_internal_overlap(p.view);
-    Tensor selected = zeros(p.view.sizes(), TensorOptions().dtype(kBool).device(device()));
-    selected.index_put_(advanced_indices(p), true);
-    p.view.masked_fill_(selected, value.reshape({}));
-    return *this;
-  }
-  // One mask and one value: an elementwise select, which stays lazy.
-  if (one_mask) {
-    const Advanced& a = p.advanced[0];
-    Shape s(static_cast<size_t>(a.dim), 1);
-    s.insert(s.end(), a.index.sizes().begin(), a.index.sizes().end());
-    s.resize(static_cast<size_t>(p.view.dim()), 1);
-    Tensor mask = a.index.to(kBool).reshape(s);
-    p.view.copy_(tj::where(mask, value.reshape({}), p.view));
-  } else if (auto one = single_index(p.advanced)) {
-    // One index tensor (or 1-d mask) at dim d: a Scatter along d of the value broadcast to the
-    // selection's shape, with the index's dims flattened into dim d.
-    const auto [d, index] = *one;
-    const Tensor idx = checked_indices(index, p.view.size(d), d, IndexRule::Wrap, p.view.device());
-    FlatIndex flat = flat_along(idx, p.view.sizes(), d);
-    Tensor v = value.to(p.view.device())
-                   .expand(selection_shape(p.view.sizes(), d, idx.sizes()))
-                   .reshape(flat.shape);
-    p.view.copy_(autograd::scatter_at(p.view, d, flat.index, v, false, "IndexPutBackward0"));
-  } else {
-    Selection sel = select_positions(p.view, p.advanced);
-    Tensor v = value.to(p.view.device()).expand(sel.shape);
-    p.view.copy_(put_positions(p.view, std::make_shared<std::vector<int64_t>>(sel.positions), v,
-                               "IndexPutBackward0"));
+    const IntIndices idx = integer_indices(p.advanced);
+    const Layout l = layout_of(p.view.sizes(), idx);
+    if (!expandable_to(v.sizes(), l.shape))
+      throw Error(fmt::format("shape mismatch: value tensor of shape {} cannot be broadcast to "
+                              "indexing result of shape {}",
+                              ir::shape_str(v.sizes()), ir::shape_str(l.shape)));
+    if (v.dtype() != dtype())
+      throw Error(fmt::format("Index put requires the source and destination dtypes match, got "
+                              "{} for the destination and {} for the source.",
+                              fe::cpp_type_name(dtype()), fe::cpp_type_name(v.dtype())));
+    if (detail::has_internal_overlap(p.view)) {
+      // Elements share locations (an expanded tensor): one value is defined, written where any
+      // element naming a location is selected; values that differ per element are not.
+      if (v.numel() != 1) detail::assert_no_internal_overlap(p.view);
+      Tensor selected = zeros(p.view.sizes(), TensorOptions().dtype(kBool).device(device()));
+      selected.index_put_(advanced_indices(p), true);
+      p.view.masked_fill_(selected, v.reshape({}));
+      return *this;
+    }
+    if (idx.size() == 1) {
+      // One index tensor (or 1-d mask) at dim d: a Scatter along d of the value broadcast to the
+      // selection's shape, with the index's dims flattened into dim d.
+      const auto& [d, index] = idx[0];
+      const Tensor checked =
+          checked_indices(index, p.view.size(d), 0, IndexRule::Wrap, p.view.device());
+      FlatIndex flat = flat_along(checked, p.view.sizes(), d);
+      Tensor put = v.to(p.view.device()).expand(l.shape).reshape(flat.shape);
+      p.view.copy_(autograd::scatter_at(p.view, d, flat.index, put, false, "IndexPutBackward0"));
+    } else {
+      auto positions = std::make_shared<std::vector<int64_t>>(select_positions(p.view, idx, l));
+      p.view.copy_(put_positions(p.view, positions, v.to(p.view.device()).expand(l.shape),
+                                 "IndexPutBackward0"));
+    }
   }
   // Written as a whole, the tensor's history is this op, as PyTorch names it.
   if (p.view.sizes() == sizes() && p.view.stride() == stride() &&

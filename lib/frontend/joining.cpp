@@ -103,8 +103,18 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
   return out;
 }
 
+namespace {
+// Each piece's history is named after the op that split it, as PyTorch names it.
+std::vector<Tensor> named(std::vector<Tensor> pieces, const char* grad_name) {
+  for (const Tensor& p : pieces)
+    autograd::rename(p, grad_name);
+  return pieces;
+}
+} // namespace
+
 std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim, Caller caller) {
   detail::CallSite site(caller, "split");
+  if (t.dim() == 0) throw Error("split expects at least a 1-dimensional tensor");
   if (split_size < 0)
     throw Error(
         fmt::format("split expects split_size be non-negative, but got split_size={}", split_size));
@@ -115,15 +125,16 @@ std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim, Call
                             "size of {}",
                             n));
   std::vector<Tensor> out;
-  if (n == 0) return {t.narrow(d, 0, 0)};
+  if (n == 0) return named({t.narrow(d, 0, 0)}, "SplitBackward0");
   for (int64_t at = 0; at < n; at += split_size)
     out.push_back(t.narrow(d, at, std::min(split_size, n - at)));
-  return out;
+  return named(std::move(out), "SplitBackward0");
 }
 
 std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim,
                           Caller caller) {
   detail::CallSite site(caller, "split");
+  if (t.dim() == 0) throw Error("split expects at least a 1-dimensional tensor");
   int64_t d = ir::wrap_dim(dim, t.dim());
   int64_t total = 0;
   for (int64_t s : sizes)
@@ -138,14 +149,17 @@ std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, in
     out.push_back(t.narrow(d, at, s));
     at += s;
   }
-  return out;
+  return named(std::move(out), "SplitWithSizesBackward0");
 }
 
 std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim, Caller caller) {
   detail::CallSite site(caller, "chunk");
+  if (t.dim() == 0) throw Error("chunk expects at least a 1-dimensional tensor");
   if (chunks <= 0)
     throw Error(fmt::format("chunk expects `chunks` to be greater than 0, got: {}", chunks));
   int64_t d = ir::wrap_dim(dim, t.dim());
+  // An empty dim still gives `chunks` (empty) pieces: split would give one.
+  if (t.size(d) == 0) return split(t, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
   int64_t size = (t.size(d) + chunks - 1) / chunks;
   return split(t, size, d);
 }

@@ -728,14 +728,19 @@ Tensor Tensor::reshape(IntArrayRef shape, Caller caller) const {
   detail::CallSite site(caller, "reshape");
   Shape s = infer_size(shape, numel());
   if (ir::view_strides(sizes(), stride(), s)) return view(s);
-  return copy_of(*this).view(s);
+  // PyTorch's _unsafe_view of a contiguous copy: the result is no view of the copy.
+  Tensor out = copy_of(*this).view(s);
+  out.impl()->is_view = false;
+  out.impl()->base = nullptr;
+  autograd::rename(out, "UnsafeViewBackward0");
+  return out;
 }
 Tensor Tensor::flatten(int64_t start, int64_t end, Caller caller) const {
   detail::CallSite site(caller, "flatten");
-  if (dim() == 0) return reshape({1});
   start = ir::wrap_dim(start, dim());
   end = ir::wrap_dim(end, dim());
   if (start > end) throw Error("flatten() has invalid args: start_dim cannot come after end_dim");
+  if (dim() == 0) return reshape({1});
   if (start == end) return *this;
   Shape s(sizes().begin(), sizes().begin() + start);
   int64_t m = 1;

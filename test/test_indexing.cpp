@@ -1,0 +1,209 @@
+// Indexing, index_put_, split, chunk, flatten and reshape at their edges, as libtorch behaves:
+// bools and 0-d tensors as indices, values with leading size-1 dims, one-element values through
+// a mask, empty dims, the grad_fn names and the errors PyTorch gives.
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <cstdint>
+#include <vector>
+
+using namespace tj;
+using namespace tj::indexing;
+
+namespace {
+std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
+} // namespace
+
+TEST_CASE("split and chunk of a 0-d tensor throw PyTorch's errors", "[indexing][errors]") {
+  CHECK_THROWS_WITH(tensor(1.0).split(1), "split expects at least a 1-dimensional tensor");
+  CHECK_THROWS_WITH(tensor(1.0).split(std::vector<int64_t>{1}),
+                    "split expects at least a 1-dimensional tensor");
+  CHECK_THROWS_WITH(tensor(1.0).chunk(1), "chunk expects at least a 1-dimensional tensor");
+  CHECK_THROWS_WITH(tensor(1.0).chunk(0), "chunk expects at least a 1-dimensional tensor");
+}
+
+TEST_CASE("chunk of an empty dim gives as many empty pieces as asked", "[indexing]") {
+  std::vector<Tensor> pieces = zeros({0}).chunk(3);
+  REQUIRE(pieces.size() == 3);
+  for (const Tensor& p : pieces)
+    CHECK(p.sizes() == Shape{0});
+  pieces = zeros({2, 0}).chunk(2, 1);
+  REQUIRE(pieces.size() == 2);
+  CHECK(pieces[1].sizes() == Shape{2, 0});
+  // split of an empty dim stays one piece.
+  CHECK(zeros({0}).split(2).size() == 1);
+}
+
+TEST_CASE("pieces of split and chunk name their backward as PyTorch", "[indexing][autograd]") {
+  Tensor a = ones({6}, requires_grad());
+  std::vector<Tensor> p = a.split(4);
+  CHECK(p[0].grad_fn()->name() == "SplitBackward0");
+  CHECK(p[1].grad_fn()->name() == "SplitBackward0");
+  CHECK(a.chunk(2)[1].grad_fn()->name() == "SplitBackward0");
+  CHECK(a.split(std::vector<int64_t>{2, 4})[0].grad_fn()->name() == "SplitWithSizesBackward0");
+  CHECK(zeros({0}, requires_grad()).chunk(2)[0].grad_fn()->name() == "SplitWithSizesBackward0");
+  (p[0] * 2).sum().add(p[1].sum()).backward();
+  CHECK(values(a.grad()) == std::vector<double>{2, 2, 2, 2, 1, 1});
+}
+
+TEST_CASE("a reshape that copies is an UnsafeView of a clone, as in PyTorch",
+          "[indexing][autograd]") {
+  Tensor m = ones({2, 3}, requires_grad());
+  Tensor r = m.t().reshape({6});
+  CHECK(r.grad_fn()->name() == "UnsafeViewBackward0");
+  CHECK(r.grad_fn()->next_functions()[0].first->name() == "CloneBackward0");
+  CHECK(m.t().flatten().grad_fn()->name() == "UnsafeViewBackward0");
+  CHECK(m.reshape({6}).grad_fn()->name() == "ViewBackward0");
+  (r * arange(6.0)).sum().backward();
+  CHECK(values(m.grad()) == std::vector<double>{0, 2, 4, 1, 3, 5});
+}
+
+TEST_CASE("flatten of a 0-d tensor checks its dims as PyTorch", "[indexing][errors]") {
+  CHECK_THROWS_WITH(tensor(5.0).flatten(0, 1),
+                    "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+  CHECK_THROWS_WITH(tensor(5.0).flatten(-2),
+                    "Dimension out of range (expected to be in range of [-1, 0], but got -2)");
+  CHECK(tensor(5.0).flatten(-1, 0).sizes() == Shape{1});
+}
+
+TEST_CASE("index_put_ drops a value's leading size-1 dims before broadcasting", "[indexing]") {
+  Tensor x = zeros({3, 4});
+  x.index_put_({0}, tensor({{1., 2., 3., 4.}}));
+  CHECK(values(x[0]) == std::vector<double>{1, 2, 3, 4});
+  x.index_put_({Slice(), 1}, tensor({{{5., 6., 7.}}}));
+  CHECK(values(x.select(1, 1)) == std::vector<double>{5, 6, 7});
+  Tensor y = zeros({3, 4});
+  y.index_put_({Slice(0, 2)}, ones({1, 1, 2, 4}));
+  CHECK(values(y.sum(1)) == std::vector<double>{4, 4, 0});
+  // Advanced indices: integer tensors, masks, bools.
+  Tensor z = zeros({3, 4});
+  z.index_put_({tensor({0, 1})}, ones({1, 1, 4}));
+  CHECK(values(z.sum(1)) == std::vector<double>{4, 4, 0});
+  Tensor w = zeros({3, 4});
+  w.index_put_({tensor({true, false, true})}, ones({1, 1, 4}));
+  CHECK(values(w.sum(1)) == std::vector<double>{4, 0, 4});
+  Tensor v = arange(6.0).view({2, 3});
+  for (const std::vector<TensorIndex>& ix : std::vector<std::vector<TensorIndex>>{
+           {true}, {None}, {"..."}, {true, "..."}, {None, Slice()}}) {
+    Tensor a = zeros({2, 3});
+    a.index_put_(ix, v.unsqueeze(0).unsqueeze(0));
+    CHECK(equal(a, v));
+  }
+  // A lone false writes nothing, whatever the value.
+  Tensor b = zeros({2, 3});
+  b.index_put_({false}, ones({7}));
+  CHECK(values(b.sum()) == std::vector<double>{0});
+}
+
+TEST_CASE("a bool index is an advanced index: a copy, broadcast with the others", "[indexing]") {
+  Tensor b = arange(4.0);
+  b.index({true}).fill_(9);
+  b.index({Slice(), true}).fill_(9);
+  CHECK(values(b) == std::vector<double>{0, 1, 2, 3});
+  CHECK(b.index({Slice(), true}).sizes() == Shape{4, 1});
+  CHECK(b.index({false}).sizes() == Shape{0, 4});
+  CHECK(ones({2, 3}).index({true, true}).sizes() == Shape{1, 2, 3});
+  CHECK(ones({2, 3, 4}).index({false, true, "..."}).sizes() == Shape{0, 2, 3, 4});
+  CHECK(ones({2, 3}).index({Slice(), true, true, 1}).sizes() == Shape{2, 1});
+  CHECK_THROWS_WITH(ones({2, 3}).index({false, tensor({0, 1}), "..."}),
+                    "shape mismatch: indexing tensors could not be broadcast together with "
+                    "shapes [0], [2]");
+  CHECK(ones({2}, requires_grad()).index({true}).grad_fn()->name() == "IndexBackward0");
+}
+
+TEST_CASE("a 0-d integer tensor index selects, as an integer does", "[indexing]") {
+  for (DType t : {kInt64, kInt32, kInt16}) {
+    Tensor b = arange(4.0);
+    b.index({tensor(1).to(t)}).fill_(9);
+    CHECK(values(b) == std::vector<double>{0, 9, 2, 3});
+  }
+  Tensor a = arange(6.0).view({2, 3});
+  CHECK(values(a.index({Slice(), tensor(-1)})) == std::vector<double>{2, 5});
+  a.index_put_({tensor(1), tensor(0)}, 7.0);
+  CHECK(values(a) == std::vector<double>{0, 1, 2, 7, 4, 5});
+  CHECK_THROWS_WITH(arange(4.0).index({tensor(7)}),
+                    "index 7 is out of bounds for dimension 0 with size 4");
+  // 0-d bool tensors stay bools: a new dim, kept or emptied.
+  CHECK(ones({2, 3}).index({tensor(true)}).sizes() == Shape{1, 2, 3});
+  CHECK(ones({2, 3}).index({tensor(false), tensor(true)}).sizes() == Shape{0, 2, 3});
+}
+
+TEST_CASE("index_put_ through a lone mask with one value fills, whatever its dtype", "[indexing]") {
+  Tensor x = zeros({3});
+  x.index_put_({x.eq(0)}, tensor(5.0, dtype(kFloat64)));
+  CHECK(x.str() == "tensor([5., 5., 5.])");
+  Tensor y = zeros({3});
+  y.index_put_({y.eq(0)}, tensor({5}));
+  CHECK(y.str() == "tensor([5., 5., 5.])");
+  Tensor z = zeros({2, 3});
+  z.index_put_({Slice(), tensor({true, false, true})}, tensor({{{2}}}));
+  CHECK(values(z) == std::vector<double>{2, 0, 2, 2, 0, 2});
+  // Other indices, and 0-d bool tensors (integer indices in PyTorch), need the dtypes to match.
+  const char* dtypes = "Index put requires the source and destination dtypes match, got Float for "
+                       "the destination and Double for the source.";
+  CHECK_THROWS_WITH(zeros({3}).index_put_({tensor({0})}, tensor(5.0, dtype(kFloat64))), dtypes);
+  CHECK_THROWS_WITH(zeros({3}).index_put_({tensor(true)}, tensor(5.0, dtype(kFloat64))), dtypes);
+  // The value's gradient flows through the fill.
+  Tensor g = zeros({3});
+  Tensor v = tensor(2.0, requires_grad());
+  g.index_put_({tensor({true, false, true})}, v);
+  CHECK(g.grad_fn()->name() == "IndexPutBackward0");
+  (g * 3).sum().backward();
+  CHECK(v.grad().item<double>() == 6);
+}
+
+TEST_CASE("index and index_put_ errors use PyTorch's wording", "[indexing][errors]") {
+  Tensor a = arange(4);
+  CHECK_THROWS_WITH(a.index_put_({a.gt(-1)}, tensor({1, 2, 3})),
+                    "shape mismatch: value tensor of shape [3] cannot be broadcast to indexing "
+                    "result of shape [4]");
+  CHECK_THROWS_WITH(zeros({3, 4}).index_put_({tensor({0, 1})}, ones({1, 2, 3})),
+                    "shape mismatch: value tensor of shape [2, 3] cannot be broadcast to "
+                    "indexing result of shape [2, 4]");
+  CHECK_THROWS_WITH(zeros({3, 4}).index_put_({Slice(), 1}, tensor({1., 2.})),
+                    "The expanded size of the tensor (3) must match the existing size (2) at "
+                    "non-singleton dimension 0.  Target sizes: [3].  Tensor sizes: [2]");
+  // An advanced index out of range is named by its place among the index tensors.
+  CHECK_THROWS_WITH(zeros({2, 3, 4}).index({Slice(), tensor({3})}),
+                    "index 3 is out of bounds for dimension 0 with size 3");
+  CHECK_THROWS_WITH(zeros({2, 3, 4}).index({Slice(), tensor({0}), tensor({4})}),
+                    "index 4 is out of bounds for dimension 1 with size 4");
+  CHECK_THROWS_WITH(zeros({2, 3}).index_put_({Slice(), tensor({3})}, 1.0),
+                    "index 3 is out of bounds for dimension 0 with size 3");
+  // An integer is named by its place in the index list.
+  CHECK_THROWS_WITH(zeros({2, 3}).index({None, 5}),
+                    "index 5 is out of bounds for dimension 1 with size 2");
+  CHECK_THROWS_WITH(zeros({10, 0}).index({Slice(), tensor({0, 1})}),
+                    "index is out of bounds for dimension with size 0");
+  CHECK_THROWS_WITH(zeros({10, 0}).index_put_({Slice(), tensor({0, 1})}, 1.0),
+                    "index is out of bounds for dimension with size 0");
+  CHECK(zeros({10, 0}).index({Slice(), tensor(std::vector<int64_t>{}, Shape{0})}).sizes() ==
+        Shape{10, 0});
+  const char* item = "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                     "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number";
+  CHECK_THROWS_WITH(tensor(10).index({0}), item);
+  CHECK_THROWS_WITH(tensor(10).index_put_({0}, 1), item);
+  Tensor t = zeros({2});
+  CHECK_THROWS_WITH(t.index({}), "Passing an empty index list to Tensor::index() is not valid "
+                                 "syntax");
+  CHECK_THROWS_WITH(t.index(std::vector<TensorIndex>{}),
+                    "Passing an empty index list to Tensor::index() is not valid syntax");
+  CHECK_THROWS_WITH(t.index_put_({}, 1),
+                    "Passing an empty index list to Tensor::index_put_() is not valid syntax");
+  CHECK_THROWS_WITH(t.index_put_({}, ones({2})),
+                    "Passing an empty index list to Tensor::index_put_() is not valid syntax");
+  CHECK_THROWS_WITH(t.index({"abc"}),
+                    "Expected \"...\" to represent an ellipsis index, but got \"abc\"");
+  // A write through the indices is a write to the leaf itself unless basic indices made a view
+  // (PyTorch skips only a slice written as exactly [0, size)).
+  const char* leaf = "a leaf Variable that requires grad is being used in an in-place operation.";
+  const char* view =
+      "a view of a leaf Variable that requires grad is being used in an in-place operation.";
+  Tensor l = ones({2, 3}, requires_grad());
+  CHECK_THROWS_WITH(l.index_put_({tensor({0})}, 5), leaf);
+  CHECK_THROWS_WITH(l.index_put_({Slice(0, 2), tensor({0})}, 5), leaf);
+  CHECK_THROWS_WITH(l.index_put_({"..."}, 5), leaf);
+  CHECK_THROWS_WITH(l.index_put_({Slice(), tensor({0})}, 5), view);
+  CHECK_THROWS_WITH(l.index_put_({0}, 5), view);
+  CHECK_THROWS_WITH(l.index_put_({true}, 5), view);
+}
