@@ -1,6 +1,7 @@
-// Elementwise ops where PyTorch's CPU kernels compute otherwise than the op's plain formula in
-// the result's dtype: bounds that are NaN, scalars checked against the dtype, 16-bit floats by a
-// scalar in float32, pow's special exponents, 16-bit composites rounded once.
+// Ops where PyTorch's CPU kernels compute otherwise than the op's plain formula in the result's
+// dtype: bounds that are NaN, scalars checked against the dtype, 16-bit floats by a scalar in
+// float32, pow's special exponents, 16-bit composites rounded once; and the edges of isclose,
+// arange, randint, softmax and cross_entropy.
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
 
@@ -139,4 +140,56 @@ TEST_CASE("16-bit composites compute in float32 and round once", "[elementwise]"
     Tensor pos = x.abs() + 0.01;
     CHECK(rsqrt(pos).to_vector<double>() == rsqrt(pos.to(kFloat32)).to(t).to_vector<double>());
   }
+}
+
+TEST_CASE("isclose holds integers and bools to their tolerances", "[elementwise]") {
+  // PyTorch's isclose: |a - b| <= atol + |rtol b| in every dtype (an integer's tolerance is a
+  // float; bools count as floats), tolerances non-negative.
+  CHECK(isclose(tensor({1, 2}), tensor({1, 3}), 0.5, 0.6).str() == "tensor([True, True])");
+  CHECK(isclose(tensor({100, 2}), tensor({101, 3}), 0.01, 0.0).str() == "tensor([ True, False])");
+  CHECK(isclose(tensor({true, false}), tensor({false, false}), 0.0, 1.0).str() ==
+        "tensor([True, True])");
+  CHECK(allclose(tensor({1, 2}), tensor({1, 3}), 0.5, 0.6));
+  CHECK_FALSE(allclose(tensor({1, 2}), tensor({1, 3})));
+  CHECK_THROWS_WITH(isclose(tensor({1.0}), tensor({1.1}), -1.0),
+                    "rtol must be greater than or equal to zero, but got -1");
+  CHECK_THROWS_WITH(isclose(tensor({1.0}), tensor({1.1}), 1e-5, -1.0),
+                    "atol must be greater than or equal to zero, but got -1");
+  // Floats as before: NaN equal only with equal_nan, infinities equal only to themselves.
+  CHECK(isclose(tensor({NAN, INFINITY, 1.0}), tensor({NAN, INFINITY, 1.000001})).str() ==
+        "tensor([False,  True,  True])");
+  CHECK(isclose(tensor({NAN}), tensor({NAN}), 1e-5, 1e-8, true).item<bool>());
+}
+
+TEST_CASE("creation and losses at PyTorch's edges", "[elementwise]") {
+  // arange into an integer dtype takes start and step to int64 first (a step of 1.5 is 1), the
+  // length still counted in double; bool has no kernel.
+  CHECK(arange(0, 5, 1.5, TensorOptions().dtype(kInt32)).str() ==
+        "tensor([0, 1, 2, 3], dtype=torch.int32)");
+  CHECK(arange(0.7, 5, 1.5, TensorOptions().dtype(kInt32)).str() ==
+        "tensor([0, 1, 2], dtype=torch.int32)");
+  CHECK(arange(0, 5, 1.5).str() == "tensor([0.0000, 1.5000, 3.0000, 4.5000])");
+  CHECK_THROWS_WITH(arange(1, 4, TensorOptions().dtype(kBool)),
+                    "\"arange_cpu\" not implemented for 'Bool'");
+  // randint's range must lie within the dtype.
+  CHECK_THROWS_WITH(randint(0, 300, {3}, TensorOptions().dtype(kUInt8)),
+                    "to - 1 is out of bounds for unsigned char");
+  CHECK_THROWS_WITH(randint(-3, 3, {3}, TensorOptions().dtype(kUInt8)),
+                    "from is out of bounds for unsigned char");
+  CHECK(randint(0, 256, {100}, TensorOptions().dtype(kUInt8)).dtype() == kUInt8);
+  // softmax takes floats only, as PyTorch's kernels.
+  CHECK_THROWS_WITH(nn::functional::softmax(tensor({1, 2, 3}), 0),
+                    "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'");
+  CHECK_THROWS_WITH(nn::functional::log_softmax(tensor({{1, 2}, {3, 4}}), 0),
+                    "\"log_softmax_kernel_impl\" not implemented for 'Long'");
+  // cross_entropy skips targets equal to ignore_index (-100): the mean over the others.
+  Tensor logits = tensor({{2.0, 1.0, 0.1}, {0.5, 2.5, 0.3}}).requires_grad_();
+  Tensor loss = nn::functional::cross_entropy(logits, tensor({0, -100}));
+  const double want =
+      -(2.0 - std::log(std::exp(2.0) + std::exp(1.0) + std::exp(0.1))); // -log_softmax[0][0]
+  CHECK(loss.item<double>() == Approx(want).epsilon(1e-6));
+  loss.backward();
+  CHECK(logits.grad()[1].to_vector<float>() == std::vector<float>{0, 0, 0});
+  CHECK(std::isnan(
+      nn::functional::cross_entropy(logits.detach(), tensor({-100, -100})).item<double>()));
 }

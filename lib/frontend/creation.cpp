@@ -198,6 +198,40 @@ Tensor randn(IntArrayRef size, TensorOptions o, Caller caller) {
   return out;
 }
 
+// PyTorch's check_from_to_in_range: both ends of a random integer range must be values of the
+// dtype; its words name the dtype as C++ does ("unsigned char").
+void check_random_range(int64_t from, int64_t to_inc, DType t) {
+  if (t == kInt64) return;
+  double lo = 0, hi = 0;
+  const char* name = "";
+  switch (t) {
+  case kBool:
+    lo = 0, hi = 1, name = "bool";
+    break;
+  case kUInt8:
+    lo = 0, hi = 255, name = "unsigned char";
+    break;
+  case kInt8:
+    lo = -128, hi = 127, name = "signed char";
+    break;
+  case kInt16:
+    lo = -32768, hi = 32767, name = "short int";
+    break;
+  case kInt32:
+    lo = -2147483648.0, hi = 2147483647.0, name = "int";
+    break;
+  case kFloat16:
+    lo = -65504, hi = 65504, name = "c10::Half";
+    break;
+  default:
+    return; // float32, float64, bfloat16: every int64 lies within their range
+  }
+  if (double(from) < lo || double(from) > hi)
+    throw Error(fmt::format("from is out of bounds for {}", name));
+  if (double(to_inc) < lo || double(to_inc) > hi)
+    throw Error(fmt::format("to - 1 is out of bounds for {}", name));
+}
+
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "randint");
   ir::check_sizes(size);
@@ -206,6 +240,7 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o, Cal
     throw Error(fmt::format("random_ expects 'from' to be less than 'to', but got from={} >= to={}",
                             low, high));
   DType t = o.dtype_or(kInt64);
+  check_random_range(low, high - 1, t);
   auto [seed, off] = take_counters(ir::numel(size));
   // 63 random bits reduced modulo the range (bias below 2^-31 for 32-bit ranges).
   NodePtr a = fe::binary(Op::And, philox_word(size, seed, off, 0, dev),
@@ -249,6 +284,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   Device dev = check_device(o);
   bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
   DType t = o.dtype_or(floating ? default_dtype() : kInt64);
+  if (t == kBool) throw Error("\"arange_cpu\" not implemented for 'Bool'");
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
   if (st == 0) throw Error("step must be nonzero");
   if (!std::isfinite(s) || !std::isfinite(e))
@@ -261,7 +297,9 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   const auto n = static_cast<int64_t>(size);
   NodePtr idx = iota({n}, {1}, dev);
   NodePtr v;
-  if (!floating && is_integral(t, true)) {
+  if (is_integral(t, true)) {
+    // An integer dtype's accumulate type is int64: start and step are taken to it first (a
+    // step of 1.5 is 1), the length still counted in double.
     v = fe::binary(Op::Add, fe::constant(start.to_int(), kInt64),
                    fe::binary(Op::Mul, idx, fe::constant(step.to_int(), kInt64)));
   } else {

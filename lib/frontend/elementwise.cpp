@@ -500,29 +500,22 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
   if (a.dtype() != b.dtype())
     throw Error(fmt::format("{} did not match {}", fe::cpp_type_name(a.dtype()),
                             fe::cpp_type_name(b.dtype())));
-  NodePtr x = node_of(a), y = node_of(b);
-  NodePtr eqn = fe::binary(Op::CmpEq, x, y);
-  if (a.is_complex()) { // |a - b| <= atol + rtol |b|, magnitudes of complex numbers
-    Tensor diff = (a - b).abs();
-    Tensor close =
-        logical_or(wrap(eqn), logical_and(diff.isfinite(), diff <= (b.abs() * rtol + atol)));
-    return equal_nan ? logical_or(close, logical_and(a.isnan(), b.isnan())) : close;
-  }
-  if (!is_floating_point(x->dtype)) return wrap(eqn);
-  DType t = x->dtype;
-  NodePtr diff = fe::unary(Op::Abs, fe::binary(Op::Sub, x, y));
-  NodePtr tol = fe::binary(Op::Add, fe::constant(atol, t),
-                           fe::binary(Op::Mul, fe::constant(rtol, t), fe::unary(Op::Abs, y)));
-  NodePtr finite =
-      fe::binary(Op::CmpLt, diff, fe::constant(std::numeric_limits<double>::infinity(), t));
-  NodePtr close =
-      fe::binary(Op::Or, eqn, fe::binary(Op::And, finite, fe::binary(Op::CmpLe, diff, tol)));
-  if (equal_nan) {
-    NodePtr both_nan =
-        fe::binary(Op::And, fe::binary(Op::CmpNe, x, x), fe::binary(Op::CmpNe, y, y));
-    close = fe::binary(Op::Or, close, both_nan);
-  }
-  return wrap(close);
+  if (a.is_complex() && equal_nan)
+    throw Error("isclose with equal_nan=True is not supported for complex inputs.");
+  if (rtol < 0)
+    throw Error(fmt::format("rtol must be greater than or equal to zero, but got {}", rtol));
+  if (atol < 0)
+    throw Error(fmt::format("atol must be greater than or equal to zero, but got {}", atol));
+  // PyTorch's isclose: equal, or (NaN and NaN with equal_nan), or a finite |a - b| within
+  // atol + |rtol b|, for every dtype (integers' tolerance is a float, bools count as floats).
+  Tensor close = a == b;
+  if (equal_nan && a.is_floating_point())
+    close = logical_or(close, logical_and(a.isnan(), b.isnan()));
+  if (rtol == 0 && atol == 0) return close;
+  const Tensor sa = a.dtype() == kBool ? a.to(default_dtype()) : a;
+  const Tensor sb = b.dtype() == kBool ? b.to(default_dtype()) : b;
+  const Tensor allowed = (sb * rtol).abs() + atol, actual = (sa - sb).abs();
+  return logical_or(close, logical_and(actual.isfinite(), actual <= allowed));
 }
 
 namespace {

@@ -628,8 +628,17 @@ Tensor Tensor::any(int64_t dim, bool keepdim, Caller caller) const {
 
 namespace nn::functional {
 
+// PyTorch's CPU softmax kernels take floats only; their names say which kernel refused.
+void check_softmax_input(const Tensor& t, int64_t dim, const char* fn) {
+  if (t.is_floating_point() || t.is_complex()) return;
+  const bool last = t.dim() == 0 || ir::wrap_dim(dim, t.dim()) == t.dim() - 1;
+  throw Error(fmt::format("\"{}_{}kernel_impl\" not implemented for '{}'", fn,
+                          last ? "lastdim_" : "", fe::cpp_type_name(t.dtype())));
+}
+
 Tensor softmax(const Tensor& t, int64_t dim, Caller caller) {
   detail::CallSite site(caller, "softmax");
+  check_softmax_input(t, dim, "softmax");
   NodePtr x = float_input(t);
   std::vector<int64_t> axes{ir::wrap_dim(dim, x->ndim())};
   const DType out = x->dtype;
@@ -654,6 +663,7 @@ Tensor softmax(const Tensor& t, int64_t dim, Caller caller) {
 
 Tensor log_softmax(const Tensor& t, int64_t dim, Caller caller) {
   detail::CallSite site(caller, "log_softmax");
+  check_softmax_input(t, dim, "log_softmax");
   NodePtr x = float_input(t);
   const DType out = x->dtype;
   Tensor y;
@@ -759,10 +769,26 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Caller caller) {
   if (target.dim() != 1 || target.size(0) != input.size(0))
     throw Error(fmt::format("Expected input batch_size ({}) to match target batch_size ({}).",
                             input.size(0), target.dim() == 0 ? 1 : target.size(0)));
-  for (int64_t v : target.to_vector<int64_t>())
+  // Targets equal to ignore_index (PyTorch's default, -100) count for nothing: the mean is over
+  // the others (NaN when none is left).
+  constexpr int64_t kIgnoreIndex = -100;
+  bool ignores = false;
+  for (int64_t v : target.to_vector<int64_t>()) {
+    if (v == kIgnoreIndex) {
+      ignores = true;
+      continue;
+    }
     if (v < 0 || v >= input.size(1)) throw Error(fmt::format("Target {} is out of bounds.", v));
-  Tensor picked = gather(log_softmax(input, 1), 1, target.unsqueeze(1));
-  Tensor out = -picked.mean();
+  }
+  Tensor out;
+  if (!ignores) {
+    out = -gather(log_softmax(input, 1), 1, target.unsqueeze(1)).mean();
+  } else {
+    Tensor keep = target != kIgnoreIndex;
+    Tensor at = where(keep, target, zeros_like(target)).unsqueeze(1);
+    Tensor picked = gather(log_softmax(input, 1), 1, at).squeeze(1);
+    out = -where(keep, picked, zeros_like(picked)).sum() / keep.sum();
+  }
   ag::rename(out, "NllLossBackward0");
   return out;
 }
