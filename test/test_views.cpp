@@ -1294,3 +1294,17 @@ TEST_CASE("gather, scatter and index_select take and check indices as PyTorch 1.
   // masked_select takes a uint8 mask too.
   CHECK(masked_select(arange(3), tensor({1, 0, 1}, kUInt8)).str() == "tensor([0, 2])");
 }
+
+TEST_CASE("0-d tensors: flip takes dim 0 while size and roll along a dim raise", "[views]") {
+  // A 0-d tensor's size(d) and stride(d) have no dim to give (PyTorch's maybe_wrap_dim without
+  // wrap_scalar); flip wraps its dims as a 1-d tensor's and reverses nothing.
+  CHECK(tensor(5).flip({0}).str() == "tensor(5)");
+  CHECK(tensor(5.0).flip({-1}).str() == "tensor(5.)");
+  CHECK_THROWS_WITH(tensor(5).flip({1}),
+                    "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+  CHECK_THROWS_WITH(tensor(5).size(0), "Dimension specified as 0 but tensor has no dimensions");
+  CHECK_THROWS_WITH(tensor(5).stride(-1), "Dimension specified as -1 but tensor has no dimensions");
+  CHECK_THROWS_WITH(tensor(5).roll({1}, {-1}),
+                    "Dimension specified as -1 but tensor has no dimensions");
+  CHECK(tensor(5).roll({1}).str() == "tensor(5)");
+}

@@ -168,13 +168,14 @@ std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim, Caller c
 
 Tensor flip(const Tensor& t, IntArrayRef dims, Caller caller) {
   detail::CallSite site(caller, "flip");
-  std::vector<bool> seen(static_cast<size_t>(t.dim()), false);
+  // A 0-d tensor takes dim 0 (or -1) and has nothing to reverse.
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(t.dim(), 1)), false);
   ir::NodePtr n = detail::node_of(t);
   for (int64_t dim : dims) {
     int64_t d = ir::wrap_dim(dim, t.dim());
     if (seen[d]) throw Error(fmt::format("dim {} appears multiple times in the list of dims", d));
     seen[d] = true;
-    n = fe::slice(n, d, t.size(d) - 1, -1, -1);
+    if (t.dim() > 0) n = fe::slice(n, d, t.size(d) - 1, -1, -1);
   }
   Tensor out = detail::wrap(ir::make_node(ir::Op::Cast, n->dtype, n->shape, {n}));
   autograd::record("FlipBackward0", {t}, {out}, {},
@@ -197,8 +198,8 @@ Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims, Caller caller
                             dims.size()));
   Tensor out = t.clone();
   for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t n = t.size(dims[i]); // a 0-d tensor has no dim to roll along: PyTorch's error
     int64_t d = ir::wrap_dim(dims[i], t.dim());
-    int64_t n = t.size(d);
     int64_t s = n ? ((shifts[i] % n) + n) % n : 0;
     if (s) out = cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
   }

@@ -278,7 +278,16 @@ const Shape& Tensor::sizes() const {
   detail::check_defined(*this, "tensor");
   return impl_->sizes;
 }
-int64_t Tensor::size(int64_t d) const { return sizes()[ir::wrap_dim(d, dim())]; }
+namespace {
+// A 0-d tensor has no dim to ask about (PyTorch's maybe_wrap_dim without wrap_scalar).
+int64_t checked_dim(int64_t d, int64_t ndim) {
+  if (ndim == 0)
+    throw Error(fmt::format("Dimension specified as {} but tensor has no dimensions", d));
+  return ir::wrap_dim(d, ndim);
+}
+} // namespace
+
+int64_t Tensor::size(int64_t d) const { return sizes()[checked_dim(d, dim())]; }
 int64_t Tensor::dim() const { return static_cast<int64_t>(sizes().size()); }
 int64_t Tensor::numel() const { return ir::numel(sizes()); }
 DType Tensor::dtype() const {
@@ -295,7 +304,7 @@ std::vector<int64_t> Tensor::stride() const {
   detail::check_defined(*this, "tensor");
   return impl_->strides;
 }
-int64_t Tensor::stride(int64_t d) const { return stride()[ir::wrap_dim(d, dim())]; }
+int64_t Tensor::stride(int64_t d) const { return stride()[checked_dim(d, dim())]; }
 int64_t Tensor::storage_offset() const {
   detail::check_defined(*this, "tensor");
   return impl_->offset;
