@@ -100,7 +100,7 @@ Tensor sub_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
   return out;
 }
 
-// Whether a 16-bit float result of a product or quotient by `s` is computed as PyTorch's CPU
+// Whether a 16-bit float result of a product or quotient by `s` is computed as PyTorch 2's CPU
 // kernels compute one by a scalar (a number, or a 0-d tensor of another dtype): in float32, with
 // s's own value rather than s rounded to 16 bits, then rounded once. In float16, 7 * (1 / 3) is
 // then 2.334, not 2.332.

@@ -144,9 +144,9 @@ Tensor logcumsumexp(const Tensor& t, int64_t dim, Caller caller) {
     throw Error(fmt::format("\"logcumsumexp_out_cpu\" not implemented for '{}'",
                             fe::cpp_type_name(t.dtype())));
   const int64_t d = scan_dim(t, dim);
-  // As PyTorch: float32 in float64 on the CPU (in float32, a running value of 15 stops growing
-  // once exp(x - 15) falls below half its last place: 1.3% low after 2^22 random normals),
-  // 16-bit floats in float32, a GPU's floats in their own dtype.
+  // As current PyTorch: float32 in float64 on the CPU (1.13 kept a float32 running value, which
+  // stops growing once exp(x - 15) falls below half its last place: 1.3% low after 2^22 random
+  // normals), 16-bit floats in float32, a GPU's floats in their own dtype.
   const DType acc = t.dtype() == kFloat16 || t.dtype() == kBFloat16 ? kFloat32
                     : t.device().type() == kCUDA                    ? t.dtype()
                                                                     : kFloat64;
