@@ -287,53 +287,51 @@ std::vector<int64_t> select_positions(const Tensor& view, const IntIndices& idx,
   return positions;
 }
 
-using Positions = std::shared_ptr<const std::vector<int64_t>>;
-Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& positions);
+Tensor add_at_positions(const Tensor& g, const Shape& shape, const Tensor& positions);
 
-// The positions as an int64 tensor on `device`.
-Tensor positions_tensor(const Positions& positions, Device device) {
-  return tensor(*positions, {static_cast<int64_t>(positions->size())},
-                TensorOptions().dtype(kInt64))
+// Flat element positions (see select_positions) as a 1-d int64 tensor on `device`: the index that
+// the selection's Gather and its gradient's Scatter read, and that their nodes save.
+Tensor positions_tensor(const std::vector<int64_t>& positions, Device device) {
+  return tensor(positions, {static_cast<int64_t>(positions.size())}, TensorOptions().dtype(kInt64))
       .to(device);
 }
 
-// The elements of x (row-major) at `positions`, as a tensor of `shape`: a Gather of x's
-// flattened value, so x is read in place (or computed) by the kernel that uses the selection,
-// on x's device. The positions were checked when they were computed.
-Tensor take_positions(const Tensor& x, const Shape& shape, const Positions& positions) {
+// The elements of x (row-major) at `positions` (a positions_tensor on x's device), as a tensor of
+// `shape`: a Gather of x's flattened value, so x is read in place (or computed) by the kernel
+// that uses the selection. The positions were checked when they were computed. The node saves
+// them, as PyTorch's IndexBackward0 saves its indices: a backward without retain_graph frees
+// them.
+Tensor take_positions(const Tensor& x, const Shape& shape, const Tensor& positions) {
   Tensor out;
-  if (positions->empty() || x.numel() == 0) {
+  if (positions.numel() == 0 || x.numel() == 0) {
     out = empty(shape, x.options());
   } else {
     NoGradGuard no_grad;
-    out =
-        autograd::gather_at(x.reshape({x.numel()}), 0, positions_tensor(positions, x.device()), "")
-            .reshape(shape);
+    out = autograd::gather_at(x.reshape({x.numel()}), 0, positions, "").reshape(shape);
   }
   autograd::record(
-      "IndexBackward0", {x}, {out}, {},
-      [in = x.sizes(), positions](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-        return std::vector<Tensor>{add_at_positions(g[0], in, positions)};
+      "IndexBackward0", {x}, {out}, {positions},
+      [in = x.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+        return std::vector<Tensor>{add_at_positions(g[0], in, saved[0])};
       });
   return out;
 }
 
 // Zeros of `shape` with g's elements added at `positions` (repeats add up): take_positions'
 // adjoint, a Scatter that accumulates.
-Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& positions) {
+Tensor add_at_positions(const Tensor& g, const Shape& shape, const Tensor& positions) {
   Tensor out;
   {
     NoGradGuard no_grad;
     out = zeros({ir::numel(shape)}, g.options());
-    if (!positions->empty())
-      out = autograd::scatter_at(out, 0, positions_tensor(positions, g.device()),
-                                 g.reshape({g.numel()}), true, "");
+    if (positions.numel() != 0)
+      out = autograd::scatter_at(out, 0, positions, g.reshape({g.numel()}), true, "");
     out = out.reshape(shape);
   }
   autograd::record(
-      "IndexPutBackward0", {g}, {out}, {},
-      [vs = g.sizes(), positions](const std::vector<Tensor>& gr, const std::vector<Tensor>&) {
-        return std::vector<Tensor>{take_positions(gr[0], vs, positions)};
+      "IndexPutBackward0", {g}, {out}, {positions},
+      [vs = g.sizes()](const std::vector<Tensor>& gr, const std::vector<Tensor>& saved) {
+        return std::vector<Tensor>{take_positions(gr[0], vs, saved[0])};
       });
   return out;
 }
@@ -415,11 +413,12 @@ Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
                               idx.reshape(along).expand(shape), "");
   }
   // The gradient adds into the view's own shape (not the broadcast source's, which would be as
-  // many times larger as idx has rows), with idx's dims flattened into dim d.
+  // many times larger as idx has rows), with idx's dims flattened into dim d. The index is saved,
+  // as PyTorch's IndexBackward0 saves its indices.
   autograd::record(
-      "IndexBackward0", {view}, {out}, {},
-      [vs = view.sizes(), d, idx](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-        FlatIndex flat = flat_along(idx, vs, d);
+      "IndexBackward0", {view}, {out}, {idx},
+      [vs = view.sizes(), d](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+        FlatIndex flat = flat_along(saved[0], vs, d);
         return std::vector<Tensor>{autograd::scatter_at(zeros(vs, g[0].options()), d, flat.index,
                                                         g[0].reshape(flat.shape), true,
                                                         "IndexPutBackward0")};
@@ -427,28 +426,29 @@ Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
   return out;
 }
 
-// `view` with `value`'s elements written at `positions` (later writes win): a Scatter of the
-// flattened view, recorded: the written positions take value's gradient, the rest keep view's.
-Tensor put_positions(const Tensor& view, const Positions& positions, const Tensor& value,
+// `view` with `value`'s elements written at `positions` (a positions_tensor on view's device;
+// later writes win): a Scatter of the flattened view, recorded: the written positions take
+// value's gradient, the rest keep view's. The node saves the positions, as PyTorch's
+// IndexPutBackward0 saves its indices.
+Tensor put_positions(const Tensor& view, const Tensor& positions, const Tensor& value,
                      const char* grad_name) {
   Tensor out;
   {
     NoGradGuard no_grad;
     out = view.numel() == 0 ? view.clone()
-                            : autograd::scatter_at(view.reshape({view.numel()}), 0,
-                                                   positions_tensor(positions, view.device()),
+                            : autograd::scatter_at(view.reshape({view.numel()}), 0, positions,
                                                    value.reshape({value.numel()}), false, "")
                                   .reshape(view.sizes());
   }
   autograd::record(
-      grad_name, {view, value}, {out}, {},
-      [positions, vs = value.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+      grad_name, {view, value}, {out}, {positions},
+      [vs = value.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+        const Tensor& positions = saved[0];
         const int64_t n = g[0].numel();
         Tensor kept = n == 0 ? g[0]
-                             : autograd::scatter_at(
-                                   g[0].reshape({n}), 0, positions_tensor(positions, g[0].device()),
-                                   zeros({static_cast<int64_t>(positions->size())}, g[0].options()),
-                                   false, "IndexPutBackward0")
+                             : autograd::scatter_at(g[0].reshape({n}), 0, positions,
+                                                    zeros({positions.numel()}, g[0].options()),
+                                                    false, "IndexPutBackward0")
                                    .reshape(g[0].sizes());
         return std::vector<Tensor>{kept, take_positions(g[0], vs, positions)};
       });
@@ -509,7 +509,7 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices, Caller caller) con
   const Layout l = layout_of(p.view.sizes(), idx);
   if (idx.size() == 1) return index_along(p.view, idx[0].first, idx[0].second);
   return take_positions(p.view, l.shape,
-                        std::make_shared<std::vector<int64_t>>(select_positions(p.view, idx, l)));
+                        positions_tensor(select_positions(p.view, idx, l), p.view.device()));
 }
 
 Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value,
@@ -587,7 +587,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
       Tensor put = v.to(p.view.device()).expand(l.shape).reshape(flat.shape);
       p.view.copy_(autograd::scatter_at(p.view, d, flat.index, put, false, "IndexPutBackward0"));
     } else {
-      auto positions = std::make_shared<std::vector<int64_t>>(select_positions(p.view, idx, l));
+      const Tensor positions = positions_tensor(select_positions(p.view, idx, l), device());
       p.view.copy_(put_positions(p.view, positions, v.to(p.view.device()).expand(l.shape),
                                  "IndexPutBackward0"));
     }
@@ -714,7 +714,7 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) 
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
   if (index.numel() == 0) { // nothing read: PyTorch checks nothing
     Tensor out = zeros(index.sizes(), t.options());
-    autograd::record("GatherBackward0", {t}, {out}, {},
+    autograd::record("GatherBackward0", {t}, {out}, {index}, // saved, as PyTorch saves it
                      [shape = t.sizes(), options = t.options()](const std::vector<Tensor>&,
                                                                 const std::vector<Tensor>&) {
                        return std::vector<Tensor>{zeros(shape, options)};
