@@ -685,9 +685,28 @@ Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
   if (!is_mask_dtype(mask.dtype()))
     throw Error("masked_select: expected BoolTensor or ByteTensor for mask");
   Shape s = ir::broadcast_shapes(mask.sizes(), t.sizes()); // PyTorch's order, for its error
-  Tensor m = mask.to(kBool).expand(s);
-  if (s.empty()) return t.reshape({1}).index({m.reshape({1})});
-  return t.expand(s).index({m});
+  // The flat positions of the mask's true elements in the broadcast shape.
+  std::vector<int64_t> hits;
+  {
+    HostValues m(mask.to(kBool).expand(s));
+    for (int64_t i = 0, n = ir::numel(s); i < n; ++i)
+      if (m.as_int(i) != 0) hits.push_back(i);
+  }
+  const Tensor positions = positions_tensor(hits, t.device());
+  Tensor out;
+  {
+    NoGradGuard no_grad; // one node, straight from t
+    out = take_positions(t.expand(s), {positions.numel()}, positions);
+  }
+  // PyTorch's MaskedSelectBackward0 saves the mask (here its positions), which a backward
+  // without retain_graph frees: g goes to the selected places, summed over the dims t was
+  // broadcast along.
+  autograd::record(
+      "MaskedSelectBackward0", {t}, {out}, {positions},
+      [s, in = t.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+        return std::vector<Tensor>{autograd::sum_to(add_at_positions(g[0], s, saved[0]), in)};
+      });
+  return out;
 }
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value, Caller caller) {
@@ -759,7 +778,17 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& 
                Caller caller) {
   detail::CallSite site(caller, "scatter");
   check_scatter_shapes(t, ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1)), index, nullptr);
-  return scatter(t, dim, index, full(index.sizes(), value, t.options()));
+  Tensor out;
+  {
+    NoGradGuard no_grad; // one node, with t its only input
+    out = scatter(t, dim, index, full(index.sizes(), value, t.options()));
+  }
+  // PyTorch's ScatterBackward1 (scatter.value) saves the index and writes zeros there.
+  autograd::record("ScatterBackward1", {t}, {out}, {index},
+                   [dim](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+                     return std::vector<Tensor>{g[0].scatter(dim, saved[0], Scalar(0.0))};
+                   });
+  return out;
 }
 
 Tensor unique(const Tensor& t, Caller caller) {
