@@ -607,3 +607,77 @@ TEST_CASE("a backward through ops that save nothing can run again", "[autograd]"
   CHECK_THROWS_WITH(y.backward(),
                     Catch::StartsWith("Trying to backward through the graph a second time"));
 }
+
+TEST_CASE("a second backward through ops that saved their index or mask raises", "[autograd]") {
+  // PyTorch's IndexBackward0 saves `indices`, GatherBackward0, IndexSelectBackward0 and
+  // ScatterBackward0/1 `index`, MaskedSelectBackward0 `mask`: a backward without retain_graph
+  // frees them, and the next one through the node is the second-backward error.
+  const Tensor idx = tensor({2, 0, 2}, dtype(kInt64));
+  const Tensor cols = tensor({1, 3, 0}, dtype(kInt64));
+  const Tensor mask = tensor({1, 0, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0}, dtype(kBool)).view({3, 4});
+  const Tensor rows = tensor({true, false, true});
+  const Tensor gi = tensor({{0, 3}, {1, 1}, {2, 0}}, dtype(kInt64));
+  const std::pair<const char*, std::function<Tensor(const Tensor&)>> cases[] = {
+      {"index by an integer tensor", [&](const Tensor& x) { return x.index({idx}); }},
+      {"index along dim 1",
+       [&](const Tensor& x) {
+         return x.index({indexing::Slice(), idx});
+       }},
+      {"index by two tensors",
+       [&](const Tensor& x) {
+         return x.index({idx, cols});
+       }},
+      {"index by a 2-d mask", [&](const Tensor& x) { return x.index({mask}); }},
+      {"index by a 1-d mask", [&](const Tensor& x) { return x.index({rows}); }},
+      {"gather", [&](const Tensor& x) { return x.gather(1, gi); }},
+      {"gather of an empty index",
+       [&](const Tensor& x) {
+         return x.gather(1, zeros({3, 0}, dtype(kInt64)));
+       }},
+      {"index_select", [&](const Tensor& x) { return x.index_select(1, idx); }},
+      {"masked_select", [&](const Tensor& x) { return x.masked_select(mask); }},
+      {"masked_select of a broadcast mask",
+       [&](const Tensor& x) {
+         return x.masked_select(tensor({true, false, false, true}));
+       }},
+      {"scatter", [&](const Tensor& x) { return x.scatter(1, gi, x.narrow(1, 0, 2) * 2); }},
+      {"scatter of a value", [&](const Tensor& x) { return x.scatter(1, gi, 0.5); }},
+  };
+  for (const auto& [what, f] : cases) {
+    INFO(what);
+    Tensor x = arange(12.0).view({3, 4}).requires_grad_();
+    Tensor y = f(x).sum();
+    y.backward({}, true); // retained: the next backward runs and adds the same gradient
+    Tensor once = x.grad().clone();
+    y.backward();
+    CHECK(x.grad().to_vector<double>() == (once * 2).to_vector<double>());
+    CHECK(error_of([&] { y.backward(); }) == kSecondBackward);
+    CHECK(x.grad().to_vector<double>() == (once * 2).to_vector<double>());
+  }
+  // Views, roll, flip and cat read no saved values: a second backward runs.
+  const std::pair<const char*, std::function<Tensor(const Tensor&)>> free_cases[] = {
+      {"full slices",
+       [](const Tensor& x) {
+         return x.index({indexing::Slice(), indexing::Slice()});
+       }},
+      {"select", [](const Tensor& x) { return x.index({1}); }},
+      {"roll", [](const Tensor& x) { return x.roll({1}); }},
+      {"roll along dims",
+       [](const Tensor& x) {
+         return x.roll({1, -1}, {0, 1});
+       }},
+      {"flip", [](const Tensor& x) { return x.flip({0}); }},
+      {"cat",
+       [](const Tensor& x) {
+         return cat({x, x});
+       }},
+  };
+  for (const auto& [what, f] : free_cases) {
+    INFO(what);
+    Tensor x = arange(12.0).view({3, 4}).requires_grad_();
+    Tensor y = f(x).sum();
+    y.backward();
+    y.backward();
+    CHECK(x.grad().defined());
+  }
+}

@@ -4,7 +4,10 @@
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
 
+#include <cmath>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 using namespace tj;
@@ -195,7 +198,7 @@ TEST_CASE("index and index_put_ errors use PyTorch's wording", "[indexing][error
   CHECK_THROWS_WITH(t.index({"abc"}),
                     "Expected \"...\" to represent an ellipsis index, but got \"abc\"");
   // A write through the indices is a write to the leaf itself unless basic indices made a view
-  // (PyTorch skips only a slice written as exactly [0, size)).
+  // (PyTorch's applySlice skips a slice from 0 to the end or past it with step 1).
   const char* leaf = "a leaf Variable that requires grad is being used in an in-place operation.";
   const char* view =
       "a view of a leaf Variable that requires grad is being used in an in-place operation.";
@@ -203,7 +206,116 @@ TEST_CASE("index and index_put_ errors use PyTorch's wording", "[indexing][error
   CHECK_THROWS_WITH(l.index_put_({tensor({0})}, 5), leaf);
   CHECK_THROWS_WITH(l.index_put_({Slice(0, 2), tensor({0})}, 5), leaf);
   CHECK_THROWS_WITH(l.index_put_({"..."}, 5), leaf);
-  CHECK_THROWS_WITH(l.index_put_({Slice(), tensor({0})}, 5), view);
+  CHECK_THROWS_WITH(l.index_put_({Slice(), tensor({0})}, 5), leaf);
+  CHECK_THROWS_WITH(l.index_put_({Slice(0, 7), tensor({0})}, 5), leaf);
+  CHECK_THROWS_WITH(l.index_put_({Slice()}, 5), leaf);
+  CHECK_THROWS_WITH(l.index_put_({Slice(1), tensor({0})}, 5), view);
+  CHECK_THROWS_WITH(l.index_put_({Slice(0, 1), tensor({0})}, 5), view);
   CHECK_THROWS_WITH(l.index_put_({0}, 5), view);
   CHECK_THROWS_WITH(l.index_put_({true}, 5), view);
+}
+
+TEST_CASE("roll and masked_select and scatter of a value and full slices name their "
+          "backward as PyTorch",
+          "[indexing][autograd]") {
+  Tensor m = arange(6.0).view({2, 3}).requires_grad_();
+  auto name = [](const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : "None"; };
+  // The node's inputs, by name: each edge goes straight to m's accumulator, as in PyTorch.
+  auto inputs = [](const Tensor& t) {
+    std::vector<std::string> out;
+    for (const auto& [fn, nr] : t.grad_fn()->next_functions())
+      out.push_back(fn ? fn->name() : "None");
+    return out;
+  };
+  const std::vector<std::string> leaf{"AccumulateGrad"};
+  CHECK(name(m.roll({1})) == "RollBackward0");
+  CHECK(inputs(m.roll({1})) == leaf);
+  CHECK(name(m.roll({1, -2}, {0, 1})) == "RollBackward0");
+  CHECK(inputs(m.roll({1, -2}, {0, 1})) == leaf);
+  CHECK(name(m.roll({3}, {1})) == "RollBackward0");
+  const Tensor mask = tensor({true, false, true, false, true, true}).view({2, 3});
+  CHECK(name(m.masked_select(mask)) == "MaskedSelectBackward0");
+  CHECK(inputs(m.masked_select(mask)) == leaf);
+  CHECK(name(m.masked_select(tensor({true, false, true}))) == "MaskedSelectBackward0");
+  CHECK(inputs(m.masked_select(tensor({true, false, true}))) == leaf);
+  const Tensor idx = tensor({{0}, {2}}, dtype(kInt64));
+  CHECK(name(m.scatter(1, idx, 0.0)) == "ScatterBackward1");
+  CHECK(inputs(m.scatter(1, idx, 0.0)) == leaf);
+  CHECK(name(m.scatter(1, idx, zeros({2, 1}))) == "ScatterBackward0");
+  CHECK(inputs(m.scatter(1, idx, zeros({2, 1}))) ==
+        std::vector<std::string>{"AccumulateGrad", "None"});
+  // get_item skips a slice from 0 to the end or past it with step 1, and returns an alias when
+  // nothing else was taken; a lone slice is always taken.
+  CHECK(name(m.index({Slice(), Slice()})) == "AliasBackward0");
+  CHECK(inputs(m.index({Slice(), Slice()})) == leaf);
+  CHECK(name(m.index({Slice(0, 10), "..."})) == "AliasBackward0");
+  CHECK(name(m.index({Slice()})) == "SliceBackward0");
+  CHECK(name(m.index({Slice(), Slice(1)})) == "SliceBackward0");
+  CHECK(inputs(m.index({Slice(), Slice(1)})) == leaf);
+  CHECK(name(m.index({Slice(), 1})) == "SelectBackward0");
+  CHECK(inputs(m.index({Slice(), 1})) == leaf);
+}
+
+TEST_CASE("gradients of roll and masked_select and scatter of a value and full slices",
+          "[indexing][autograd]") {
+  const Tensor w = arange(6.0).view({2, 3});
+  auto grad_of = [](const Tensor& x, const std::function<Tensor(const Tensor&)>& f,
+                    const Tensor& weights) {
+    Tensor leaf = x.detach().clone().requires_grad_();
+    (f(leaf) * weights).sum().backward();
+    return values(leaf.grad());
+  };
+  const Tensor x = arange(6.0).view({2, 3}) + 1;
+  // roll moves element i to i + shift: its gradient reads the weights shifted back.
+  CHECK(grad_of(
+            x, [](const Tensor& t) { return t.roll({1}); }, w) ==
+        std::vector<double>{1, 2, 3, 4, 5, 0});
+  CHECK(grad_of(
+            x, [](const Tensor& t) { return t.roll({1}, {1}); }, w) ==
+        std::vector<double>{1, 2, 0, 4, 5, 3});
+  CHECK(grad_of(
+            x,
+            [](const Tensor& t) {
+              return t.roll({1, -2}, {0, 1});
+            },
+            w) == std::vector<double>{4, 5, 3, 1, 2, 0});
+  // masked_select: the weights where the mask holds, summed over the dims x was broadcast along.
+  const Tensor row = tensor({true, false, true});
+  CHECK(grad_of(
+            x, [&](const Tensor& t) { return t.masked_select(row); }, tensor({1.0, 2, 3, 4})) ==
+        std::vector<double>{1, 0, 2, 3, 0, 4});
+  const Tensor mask = tensor({true, false, true, false, true, true}).view({2, 3});
+  CHECK(grad_of(
+            tensor({1.0, 2, 3}), [&](const Tensor& t) { return t.masked_select(mask); },
+            tensor({1.0, 2, 3, 4})) == std::vector<double>{1, 3, 2 + 4});
+  CHECK(grad_of(
+            tensor(2.0), [&](const Tensor& t) { return t.masked_select(tensor(true)); },
+            tensor({5.0})) == std::vector<double>{5});
+  // scatter of a value: the written places take no gradient.
+  const Tensor idx = tensor({{0}, {2}}, dtype(kInt64));
+  CHECK(grad_of(
+            x, [&](const Tensor& t) { return t.scatter(1, idx, 0.5); }, w) ==
+        std::vector<double>{0, 1, 2, 3, 4, 0});
+  CHECK(grad_of(
+            x,
+            [](const Tensor& t) {
+              return t.index({Slice(), Slice()});
+            },
+            w) == values(w));
+  // Central differences agree (the functions are linear in x: exact up to rounding).
+  for (const auto& f : std::vector<std::function<Tensor(const Tensor&)>>{
+           [](const Tensor& t) { return t.roll({2}, {1}); },
+           [&](const Tensor& t) { return t.masked_select(mask) * 1.5; },
+           [&](const Tensor& t) { return t.scatter(1, idx, -1.0); }}) {
+    const Tensor wt = arange(static_cast<double>(f(x).numel())).view(f(x).sizes()) - 2;
+    std::vector<double> got = grad_of(x, f, wt), base = values(x);
+    for (size_t j = 0; j < base.size(); ++j) {
+      auto at = [&](double d) {
+        std::vector<double> v = base;
+        v[j] += d;
+        return (f(tensor(v, x.sizes(), dtype(kFloat64))) * wt).sum().item<double>();
+      };
+      CHECK(std::abs(got[j] - (at(1e-3) - at(-1e-3)) / 2e-3) < 1e-9);
+    }
+  }
 }

@@ -80,10 +80,11 @@ Tensor strided_read(const Tensor& x, const Shape& sizes, const std::vector<int64
 Tensor gather_at(const Tensor& t, int64_t d, const Tensor& idx, const char* name) {
   Tensor out = detail::wrap(ir::make_node(ir::Op::Gather, t.dtype(), idx.sizes(),
                                           {detail::node_of(t), detail::node_of(idx)}, {d}));
-  record(name, {t}, {out}, {},
-         [in = t.sizes(), d, idx](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-           return std::vector<Tensor>{
-               scatter_at(zeros(in, g[0].options()), d, idx, g[0], true, "ScatterAddBackward0")};
+  // The index is saved, as PyTorch saves it: a backward without retain_graph frees it.
+  record(name, {t}, {out}, {idx},
+         [in = t.sizes(), d](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+           return std::vector<Tensor>{scatter_at(zeros(in, g[0].options()), d, saved[0], g[0],
+                                                 true, "ScatterAddBackward0")};
          });
   return out;
 }
@@ -94,8 +95,9 @@ Tensor scatter_at(const Tensor& base, int64_t d, const Tensor& idx, const Tensor
       ir::make_node(ir::Op::Scatter, base.dtype(), base.sizes(),
                     {detail::node_of(base), detail::node_of(idx), detail::node_of(value)},
                     {d, accumulate ? 1 : 0}));
-  record(name, {base, value}, {out}, {},
-         [d, idx, accumulate](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+  record(name, {base, value}, {out}, {idx},
+         [d, accumulate](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+           const Tensor& idx = saved[0];
            Tensor kept = accumulate ? g[0]
                                     : scatter_at(g[0], d, idx, zeros(idx.sizes(), g[0].options()),
                                                  false, "ScatterBackward0");

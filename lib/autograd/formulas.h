@@ -26,12 +26,13 @@ Tensor strided_read(const Tensor& x, const Shape& sizes, const std::vector<int64
 
 // t's elements along d where idx says: a Gather node (ops.def). idx is int64, of t's rank, on
 // t's device, and its values are known to lie in [0, t.size(d)). The gradient adds g where the
-// elements came from.
+// elements came from; the node saves idx (freed by a backward without retain_graph).
 Tensor gather_at(const Tensor& t, int64_t d, const Tensor& idx, const char* name);
 
 // base with value (of idx's shape) written where idx says along d, or added there with
 // `accumulate`: a Scatter node (ops.def), idx as gather_at's. The written places take value's
-// gradient (gathered); base's gradient is g, but zero where values were written over.
+// gradient (gathered); base's gradient is g, but zero where values were written over. The node
+// saves idx, as gather_at's does.
 Tensor scatter_at(const Tensor& base, int64_t d, const Tensor& idx, const Tensor& value,
                   bool accumulate, const char* name);
 

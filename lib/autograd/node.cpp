@@ -141,8 +141,9 @@ bool complex_ready(std::string_view name) {
       "ToCopyBackward0", "CatBackward0", "StackBackward0", "FlipBackward0", "RollBackward0",
       "RepeatBackward0", "DiagonalBackward0", "DiagEmbedBackward0", "TrilBackward0",
       "TriuBackward0", "IndexBackward0", "IndexSelectBackward0", "IndexPutBackward0",
-      "GatherBackward0", "ScatterBackward0", "ScatterAddBackward0", "WhereBackward0",
-      "MaskedFillBackward0", "FillBackward0", "CopySlices",
+      "GatherBackward0", "ScatterBackward0", "ScatterBackward1", "ScatterAddBackward0",
+      "MaskedSelectBackward0", "WhereBackward0", "MaskedFillBackward0", "FillBackward0",
+      "CopySlices",
       // with conjugates
       "MulBackward0", "DivBackward0", "PowBackward0", "AbsBackward0", "SqrtBackward0",
       "RsqrtBackward0", "ReciprocalBackward0", "ExpBackward0", "LogBackward0", "SinBackward0",

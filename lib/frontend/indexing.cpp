@@ -77,10 +77,15 @@ struct Advanced {
 struct Parsed {
   Tensor view; // after the basic indices
   std::vector<Advanced> advanced;
-  // Whether PyTorch's basic indexing left the tensor itself (no select, unsqueeze or narrowing
-  // slice), so that a write through the index is a write to it rather than to a view of it.
+  // Whether PyTorch's basic indexing left the tensor itself (no select, unsqueeze or slice that it
+  // takes), so that a write through the index is a write to it rather than to a view of it.
   bool is_self = true;
 };
+
+// How parse starts and treats full slices: a read starts from the tensor itself, a write from an
+// alias of it (which the write goes through); PyTorch's get_item takes a lone slice even when it
+// is full (disable_slice_optimization), and skips full slices everywhere else.
+enum class ParseFor { Read, ReadLoneSlice, Write };
 
 // The advanced indices of `p` as an index list over `p.view`: each at its dim, a full slice
 // at every other dim.
@@ -100,7 +105,7 @@ std::vector<TensorIndex> advanced_indices(const Parsed& p) {
   return out;
 }
 
-Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
+Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices, ParseFor use) {
   int64_t consumed = 0, ellipses = 0;
   for (const auto& ix : indices) {
     const auto& v = ix.value();
@@ -115,9 +120,10 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
   if (consumed > self.dim())
     throw Error(fmt::format("too many indices for tensor of dimension {}", self.dim()));
 
-  Parsed p{detail::alias(self), {}};
-  autograd::record("AliasBackward0", {self}, {p.view}, {},
-                   [](const std::vector<Tensor>& g, const std::vector<Tensor>&) { return g; });
+  Parsed p{use == ParseFor::Write ? detail::alias(self) : self, {}};
+  if (use == ParseFor::Write)
+    autograd::record("AliasBackward0", {self}, {p.view}, {},
+                     [](const std::vector<Tensor>& g, const std::vector<Tensor>&) { return g; });
   Tensor& cur = p.view;
   int64_t d = 0;
   // PyTorch names a dim in select's errors by the index's place in the list (`position`).
@@ -142,9 +148,14 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
     } else if (const Slice* s = std::get_if<Slice>(&v)) {
       int64_t step = s->step.value_or(1);
       if (step <= 0) throw Error("step must be greater than zero");
-      // Only a slice written as exactly [0, size) with step 1 is skipped by PyTorch.
-      p.is_self &= s->start.value_or(0) == 0 && s->stop == cur.size(d) && step == 1;
-      cur = cur.slice(d, s->start, s->stop, step);
+      // PyTorch's applySlice skips a slice from 0 to the end (or past it) with step 1 (current
+      // releases compare size <= stop; 1.13 skipped only stop == size).
+      const bool full = s->start.value_or(0) == 0 && (!s->stop || *s->stop >= cur.size(d)) &&
+                        step == 1 && use != ParseFor::ReadLoneSlice;
+      if (!full) {
+        cur = cur.slice(d, s->start, s->stop, step);
+        p.is_self = false;
+      }
       ++d;
     } else if (std::holds_alternative<std::nullopt_t>(v)) {
       cur = cur.unsqueeze(d++);
@@ -287,53 +298,51 @@ std::vector<int64_t> select_positions(const Tensor& view, const IntIndices& idx,
   return positions;
 }
 
-using Positions = std::shared_ptr<const std::vector<int64_t>>;
-Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& positions);
+Tensor add_at_positions(const Tensor& g, const Shape& shape, const Tensor& positions);
 
-// The positions as an int64 tensor on `device`.
-Tensor positions_tensor(const Positions& positions, Device device) {
-  return tensor(*positions, {static_cast<int64_t>(positions->size())},
-                TensorOptions().dtype(kInt64))
+// Flat element positions (see select_positions) as a 1-d int64 tensor on `device`: the index that
+// the selection's Gather and its gradient's Scatter read, and that their nodes save.
+Tensor positions_tensor(const std::vector<int64_t>& positions, Device device) {
+  return tensor(positions, {static_cast<int64_t>(positions.size())}, TensorOptions().dtype(kInt64))
       .to(device);
 }
 
-// The elements of x (row-major) at `positions`, as a tensor of `shape`: a Gather of x's
-// flattened value, so x is read in place (or computed) by the kernel that uses the selection,
-// on x's device. The positions were checked when they were computed.
-Tensor take_positions(const Tensor& x, const Shape& shape, const Positions& positions) {
+// The elements of x (row-major) at `positions` (a positions_tensor on x's device), as a tensor of
+// `shape`: a Gather of x's flattened value, so x is read in place (or computed) by the kernel
+// that uses the selection. The positions were checked when they were computed. The node saves
+// them, as PyTorch's IndexBackward0 saves its indices: a backward without retain_graph frees
+// them.
+Tensor take_positions(const Tensor& x, const Shape& shape, const Tensor& positions) {
   Tensor out;
-  if (positions->empty() || x.numel() == 0) {
+  if (positions.numel() == 0 || x.numel() == 0) {
     out = empty(shape, x.options());
   } else {
     NoGradGuard no_grad;
-    out =
-        autograd::gather_at(x.reshape({x.numel()}), 0, positions_tensor(positions, x.device()), "")
-            .reshape(shape);
+    out = autograd::gather_at(x.reshape({x.numel()}), 0, positions, "").reshape(shape);
   }
   autograd::record(
-      "IndexBackward0", {x}, {out}, {},
-      [in = x.sizes(), positions](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-        return std::vector<Tensor>{add_at_positions(g[0], in, positions)};
+      "IndexBackward0", {x}, {out}, {positions},
+      [in = x.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+        return std::vector<Tensor>{add_at_positions(g[0], in, saved[0])};
       });
   return out;
 }
 
 // Zeros of `shape` with g's elements added at `positions` (repeats add up): take_positions'
 // adjoint, a Scatter that accumulates.
-Tensor add_at_positions(const Tensor& g, const Shape& shape, const Positions& positions) {
+Tensor add_at_positions(const Tensor& g, const Shape& shape, const Tensor& positions) {
   Tensor out;
   {
     NoGradGuard no_grad;
     out = zeros({ir::numel(shape)}, g.options());
-    if (!positions->empty())
-      out = autograd::scatter_at(out, 0, positions_tensor(positions, g.device()),
-                                 g.reshape({g.numel()}), true, "");
+    if (positions.numel() != 0)
+      out = autograd::scatter_at(out, 0, positions, g.reshape({g.numel()}), true, "");
     out = out.reshape(shape);
   }
   autograd::record(
-      "IndexPutBackward0", {g}, {out}, {},
-      [vs = g.sizes(), positions](const std::vector<Tensor>& gr, const std::vector<Tensor>&) {
-        return std::vector<Tensor>{take_positions(gr[0], vs, positions)};
+      "IndexPutBackward0", {g}, {out}, {positions},
+      [vs = g.sizes()](const std::vector<Tensor>& gr, const std::vector<Tensor>& saved) {
+        return std::vector<Tensor>{take_positions(gr[0], vs, saved[0])};
       });
   return out;
 }
@@ -415,11 +424,12 @@ Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
                               idx.reshape(along).expand(shape), "");
   }
   // The gradient adds into the view's own shape (not the broadcast source's, which would be as
-  // many times larger as idx has rows), with idx's dims flattened into dim d.
+  // many times larger as idx has rows), with idx's dims flattened into dim d. The index is saved,
+  // as PyTorch's IndexBackward0 saves its indices.
   autograd::record(
-      "IndexBackward0", {view}, {out}, {},
-      [vs = view.sizes(), d, idx](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-        FlatIndex flat = flat_along(idx, vs, d);
+      "IndexBackward0", {view}, {out}, {idx},
+      [vs = view.sizes(), d](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+        FlatIndex flat = flat_along(saved[0], vs, d);
         return std::vector<Tensor>{autograd::scatter_at(zeros(vs, g[0].options()), d, flat.index,
                                                         g[0].reshape(flat.shape), true,
                                                         "IndexPutBackward0")};
@@ -427,28 +437,29 @@ Tensor index_along(const Tensor& view, int64_t d, const Tensor& index) {
   return out;
 }
 
-// `view` with `value`'s elements written at `positions` (later writes win): a Scatter of the
-// flattened view, recorded: the written positions take value's gradient, the rest keep view's.
-Tensor put_positions(const Tensor& view, const Positions& positions, const Tensor& value,
+// `view` with `value`'s elements written at `positions` (a positions_tensor on view's device;
+// later writes win): a Scatter of the flattened view, recorded: the written positions take
+// value's gradient, the rest keep view's. The node saves the positions, as PyTorch's
+// IndexPutBackward0 saves its indices.
+Tensor put_positions(const Tensor& view, const Tensor& positions, const Tensor& value,
                      const char* grad_name) {
   Tensor out;
   {
     NoGradGuard no_grad;
     out = view.numel() == 0 ? view.clone()
-                            : autograd::scatter_at(view.reshape({view.numel()}), 0,
-                                                   positions_tensor(positions, view.device()),
+                            : autograd::scatter_at(view.reshape({view.numel()}), 0, positions,
                                                    value.reshape({value.numel()}), false, "")
                                   .reshape(view.sizes());
   }
   autograd::record(
-      grad_name, {view, value}, {out}, {},
-      [positions, vs = value.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+      grad_name, {view, value}, {out}, {positions},
+      [vs = value.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+        const Tensor& positions = saved[0];
         const int64_t n = g[0].numel();
         Tensor kept = n == 0 ? g[0]
-                             : autograd::scatter_at(
-                                   g[0].reshape({n}), 0, positions_tensor(positions, g[0].device()),
-                                   zeros({static_cast<int64_t>(positions->size())}, g[0].options()),
-                                   false, "IndexPutBackward0")
+                             : autograd::scatter_at(g[0].reshape({n}), 0, positions,
+                                                    zeros({positions.numel()}, g[0].options()),
+                                                    false, "IndexPutBackward0")
                                    .reshape(g[0].sizes());
         return std::vector<Tensor>{kept, take_positions(g[0], vs, positions)};
       });
@@ -503,13 +514,21 @@ Tensor Tensor::index(std::initializer_list<TensorIndex> indices, Caller caller) 
 Tensor Tensor::index(const std::vector<TensorIndex>& indices, Caller caller) const {
   detail::CallSite site(caller, "index");
   check_index_list(*this, indices, "index");
-  Parsed p = parse(*this, indices);
-  if (p.advanced.empty()) return p.view;
+  const bool lone_slice = indices.size() == 1 && std::holds_alternative<Slice>(indices[0].value());
+  Parsed p = parse(*this, indices, lone_slice ? ParseFor::ReadLoneSlice : ParseFor::Read);
+  if (p.advanced.empty()) {
+    if (p.view.impl() != impl()) return p.view;
+    // Nothing taken (full slices, an ellipsis): PyTorch's get_item returns an alias of the tensor.
+    Tensor out = detail::alias(*this);
+    autograd::record("AliasBackward0", {*this}, {out}, {},
+                     [](const std::vector<Tensor>& g, const std::vector<Tensor>&) { return g; });
+    return out;
+  }
   const IntIndices idx = integer_indices(p.advanced);
   const Layout l = layout_of(p.view.sizes(), idx);
   if (idx.size() == 1) return index_along(p.view, idx[0].first, idx[0].second);
   return take_positions(p.view, l.shape,
-                        std::make_shared<std::vector<int64_t>>(select_positions(p.view, idx, l)));
+                        positions_tensor(select_positions(p.view, idx, l), p.view.device()));
 }
 
 Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value,
@@ -537,7 +556,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     if (*b) copy_to(unsqueeze(0), value);
     return *this;
   }
-  Parsed p = parse(*this, indices);
+  Parsed p = parse(*this, indices, ParseFor::Write);
   if (p.is_self) detail::check_inplace_grad(*this); // its error for the tensor, not a view of it
   if (p.advanced.empty()) {
     copy_to(p.view, value);
@@ -587,7 +606,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
       Tensor put = v.to(p.view.device()).expand(l.shape).reshape(flat.shape);
       p.view.copy_(autograd::scatter_at(p.view, d, flat.index, put, false, "IndexPutBackward0"));
     } else {
-      auto positions = std::make_shared<std::vector<int64_t>>(select_positions(p.view, idx, l));
+      const Tensor positions = positions_tensor(select_positions(p.view, idx, l), device());
       p.view.copy_(put_positions(p.view, positions, v.to(p.view.device()).expand(l.shape),
                                  "IndexPutBackward0"));
     }
@@ -685,9 +704,28 @@ Tensor masked_select(const Tensor& t, const Tensor& mask, Caller caller) {
   if (!is_mask_dtype(mask.dtype()))
     throw Error("masked_select: expected BoolTensor or ByteTensor for mask");
   Shape s = ir::broadcast_shapes(mask.sizes(), t.sizes()); // PyTorch's order, for its error
-  Tensor m = mask.to(kBool).expand(s);
-  if (s.empty()) return t.reshape({1}).index({m.reshape({1})});
-  return t.expand(s).index({m});
+  // The flat positions of the mask's true elements in the broadcast shape.
+  std::vector<int64_t> hits;
+  {
+    HostValues m(mask.to(kBool).expand(s));
+    for (int64_t i = 0, n = ir::numel(s); i < n; ++i)
+      if (m.as_int(i) != 0) hits.push_back(i);
+  }
+  const Tensor positions = positions_tensor(hits, t.device());
+  Tensor out;
+  {
+    NoGradGuard no_grad; // one node, straight from t
+    out = take_positions(t.expand(s), {positions.numel()}, positions);
+  }
+  // PyTorch's MaskedSelectBackward0 saves the mask (here its positions), which a backward
+  // without retain_graph frees: g goes to the selected places, summed over the dims t was
+  // broadcast along.
+  autograd::record(
+      "MaskedSelectBackward0", {t}, {out}, {positions},
+      [s, in = t.sizes()](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+        return std::vector<Tensor>{autograd::sum_to(add_at_positions(g[0], s, saved[0]), in)};
+      });
+  return out;
 }
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value, Caller caller) {
@@ -714,7 +752,7 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) 
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
   if (index.numel() == 0) { // nothing read: PyTorch checks nothing
     Tensor out = zeros(index.sizes(), t.options());
-    autograd::record("GatherBackward0", {t}, {out}, {},
+    autograd::record("GatherBackward0", {t}, {out}, {index}, // saved, as PyTorch saves it
                      [shape = t.sizes(), options = t.options()](const std::vector<Tensor>&,
                                                                 const std::vector<Tensor>&) {
                        return std::vector<Tensor>{zeros(shape, options)};
@@ -759,7 +797,17 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& 
                Caller caller) {
   detail::CallSite site(caller, "scatter");
   check_scatter_shapes(t, ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1)), index, nullptr);
-  return scatter(t, dim, index, full(index.sizes(), value, t.options()));
+  Tensor out;
+  {
+    NoGradGuard no_grad; // one node, with t its only input
+    out = scatter(t, dim, index, full(index.sizes(), value, t.options()));
+  }
+  // PyTorch's ScatterBackward1 (scatter.value) saves the index and writes zeros there.
+  autograd::record("ScatterBackward1", {t}, {out}, {index},
+                   [dim](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
+                     return std::vector<Tensor>{g[0].scatter(dim, saved[0], Scalar(0.0))};
+                   });
+  return out;
 }
 
 Tensor unique(const Tensor& t, Caller caller) {

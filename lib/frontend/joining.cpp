@@ -187,23 +187,35 @@ Tensor flip(const Tensor& t, IntArrayRef dims, Caller caller) {
 
 Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims, Caller caller) {
   detail::CallSite site(caller, "roll");
-  if (dims.empty()) {
-    if (shifts.size() != 1)
-      throw Error(
-          fmt::format("shifts and dimensions must align. shifts: {}, dims:0", shifts.size()));
-    return roll(t.flatten(), shifts, {0}).view(t.sizes());
-  }
-  if (shifts.size() != dims.size())
+  if (dims.empty() && shifts.size() != 1)
+    throw Error(fmt::format("shifts and dimensions must align. shifts: {}, dims:0", shifts.size()));
+  if (!dims.empty() && shifts.size() != dims.size())
     throw Error(fmt::format("shifts and dimensions must align. shifts: {}, dims:{}", shifts.size(),
                             dims.size()));
-  Tensor out = t.clone();
-  for (size_t i = 0; i < dims.size(); ++i) {
-    int64_t n = t.size(dims[i]); // a 0-d tensor has no dim to roll along: PyTorch's error
-    int64_t d = ir::wrap_dim(dims[i], t.dim());
-    int64_t s = n ? ((shifts[i] % n) + n) % n : 0;
-    if (s) out = cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
+  Tensor out;
+  {
+    NoGradGuard no_grad; // one node for the whole roll
+    if (dims.empty()) {  // the flattened tensor rolled, in storage of its own (not a view)
+      out = detail::wrap(detail::node_of(roll(t.flatten(), shifts, {0}).view(t.sizes())));
+    } else {
+      out = t.clone();
+      for (size_t i = 0; i < dims.size(); ++i) {
+        int64_t n = t.size(dims[i]); // a 0-d tensor has no dim to roll along: PyTorch's error
+        int64_t d = ir::wrap_dim(dims[i], t.dim());
+        int64_t s = n ? ((shifts[i] % n) + n) % n : 0;
+        if (s) out = cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
+      }
+    }
   }
-  autograd::rename(out, "RollBackward0");
+  // The gradient rolls back by the opposite shifts; it reads no saved value.
+  std::vector<int64_t> back(shifts.begin(), shifts.end());
+  for (int64_t& s : back)
+    s = -s;
+  autograd::record("RollBackward0", {t}, {out}, {},
+                   [back, dims = std::vector<int64_t>(dims.begin(), dims.end())](
+                       const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+                     return std::vector<Tensor>{roll(g[0], back, dims)};
+                   });
   return out;
 }
 
