@@ -77,15 +77,10 @@ struct Advanced {
 struct Parsed {
   Tensor view; // after the basic indices
   std::vector<Advanced> advanced;
-  // Whether PyTorch's basic indexing left the tensor itself (no select, unsqueeze or slice that it
-  // takes), so that a write through the index is a write to it rather than to a view of it.
+  // Whether PyTorch's basic indexing left the tensor itself (no select, unsqueeze or narrowing
+  // slice), so that a write through the index is a write to it rather than to a view of it.
   bool is_self = true;
 };
-
-// How parse starts and treats full slices: a read starts from the tensor itself, a write from an
-// alias of it (which the write goes through); PyTorch's get_item takes a lone slice even when it
-// is full (disable_slice_optimization), and skips full slices everywhere else.
-enum class ParseFor { Read, ReadLoneSlice, Write };
 
 // The advanced indices of `p` as an index list over `p.view`: each at its dim, a full slice
 // at every other dim.
@@ -105,7 +100,7 @@ std::vector<TensorIndex> advanced_indices(const Parsed& p) {
   return out;
 }
 
-Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices, ParseFor use) {
+Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices) {
   int64_t consumed = 0, ellipses = 0;
   for (const auto& ix : indices) {
     const auto& v = ix.value();
@@ -120,10 +115,9 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices, ParseF
   if (consumed > self.dim())
     throw Error(fmt::format("too many indices for tensor of dimension {}", self.dim()));
 
-  Parsed p{use == ParseFor::Write ? detail::alias(self) : self, {}};
-  if (use == ParseFor::Write)
-    autograd::record("AliasBackward0", {self}, {p.view}, {},
-                     [](const std::vector<Tensor>& g, const std::vector<Tensor>&) { return g; });
+  Parsed p{detail::alias(self), {}};
+  autograd::record("AliasBackward0", {self}, {p.view}, {},
+                   [](const std::vector<Tensor>& g, const std::vector<Tensor>&) { return g; });
   Tensor& cur = p.view;
   int64_t d = 0;
   // PyTorch names a dim in select's errors by the index's place in the list (`position`).
@@ -148,14 +142,9 @@ Parsed parse(const Tensor& self, const std::vector<TensorIndex>& indices, ParseF
     } else if (const Slice* s = std::get_if<Slice>(&v)) {
       int64_t step = s->step.value_or(1);
       if (step <= 0) throw Error("step must be greater than zero");
-      // PyTorch's applySlice skips a slice from 0 to the end (or past it) with step 1 (current
-      // releases compare size <= stop; 1.13 skipped only stop == size).
-      const bool full = s->start.value_or(0) == 0 && (!s->stop || *s->stop >= cur.size(d)) &&
-                        step == 1 && use != ParseFor::ReadLoneSlice;
-      if (!full) {
-        cur = cur.slice(d, s->start, s->stop, step);
-        p.is_self = false;
-      }
+      // Only a slice written as exactly [0, size) with step 1 is skipped by PyTorch.
+      p.is_self &= s->start.value_or(0) == 0 && s->stop == cur.size(d) && step == 1;
+      cur = cur.slice(d, s->start, s->stop, step);
       ++d;
     } else if (std::holds_alternative<std::nullopt_t>(v)) {
       cur = cur.unsqueeze(d++);
@@ -514,16 +503,8 @@ Tensor Tensor::index(std::initializer_list<TensorIndex> indices, Caller caller) 
 Tensor Tensor::index(const std::vector<TensorIndex>& indices, Caller caller) const {
   detail::CallSite site(caller, "index");
   check_index_list(*this, indices, "index");
-  const bool lone_slice = indices.size() == 1 && std::holds_alternative<Slice>(indices[0].value());
-  Parsed p = parse(*this, indices, lone_slice ? ParseFor::ReadLoneSlice : ParseFor::Read);
-  if (p.advanced.empty()) {
-    if (p.view.impl() != impl()) return p.view;
-    // Nothing taken (full slices, an ellipsis): PyTorch's get_item returns an alias of the tensor.
-    Tensor out = detail::alias(*this);
-    autograd::record("AliasBackward0", {*this}, {out}, {},
-                     [](const std::vector<Tensor>& g, const std::vector<Tensor>&) { return g; });
-    return out;
-  }
+  Parsed p = parse(*this, indices);
+  if (p.advanced.empty()) return p.view;
   const IntIndices idx = integer_indices(p.advanced);
   const Layout l = layout_of(p.view.sizes(), idx);
   if (idx.size() == 1) return index_along(p.view, idx[0].first, idx[0].second);
@@ -556,7 +537,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     if (*b) copy_to(unsqueeze(0), value);
     return *this;
   }
-  Parsed p = parse(*this, indices, ParseFor::Write);
+  Parsed p = parse(*this, indices);
   if (p.is_self) detail::check_inplace_grad(*this); // its error for the tensor, not a view of it
   if (p.advanced.empty()) {
     copy_to(p.view, value);
