@@ -593,8 +593,10 @@ TEST_CASE("gradients at NaN and zero follow PyTorch's formulas", "[autograd]") {
 TEST_CASE("a backward through ops that save nothing can run again", "[autograd]") {
   // PyTorch raises the second-backward error only where saved values were freed: neg, floor,
   // ceil, round and trunc read none; exp does.
-  for (auto f : {+[](const Tensor& v) { return -v; }, +[](const Tensor& v) { return v.floor(); },
-                 +[](const Tensor& v) { return v.round(); }}) {
+  for (auto f :
+       {+[](const Tensor& v) { return -v; }, +[](const Tensor& v) { return v.floor(); },
+        +[](const Tensor& v) { return v.ceil(); }, +[](const Tensor& v) { return v.round(); },
+        +[](const Tensor& v) { return v.trunc(); }}) {
     Tensor x = tensor({1.5, -2.5}).requires_grad_();
     Tensor y = f(x).sum();
     y.backward();

@@ -57,6 +57,11 @@ TEST_CASE("clamp with a NaN bound fills with NaN; scalars must fit the dtype", "
                     "value cannot be converted to type uint8_t without overflow");
   CHECK_THROWS_WITH(full({1}, NAN, TensorOptions().dtype(kInt32)),
                     "value cannot be converted to type int without overflow");
+  CHECK_THROWS_WITH(full({1}, 0x1p63, TensorOptions().dtype(kInt64)),
+                    "value cannot be converted to type int64_t without overflow");
+  Tensor filled = u8.clone();
+  CHECK_THROWS_WITH(filled.index_put_({filled > 150}, tensor(300)),
+                    "value cannot be converted to type uint8_t without overflow");
   // What fits: a negative integer wraps into uint8 (down to -255), infinities and NaN into
   // floats, anything into bool; arithmetic with a scalar wraps as it always has.
   CHECK(full({1}, -1, TensorOptions().dtype(kUInt8)).item<int64_t>() == 255);

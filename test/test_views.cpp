@@ -104,7 +104,8 @@ TEST_CASE("transposed reads walked in tiles give every element once", "[views][e
       for (int64_t i = 0; i < w; ++i)
         for (int64_t j = 0; j < h; ++j) {
           double expect = xv[j * w + i] * 2 + double(j % 7);
-          if (t == kInt8) expect = static_cast<double>(static_cast<int8_t>(expect));
+          if (t == kInt8)
+            expect = static_cast<double>(static_cast<int8_t>(static_cast<int>(expect)));
           REQUIRE(yv[i * h + j] == expect);
         }
     }
@@ -134,7 +135,7 @@ TEST_CASE("large transposed reads walked in tall tiles give every element once",
     DType t;
   };
   for (Case c : {Case{2901, 3003, kInt8}, Case{2101, 2050, kFloat16}, Case{1500, 1500, kFloat32},
-                 Case{1027, 1021, kFloat64}}) {
+                 Case{1031, 1021, kFloat64}}) {
     INFO(dtype_name(c.t) << " " << c.h << "x" << c.w);
     Tensor x = arange(c.h * c.w).view({c.h, c.w}).remainder(101).to(c.t).eval();
     Tensor row = arange(c.h).remainder(7).to(c.t);
@@ -143,7 +144,8 @@ TEST_CASE("large transposed reads walked in tall tiles give every element once",
     for (int64_t i = 0; i < c.w; ++i)
       for (int64_t j = 0; j < c.h; ++j) {
         double expect = xv[size_t(j * c.w + i)] * 2 + double(j % 7);
-        if (c.t == kInt8) expect = static_cast<double>(static_cast<int8_t>(expect));
+        if (c.t == kInt8)
+          expect = static_cast<double>(static_cast<int8_t>(static_cast<int>(expect)));
         wrong += yv[size_t(i * c.h + j)] != expect;
       }
     CHECK(wrong == 0);

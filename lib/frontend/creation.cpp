@@ -201,31 +201,16 @@ Tensor randn(IntArrayRef size, TensorOptions o, Caller caller) {
 // PyTorch's check_from_to_in_range: both ends of a random integer range must be values of the
 // dtype; its words name the dtype as C++ does ("unsigned char").
 void check_random_range(int64_t from, int64_t to_inc, DType t) {
-  if (t == kInt64) return;
-  double lo = 0, hi = 0;
-  const char* name = "";
-  switch (t) {
-  case kBool:
-    lo = 0, hi = 1, name = "bool";
-    break;
-  case kUInt8:
-    lo = 0, hi = 255, name = "unsigned char";
-    break;
-  case kInt8:
-    lo = -128, hi = 127, name = "signed char";
-    break;
-  case kInt16:
-    lo = -32768, hi = 32767, name = "short int";
-    break;
-  case kInt32:
-    lo = -2147483648.0, hi = 2147483647.0, name = "int";
-    break;
-  case kFloat16:
-    lo = -65504, hi = 65504, name = "c10::Half";
-    break;
-  default:
-    return; // float32, float64, bfloat16: every int64 lies within their range
-  }
+  // The dtypes whose range an int64 can leave, by their C++ names.
+  const char* name = t == kBool      ? "bool"
+                     : t == kUInt8   ? "unsigned char"
+                     : t == kInt8    ? "signed char"
+                     : t == kInt16   ? "short int"
+                     : t == kInt32   ? "int"
+                     : t == kFloat16 ? "c10::Half"
+                                     : nullptr;
+  if (!name) return;
+  const auto [lo, hi] = fe::finite_range(t);
   if (double(from) < lo || double(from) > hi)
     throw Error(fmt::format("from is out of bounds for {}", name));
   if (double(to_inc) < lo || double(to_inc) > hi)

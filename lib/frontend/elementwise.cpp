@@ -222,7 +222,8 @@ Tensor pow_impl(const Operand& a, const Operand& b) {
     // takes it.
     if (is_integral(t)) fe::check_scalar_fits(b.node->value, t);
     // The exponents PyTorch's kernel computes otherwise than by pow, for float32, float64 and
-    // bfloat16 (float16 takes std::pow for all but 2): 0.5 a square root, -0.5 its reciprocal
+    // bfloat16 (float16 takes std::pow, whose results for 2 and -1 a product and a reciprocal
+    // give as well): 0.5 a square root, -0.5 its reciprocal
     // (pow(-0., -0.5) is -inf, pow(-inf, 0.5) NaN), -1 a reciprocal, 2 and 3 products, -2 the
     // reciprocal of the square, each step rounded (bfloat16's too).
     double e = b.node->value.to_double();

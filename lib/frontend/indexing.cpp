@@ -548,7 +548,9 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   if (p.advanced.size() == 1 && first.is_mask && v.numel() == 1 && v.device().is_cpu() &&
       first.index.device() == device()) {
     // PyTorch fills through a lone mask with a one-element value on the CPU, whatever its dtype
-    // and shape (masked_fill_ with value.item()). An elementwise select, which stays lazy.
+    // and shape (masked_fill_ with value.item(), checked against the dtype). An elementwise
+    // select, which stays lazy.
+    fe::check_scalar_fits(v.item(), dtype());
     Shape s(static_cast<size_t>(first.dim), 1);
     s.insert(s.end(), first.index.sizes().begin(), first.index.sizes().end());
     s.resize(static_cast<size_t>(p.view.dim()), 1);

@@ -54,10 +54,10 @@ std::string legacy_type_name(DType t) {
   return std::string("torch.") + cpp_type_name(t) + "Tensor";
 }
 
-namespace {
-// The least and greatest finite values of a real dtype, as doubles.
 std::pair<double, double> finite_range(DType t) {
   switch (t) {
+  case kBool:
+    return {0, 1};
   case kUInt8:
     return {0, 255};
   case kInt8:
@@ -79,7 +79,6 @@ std::pair<double, double> finite_range(DType t) {
     return {-std::numeric_limits<double>::max(), std::numeric_limits<double>::max()};
   }
 }
-} // namespace
 
 void check_scalar_fits(const Scalar& s, DType t) {
   static const char* names[] = {"bool",
@@ -113,7 +112,8 @@ void check_scalar_fits(const Scalar& s, DType t) {
     const double v = s.to_double();
     const bool floating = is_floating_point(t) || is_complex(t);
     if (std::isinf(v) && floating) return;
-    overflows = std::isnan(v) ? !floating : v < lo || v > hi;
+    // 2^63 itself is past int64's greatest value, which no double holds exactly.
+    overflows = std::isnan(v) ? !floating : v < lo || v > hi || (t == kInt64 && v >= hi);
   }
   if (overflows)
     throw Error(fmt::format("value cannot be converted to type {} without overflow",

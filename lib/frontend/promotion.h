@@ -2,6 +2,7 @@
 #pragma once
 #include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "lib/frontend/graph_builders.h"
 #include "lib/frontend/tensor_impl.h"
@@ -26,6 +27,9 @@ DType result_type(std::initializer_list<Operand> ops);
 const char* cpp_type_name(DType t);
 // "torch.FloatTensor", ...: the legacy type names some of PyTorch's messages use.
 std::string legacy_type_name(DType t);
+
+// The least and greatest finite values of a real dtype, as doubles (int64's as +-2^63).
+std::pair<double, double> finite_range(DType t);
 
 // PyTorch's checked conversion of a scalar to the dtype a kernel computes in (Scalar::to<T>, as
 // fill_, clamp and an integer pow's exponent take theirs): throws "value cannot be converted to

@@ -227,8 +227,10 @@ Grads evenly_distributed(const Tensor& g, const Tensor& x, const Tensor& y,
   return Grads{where(hit, share, zeros_like(x))};
 }
 
+// amax/amin (`scaled_by_count`) and max/min share their gradient by different formulas
+// (evenly_distributed).
 Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const char* fn,
-                const char* grad_name) {
+                const char* grad_name, bool scaled_by_count) {
   NodePtr x = node_of(t);
   auto axes = normalize_dims(dims, x->ndim());
   check_nonempty(x, axes, dims.empty(), fn);
@@ -238,9 +240,8 @@ Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const ch
   Tensor y = finish(reduce(op, src, axes), x->shape, axes, keepdim, out);
   if (grad_name)
     ag::record(grad_name, {t}, {y}, {t, y},
-               [axes, keepdim, scaled = std::string_view(fn).starts_with("am")](const Grads& g,
-                                                                                const Saved& s) {
-                 return evenly_distributed(g[0], s[0], s[1], axes, keepdim, scaled);
+               [axes, keepdim, scaled_by_count](const Grads& g, const Saved& s) {
+                 return evenly_distributed(g[0], s[0], s[1], axes, keepdim, scaled_by_count);
                });
   return y;
 }
@@ -279,7 +280,7 @@ Tensor arg_extremum(Op op, const Tensor& t, std::optional<int64_t> dim, bool kee
 // max(dim)/min(dim): the gradient goes to the index returned.
 std::tuple<Tensor, Tensor> extremum_at(Op op, const Tensor& t, int64_t dim, bool keepdim,
                                        const char* fn) {
-  Tensor values = extremum(op, t, {dim}, keepdim, fn, nullptr);
+  Tensor values = extremum(op, t, {dim}, keepdim, fn, nullptr, false);
   Tensor indices = arg_extremum(op, t, dim, keepdim, fn, true);
   const int64_t d = t.dim() == 0 ? 0 : ir::wrap_dim(dim, t.dim());
   ag::record(op == Op::ReduceMax ? "MaxBackward0" : "MinBackward0", {t}, {values}, {indices},
@@ -388,11 +389,11 @@ Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType
 
 Tensor max(const Tensor& t, Caller caller) {
   detail::CallSite site(caller, "max");
-  return extremum(Op::ReduceMax, t, {}, false, "max", "MaxBackward1");
+  return extremum(Op::ReduceMax, t, {}, false, "max", "MaxBackward1", false);
 }
 Tensor min(const Tensor& t, Caller caller) {
   detail::CallSite site(caller, "min");
-  return extremum(Op::ReduceMin, t, {}, false, "min", "MinBackward1");
+  return extremum(Op::ReduceMin, t, {}, false, "min", "MinBackward1", false);
 }
 std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "max");
@@ -404,11 +405,11 @@ std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim, Calle
 }
 Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "amax");
-  return extremum(Op::ReduceMax, t, dims, keepdim, "amax", "AmaxBackward0");
+  return extremum(Op::ReduceMax, t, dims, keepdim, "amax", "AmaxBackward0", true);
 }
 Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "amin");
-  return extremum(Op::ReduceMin, t, dims, keepdim, "amin", "AminBackward0");
+  return extremum(Op::ReduceMin, t, dims, keepdim, "amin", "AminBackward0", true);
 }
 Tensor argmax(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "argmax");
@@ -720,7 +721,7 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
   // dx = rstd (d - mean(d) - xhat mean(d xhat)); dweight = sum(g xhat); dbias = sum(g),
   // the sums over the leading (batch) dims.
   ag::record("NativeLayerNormBackward0", {t, weight, bias}, {out}, {t, weight},
-             [axes, eps](const Grads& g, const Saved& s) {
+             [axes, eps, bt = bias.defined() ? bias.dtype() : dt](const Grads& g, const Saved& s) {
                // In float32 for 16-bit floats, as the forward, each gradient rounded once.
                const DType dt = s[0].dtype(), op = fe::float_accumulator(dt);
                const Tensor v = s[0].to(op), go = g[0].to(op);
@@ -731,7 +732,7 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
                Shape wshape(v.sizes().end() - static_cast<int64_t>(axes.size()), v.sizes().end());
                const DType wt = s[1].defined() ? s[1].dtype() : dt;
                return Grads{dx.to(dt), ag::sum_to(go * xhat, wshape).to(wt),
-                            ag::sum_to(go, wshape).to(dt)};
+                            ag::sum_to(go, wshape).to(bt)};
              });
   return out;
 }

@@ -1,11 +1,14 @@
 // split_scans: a long scan over few rows, split into segments that the CPU's threads scan apart.
 #include "lib/passes/split_scans.h"
 
+#include <fmt/format.h>
+
 #include <limits>
 #include <unordered_map>
 
 #include "lib/frontend/graph_builders.h"
 #include "tensorjit/config.h"
+#include "tensorjit/error.h"
 
 namespace tj::passes {
 namespace {
@@ -36,7 +39,7 @@ NodePtr segment_totals(Op scan, DType t, const NodePtr& x, int64_t inner, const 
     return reduce(Op::ReduceMax, x);
   case Op::ScanMin:
     return reduce(Op::ReduceMin, x);
-  default: {
+  case Op::ScanLogSumExp: {
     const NodePtr m = reduce(Op::ReduceMax, x);
     const NodePtr inf = fe::constant(std::numeric_limits<double>::infinity(), t, {}, x->device);
     const NodePtr shift = fe::where(fe::binary(Op::CmpLt, fe::unary(Op::Abs, m), inf), m,
@@ -44,6 +47,8 @@ NodePtr segment_totals(Op scan, DType t, const NodePtr& x, int64_t inner, const 
     const NodePtr sum = reduce(Op::ReduceSum, fe::unary(Op::Exp, fe::binary(Op::Sub, x, shift)));
     return fe::binary(Op::Add, fe::unary(Op::Log, sum), shift);
   }
+  default:
+    throw Error(fmt::format("split_scans: {} is not a scan", ir::info(scan).name));
   }
 }
 
@@ -104,8 +109,9 @@ private:
   }
 
   // Whether the scan's steps may be combined in another order: integers, whose sums and
-  // products wrap to the same bits in any order, and extrema; float64 sums and products unless
-  // config().ordered_scans keeps PyTorch's order. A float32 cumsum adds in float64, whose
+  // products wrap to the same bits in any order, and extrema; float64 sums, products and
+  // logcumsumexps (float32's run in float64) unless config().ordered_scans keeps PyTorch's
+  // order. A float32 cumsum adds in float64, whose
   // segment sums round to the same float32 as the running sum nearly always (all of 2^24
   // random normals); a float64 one may differ in its last bits (a cumprod of 2^20 factors near
   // 1: 5.7e-14 relative), and where partial results cancel, by more ([1, 1e17, -1e17] scans to
