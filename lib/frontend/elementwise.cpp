@@ -116,10 +116,10 @@ NodePtr in_float32(Op op, const Operand& a, const Operand& b, DType t) {
 Tensor mul_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   // A number multiplies from either side (PyTorch's s * t is t.mul(s)).
-  if (by_scalar_in_float32(t, b) || (a.wrapped && by_scalar_in_float32(t, a)))
-    return recorded(Op::Mul, a, b,
-                    wrap(by_scalar_in_float32(t, b) ? in_float32(Op::Mul, a, b, t)
-                                                    : in_float32(Op::Mul, b, a, t)));
+  if (by_scalar_in_float32(t, b))
+    return recorded(Op::Mul, a, b, wrap(in_float32(Op::Mul, a, b, t)));
+  if (a.wrapped && by_scalar_in_float32(t, a))
+    return recorded(Op::Mul, a, b, wrap(in_float32(Op::Mul, b, a, t)));
   return recorded(Op::Mul, a, b, wrap(bin(t == kBool ? Op::And : Op::Mul, a, b, t)));
 }
 

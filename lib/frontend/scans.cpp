@@ -8,8 +8,6 @@
 // config().ordered_scans).
 #include <fmt/format.h>
 
-#include <limits>
-
 #include "lib/autograd/formulas.h"
 #include "lib/autograd/node.h"
 #include "lib/frontend/graph_builders.h"
@@ -125,11 +123,7 @@ Tensor logcumsumexp_backward(const Tensor& g, const Tensor& x, const Tensor& y, 
   // log|g| where g has the part's sign, else the lowest finite value: no -inf, whose gradient
   // would be 0 / 0.
   Tensor log_abs = g.abs().log();
-  const double lowest_value = g.dtype() == kFloat64    ? std::numeric_limits<double>::lowest()
-                              : g.dtype() == kFloat16  ? -65504.0
-                              : g.dtype() == kBFloat16 ? -3.3895313892515355e38
-                                                       : std::numeric_limits<float>::lowest();
-  Tensor lowest = full_like(g, lowest_value);
+  Tensor lowest = full_like(g, fe::finite_range(g.dtype()).first);
   Tensor pos = (x + reversed(where(g > 0, log_abs, lowest) - y)).exp();
   Tensor neg = (x + reversed(where(g < 0, log_abs, lowest) - y)).exp();
   return pos - neg;
