@@ -190,10 +190,11 @@ Tensor relu(const Tensor& t, Caller where = {});
 Tensor gelu(const Tensor& t, Caller where = {});
 // x @ weight^T + bias (bias optional).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, Caller where = {});
-// The mean of the squared differences.
+// The mean of the squared differences (a warning where the shapes differ and broadcast).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Caller where = {});
-// The mean over the batch of -log_softmax(input)[i, target[i]]: input (N, C)
-// logits, target (N) class indices (int64).
+// PyTorch's cross_entropy with the mean reduction: input (C), (N, C) or (N, C, d1, ...) logits;
+// target class indices (int64 or uint8) of the input's shape without C, those equal to -100
+// ignored, or class probabilities of the input's shape.
 Tensor cross_entropy(const Tensor& input, const Tensor& target, Caller where = {});
 } // namespace nn::functional
 

@@ -622,6 +622,8 @@ Tensor sigmoid(const Tensor& a, Caller caller) {
 Tensor relu(const Tensor& a, Caller caller) {
   detail::CallSite site(caller, "relu");
   if (a.dtype() == kBool) throw Error("Boolean inputs not supported for relu");
+  // PyTorch's relu is clamp_min(x, 0), whose check speaks.
+  if (a.is_complex()) throw Error("clamp is not supported for complex types");
   NodePtr x = node_of(a);
   Tensor out = wrap(bounded_below(x, fe::constant(0, x->dtype)));
   // PyTorch's threshold_backward: zero where the result is <= 0, the gradient elsewhere (a NaN

@@ -1,0 +1,11 @@
+#include "lib/core/warning.h"
+
+#include <fmt/format.h>
+
+namespace tj::core {
+
+void warn_once(std::atomic<bool>& shown, std::string_view message) {
+  if (!shown.exchange(true)) fmt::print(stderr, "UserWarning: {}\n", message);
+}
+
+} // namespace tj::core
