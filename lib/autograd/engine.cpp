@@ -9,12 +9,23 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "lib/autograd/formulas.h"
 #include "lib/autograd/node.h"
 #include "lib/ir/shape.h"
 #include "tensorjit/functions.h"
 
 namespace tj::autograd {
 namespace {
+
+// Whether a tensor of shape `from` broadcasts to `to`.
+bool expandable(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t k = 1; k <= from.size(); ++k) {
+    const int64_t f = from[from.size() - k], t = to[to.size() - k];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
 
 std::string torch_size(const Shape& s) {
   return fmt::format("torch.Size([{}])", fmt::join(s, ", "));
@@ -145,8 +156,11 @@ private:
     for (size_t k = 0; k < capture_.size(); ++k)
       if (capture_[k].fn.get() == fn) captured_[k] = in[capture_[k].input_nr];
     if (fn->is_accumulator()) {
+      // A leaf that stopped requiring grad since the graph was built takes none (PyTorch's
+      // AccumulateGrad).
       if (accumulate_)
-        if (auto leaf = fn->leaf.lock()) accumulate_into(*leaf, in[0], create_graph_);
+        if (auto leaf = fn->leaf.lock(); leaf && leaf->requires_grad)
+          accumulate_into(*leaf, in[0], create_graph_);
       return;
     }
     for (auto& [nr, weak] : fn->retained)
@@ -185,6 +199,9 @@ private:
       if (!e.fn || !out[i].defined() || !needed(e.fn.get())) continue;
       const TensorMeta& m = fn->inputs[i];
       Tensor g = out[i];
+      // A gradient of the shape the input broadcasts to is summed back to it, as PyTorch's
+      // engine does (an op whose inputs broadcast need not reduce its gradients itself).
+      if (g.sizes() != m.sizes && expandable(m.sizes, g.sizes())) g = sum_to(g, m.sizes);
       if (g.sizes() != m.sizes)
         throw Error(fmt::format("Function {} returned an invalid gradient at index {} - got {} but "
                                 "expected shape compatible with {}",
@@ -205,32 +222,37 @@ private:
 };
 
 // The roots' edges and gradients, with PyTorch's checks.
+// The roots' edges and gradients, with PyTorch's checks in its order: every gradient (given or
+// implicit) first, then whether each root has a history.
 void prepare_roots(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
                    std::vector<Edge>& edges, std::vector<Tensor>& grads) {
   if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
-    throw Error(fmt::format("grad can be implicitly created only for scalar outputs: got {} "
-                            "tensors and {} gradients",
-                            outputs.size(), grad_outputs.size()));
+    throw Error(
+        fmt::format("got {} tensors and {} gradients", outputs.size(), grad_outputs.size()));
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& t = outputs[i];
     detail::check_defined(t, "backward");
-    Edge e = gradient_edge(t);
-    if (!e.fn)
-      throw Error(fmt::format(
-          "element {} of tensors does not require grad and does not have a grad_fn", i));
     Tensor g = i < grad_outputs.size() ? grad_outputs[i] : Tensor();
     if (!g.defined()) {
-      if (t.numel() != 1) throw Error("grad can be implicitly created only for scalar outputs");
-      if (is_complex(t.dtype()))
-        throw Error("grad can be implicitly created only for real scalar outputs");
-      g = ones_like(t);
+      if (t.requires_grad()) {
+        if (t.numel() != 1) throw Error("grad can be implicitly created only for scalar outputs");
+        if (is_complex(t.dtype()))
+          throw Error("grad can be implicitly created only for real scalar outputs");
+        g = ones_like(t);
+      }
     } else if (g.sizes() != t.sizes()) {
       throw Error(fmt::format("Mismatch in shape: grad_output[{}] has a shape of {} and output[{}] "
                               "has a shape of {}.",
                               i, torch_size(g.sizes()), i, torch_size(t.sizes())));
     }
+    grads.push_back(!g.defined() || g.dtype() == t.dtype() ? g : g.to(t.dtype()));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Edge e = gradient_edge(outputs[i]);
+    if (!e.fn)
+      throw Error(fmt::format(
+          "element {} of tensors does not require grad and does not have a grad_fn", i));
     edges.push_back(e);
-    grads.push_back(g.dtype() == t.dtype() ? g : g.to(t.dtype()));
   }
 }
 

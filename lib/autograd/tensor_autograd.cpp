@@ -8,7 +8,9 @@
 namespace tj {
 
 std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
-  return defined() ? impl_->grad_fn : nullptr;
+  if (!defined()) return nullptr;
+  autograd::refresh_view(*this); // a view of a base written since has a new history
+  return impl_->grad_fn;
 }
 
 Tensor Tensor::grad() const {
@@ -28,8 +30,13 @@ Tensor Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& g) const {
   detail::check_defined(*this, "grad");
-  if (g.defined() && (g.sizes() != sizes() || g.dtype() != dtype()))
-    throw Error("assigned grad has data of a different size or type");
+  // PyTorch's checks, in its order.
+  if (g.defined() && g.dtype() != dtype())
+    throw Error("assigned grad has data of a different type");
+  if (g.defined() && g.device() != device())
+    throw Error("assigned grad has data located on a different device");
+  if (g.defined() && g.sizes() != sizes())
+    throw Error("assigned grad has data of a different size");
   impl_->grad = g;
 }
 

@@ -705,9 +705,8 @@ Tensor layer_norm(const Tensor& t, IntArrayRef normalized_shape, const Tensor& w
       throw Error(fmt::format("Expected {0} to be of same shape as normalized_shape, but got {0} "
                               "of shape {1} and normalized_shape = {2}",
                               name, ir::shape_str(p->sizes()), ir::shape_str(normalized)));
-  bool ok = n <= x->shape.size() &&
-            std::equal(normalized_shape.begin(), normalized_shape.end(),
-                       x->shape.end() - static_cast<int64_t>(n));
+  bool ok = n <= x->shape.size() && std::equal(normalized_shape.begin(), normalized_shape.end(),
+                                               x->shape.end() - static_cast<int64_t>(n));
   if (!ok) {
     std::string expect = "[*";
     for (int64_t d : normalized_shape)
@@ -770,17 +769,17 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Caller caller) {
   detail::CallSite site(caller, "mse_loss");
   if (input.sizes() != target.sizes()) {
     static std::atomic<bool> shown{false};
-    core::warn_once(shown, fmt::format("Using a target size (torch.Size({})) that is different to "
-                                       "the input size (torch.Size({})). This will likely lead "
-                                       "to incorrect results due to broadcasting. Please ensure "
-                                       "they have the same size.",
-                                       ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
+    core::warn_once(shown,
+                    fmt::format("Using a target size (torch.Size({})) that is different to "
+                                "the input size (torch.Size({})). This will likely lead "
+                                "to incorrect results due to broadcasting. Please ensure "
+                                "they have the same size.",
+                                ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
   }
   // PyTorch's kernel computes in the operands' common dtype, a real float one.
   const DType common = fe::result_type({fe::operand(input), fe::operand(target)});
   if (!is_floating_point(common))
-    throw Error(
-        fmt::format("\"mse_cpu\" not implemented for '{}'", fe::cpp_type_name(common)));
+    throw Error(fmt::format("\"mse_cpu\" not implemented for '{}'", fe::cpp_type_name(common)));
   Tensor d = input - target;
   Tensor out = (d * d).mean();
   ag::rename(out, "MseLossBackward0");
@@ -796,7 +795,8 @@ Tensor cross_entropy_probabilities(const Tensor& input, const Tensor& target, in
     throw Error(fmt::format("Expected floating point type for target with class probabilities, "
                             "got {}",
                             fe::cpp_type_name(target.dtype())));
-  const double rows = static_cast<double>(input.numel() / std::max<int64_t>(1, input.size(class_dim)));
+  const double rows =
+      static_cast<double>(input.numel() / std::max<int64_t>(1, input.size(class_dim)));
   return -(log_softmax(input, class_dim) * target).sum() / rows;
 }
 

@@ -661,6 +661,13 @@ Tensor Tensor::detach() const {
 }
 Tensor& Tensor::detach_() {
   detail::check_defined(*this, "detach_");
+  // A view's history is rebuilt from its base's after a write through either: it cannot leave it.
+  if (impl_->is_view)
+    throw Error("Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.");
   impl_->grad_fn = nullptr;
   impl_->requires_grad = false;
   return *this;

@@ -58,7 +58,9 @@ bool can_cast(DType from, DType to) {
 // Autograd of an in-place write of `value` into `self`: `self` (and, for a
 // view, its base) takes the history of the value written. Called with the
 // value already broadcast and cast; returns the tensor whose node is written.
-Tensor record_inplace(const Tensor& self, Tensor value) {
+// `write` names the node of a plain write (zero_, fill_, copy_: PyTorch names them
+// after the op), which passes the gradient to the value as it is.
+Tensor record_inplace(const Tensor& self, Tensor value, const char* write) {
   using Grads = std::vector<Tensor>;
   using Saved = std::vector<Tensor>;
   if (!GradMode::is_enabled() ||
@@ -70,12 +72,12 @@ Tensor record_inplace(const Tensor& self, Tensor value) {
   // gradient to the old value, a leaf one that passes it the gradient.
   if (!value.requires_grad()) {
     value = detail::alias(value);
-    autograd::record("FillBackward0", {self}, {value}, {},
+    autograd::record(write ? write : "FillBackward0", {self}, {value}, {},
                      [](const Grads& g, const Saved&) { return Grads{zeros_like(g[0])}; });
-  } else if (value.is_leaf()) {
-    Tensor leaf = value;
+  } else if (write || value.is_leaf()) {
+    Tensor from = value;
     value = detail::alias(value);
-    autograd::record("CopyBackwards", {leaf}, {value}, {},
+    autograd::record(write ? write : "CopyBackwards", {from}, {value}, {},
                      [](const Grads& g, const Saved&) { return g; });
   }
   const detail::TensorImpl& impl = *self.impl();
@@ -111,9 +113,12 @@ std::vector<Tensor> tensors_in(const Scalar&) { return {}; }
 
 // Writes the tensor `make_value()` returns into `self`, broadcast to its shape. `inputs` are
 // the tensors the value reads, held to PyTorch's overlap rules (frontend/overlap.h).
+// `write` names a plain write's backward node (record_inplace); any_cast is the write's rule
+// for dtypes (fill_ and copy_ take any value).
 template <typename F>
 Tensor& mutate(Tensor& self, const std::vector<Tensor>& inputs, F&& make_value,
-               bool any_cast = false) {
+               const char* write = nullptr) {
+  const bool any_cast = write != nullptr;
   detail::check_defined(self, "in-place operation");
   detail::assert_no_internal_overlap(self);
   for (const Tensor& in : inputs)
@@ -150,7 +155,7 @@ Tensor& mutate(Tensor& self, const std::vector<Tensor>& inputs, F&& make_value,
   // that cannot happen.
   if (v->may_fail && !v->realized) detail::realize({v});
   if (v->shape != self.sizes()) v = fe::expand(v, self.sizes());
-  Tensor written = record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v));
+  Tensor written = record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v), write);
   if (written.impl() != value.impl()) v = node_of(written);
   detail::write(self, fe::cast(v, self.dtype(), /*discard_imag=*/true), exclusive);
   // A parameter updated in place (an optimizer step) is computed now: the
@@ -177,21 +182,29 @@ Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha, Caller caller) {
   detail::CallSite site(caller, "sub_");
   return mutate(*this, {}, [&] { return sub(o, alpha); });
 }
-Tensor& Tensor::zero_(Caller caller) {
-  detail::CallSite site(caller, "zero_");
-  return fill_(0);
-}
+namespace {
 // One value for every element is defined however many elements share a location: an
 // expanded tensor is filled through the locations it views, each once.
-Tensor& Tensor::fill_(const Scalar& v, Caller caller) {
-  detail::CallSite site(caller, "fill_");
-  fe::check_scalar_fits(v, dtype());
-  if (detail::has_internal_overlap(*this)) {
-    detail::distinct_locations(*this).fill_(v);
-    return *this;
+Tensor& fill_with(Tensor& self, const Scalar& v, const char* write) {
+  fe::check_scalar_fits(v, self.dtype());
+  if (detail::has_internal_overlap(self)) {
+    Tensor distinct = detail::distinct_locations(self);
+    fill_with(distinct, v, write);
+    return self;
   }
   return mutate(
-      *this, {}, [&] { return wrap(fe::constant(v, dtype(), sizes(), device())); }, true);
+      self, {}, [&] { return wrap(fe::constant(v, self.dtype(), self.sizes(), self.device())); },
+      write);
+}
+} // namespace
+
+Tensor& Tensor::zero_(Caller caller) {
+  detail::CallSite site(caller, "zero_");
+  return fill_with(*this, 0, "ZeroBackward0");
+}
+Tensor& Tensor::fill_(const Scalar& v, Caller caller) {
+  detail::CallSite site(caller, "fill_");
+  return fill_with(*this, v, "FillBackward0");
 }
 Tensor& Tensor::fill_(const Tensor& v, Caller caller) {
   detail::CallSite site(caller, "fill_");
@@ -205,13 +218,14 @@ Tensor& Tensor::fill_(const Tensor& v, Caller caller) {
   }
   // PyTorch reads the value first (item()): it may share memory with the tensor.
   return mutate(
-      *this, {}, [&] { return v.to(device()); }, true);
+      *this, {}, [&] { return v.to(device()); }, "FillBackward1");
 }
 Tensor& Tensor::copy_(const Tensor& src, Caller caller) {
   detail::CallSite site(caller, "copy_");
   // Copies may cross devices: the values come to this tensor's device.
   return mutate(
-      *this, {src}, [&] { return src.device() == device() ? src : src.to(device()); }, true);
+      *this, {src}, [&] { return src.device() == device() ? src : src.to(device()); },
+      "CopyBackwards");
 }
 Tensor& Tensor::operator=(const Scalar& v) && { return fill_(v); }
 Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }

@@ -1,0 +1,284 @@
+// nn::functional's losses and normalizations, optim::SGD's options, and the autograd API's
+// edges, against PyTorch 1.13's values, grad_fn names, messages and order of checks.
+#include <catch2/catch.hpp>
+#include <tensorjit/tensorjit.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+using namespace tj;
+namespace F = tj::nn::functional;
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+TensorOptions f64() { return TensorOptions().dtype(kFloat64); }
+
+// What `f` prints on stderr (warnings go through C stdio): the descriptor is pointed at a
+// temporary file meanwhile.
+std::string stderr_of(const std::function<void()>& f) {
+  std::fflush(stderr);
+  FILE* tmp = std::tmpfile();
+  const int saved = dup(fileno(stderr));
+  dup2(fileno(tmp), fileno(stderr));
+  f();
+  std::fflush(stderr);
+  dup2(saved, fileno(stderr));
+  close(saved);
+  std::rewind(tmp);
+  std::string out;
+  for (int c; (c = std::fgetc(tmp)) != EOF;)
+    out += static_cast<char>(c);
+  std::fclose(tmp);
+  return out;
+}
+} // namespace
+
+TEST_CASE("layer_norm checks normalized_shape, weight and bias as PyTorch", "[nn]") {
+  Tensor x = ones({2, 4});
+  CHECK(error_of([&] { F::layer_norm(x, {}); }) ==
+        "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+        "element, but got normalized_shape = []");
+  CHECK(error_of([&] { F::layer_norm(x, {4}, tensor({2.0})); }) ==
+        "Expected weight to be of same shape as normalized_shape, but got weight of shape [1] and "
+        "normalized_shape = [4]");
+  CHECK(error_of([&] {
+          F::layer_norm(x, {4}, ones({4}), ones({2, 4}));
+        }) ==
+        "Expected bias to be of same shape as normalized_shape, but got bias of shape [2, 4] and "
+        "normalized_shape = [4]");
+  // Weight and bias first, then the input.
+  CHECK(error_of([&] { F::layer_norm(x, {3}, ones({4})); }).rfind("Expected weight", 0) == 0);
+  CHECK(error_of([&] { F::layer_norm(x, {3}); }) ==
+        "Given normalized_shape=[3], expected input with shape [*, 3], but got input of "
+        "size[2, 4]");
+}
+
+TEST_CASE("softmax and log_softmax check dim on 0-d tensors and refuse complex", "[nn]") {
+  const std::string range =
+      "Dimension out of range (expected to be in range of [-1, 0], but got 5)";
+  CHECK(error_of([] { F::log_softmax(scalar_tensor(3.0), 5); }) == range);
+  CHECK(error_of([] { F::softmax(scalar_tensor(3.0), 5); }) == range);
+  CHECK(F::log_softmax(scalar_tensor(3.0), -1).item<double>() == 0.0);
+  Tensor c = complex(tensor({1.0, 2.0}), tensor({0.5, -1.0}));
+  CHECK(error_of([&] { F::softmax(c, 0); }) ==
+        "\"softmax_lastdim_kernel_impl\" not implemented for 'ComplexFloat'");
+  CHECK(error_of([&] { F::relu(c); }) == "clamp is not supported for complex types");
+}
+
+TEST_CASE("mse_loss rejects non-float dtypes and warns when shapes broadcast", "[nn]") {
+  CHECK(error_of([] {
+          F::mse_loss(tensor({1, 2}), tensor({1, 3}));
+        }) == "\"mse_cpu\" not implemented for 'Long'");
+  CHECK(error_of([] {
+          F::mse_loss(tensor({true, false}), tensor({true, true}));
+        }) == "\"mse_cpu\" not implemented for 'Bool'");
+  Tensor c = complex(tensor({1.0, 2.0}), tensor({0.5, -1.0}));
+  CHECK(error_of([&] { F::mse_loss(c, zeros_like(c)); }) ==
+        "\"mse_cpu\" not implemented for 'ComplexFloat'");
+  // An integer operand against a float one computes in float.
+  CHECK(F::mse_loss(tensor({1, 2}), tensor({1.0f, 4.0f})).item<double>() == 2.0);
+  const std::string warned = stderr_of([] { F::mse_loss(ones({2, 3}), ones({3})).item<double>(); });
+  CHECK(warned ==
+        "UserWarning: Using a target size (torch.Size([3])) that is different to the input size "
+        "(torch.Size([2, 3])). This will likely lead to incorrect results due to broadcasting. "
+        "Please ensure they have the same size.\n");
+  CHECK(stderr_of([] { F::mse_loss(ones({2, 3}), ones({3})); }).empty()); // once
+}
+
+TEST_CASE("cross_entropy takes every input rank PyTorch does", "[nn]") {
+  // (C) with a 0-d target: -log_softmax(x)[t].
+  Tensor x1 = tensor({1.0, 2.0, 3.0}, f64());
+  CHECK(F::cross_entropy(x1, scalar_tensor(1, kInt64)).item<double>() ==
+        Approx(std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 2.0).epsilon(1e-12));
+  // (N, C, d): the mean over N and d; zeros give log(C).
+  CHECK(F::cross_entropy(zeros({2, 3, 4}), zeros({2, 4}, kInt64)).item<double>() ==
+        Approx(std::log(3.0)));
+  CHECK(F::cross_entropy(zeros({2, 3, 4, 5}, requires_grad()), zeros({2, 4, 5}, kInt64)).str() ==
+        "tensor(1.0986, grad_fn=<NllLossBackward0>)");
+  // (N, C, d) against the (N, C) ones moved: the same loss.
+  Tensor x3 = randn({2, 3, 4}, f64());
+  Tensor t3 = randint(0, 3, {2, 4});
+  Tensor flat = x3.permute({0, 2, 1}).reshape({8, 3});
+  CHECK(F::cross_entropy(x3, t3).item<double>() ==
+        Approx(F::cross_entropy(flat, t3.reshape({8})).item<double>()).epsilon(1e-12));
+  // uint8 targets are class indices too.
+  CHECK(F::cross_entropy(x1.unsqueeze(0), tensor({2}).to(kUInt8)).item<double>() ==
+        Approx(std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 3.0).epsilon(1e-12));
+}
+
+TEST_CASE("cross_entropy with class probabilities", "[nn]") {
+  Tensor x = tensor({{1.0, 2.0, 3.0}, {1.0, -1.0, 0.5}}, f64().requires_grad(true));
+  Tensor p = tensor({{0.2, 0.3, 0.5}, {1.0, 0.0, 0.0}}, f64());
+  Tensor loss = F::cross_entropy(x, p);
+  CHECK(loss.grad_fn()->name() == "DivBackward0");
+  Tensor expect = -(F::log_softmax(x.detach(), 1) * p).sum() / 2;
+  CHECK(loss.item<double>() == Approx(expect.item<double>()).epsilon(1e-14));
+  loss.backward();
+  // d/dx = (softmax(x) - p) / N.
+  std::vector<double> g = x.grad().to_vector<double>();
+  std::vector<double> want = ((F::softmax(x.detach(), 1) - p) / 2).to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i)
+    CHECK(g[i] == Approx(want[i]).margin(1e-14));
+  CHECK(error_of([] {
+          F::cross_entropy(ones({2, 2}), tensor({{0, 1}, {1, 0}}));
+        }) == "Expected floating point type for target with class probabilities, got Long");
+}
+
+TEST_CASE("cross_entropy checks in PyTorch's order with its messages", "[nn]") {
+  CHECK(error_of([] {
+          F::cross_entropy(zeros({3, 3}), tensor({{0}, {1}, {2}}));
+        }) == "0D or 1D target tensor expected, multi-target not supported");
+  // The batch size before the target's dtype; log_softmax's dtype check before both.
+  CHECK(error_of([] {
+          F::cross_entropy(zeros({3, 3}), tensor({0, 2}).to(kInt32));
+        }) == "Expected input batch_size (3) to match target batch_size (2).");
+  CHECK(error_of([] {
+          F::cross_entropy(zeros({3, 3}), tensor({0, 2, 1}).to(kInt32));
+        }) == "expected scalar type Long but found Int");
+  CHECK(error_of([] {
+          F::cross_entropy(tensor({{1, 2}, {3, 4}}), tensor({0, 5}));
+        }) == "\"log_softmax_lastdim_kernel_impl\" not implemented for 'Long'");
+  CHECK(error_of([] {
+          F::cross_entropy(zeros({2, 3}), tensor({0, 5}));
+        }) == "Target 5 is out of bounds.");
+  CHECK(error_of([] {
+          F::cross_entropy(zeros({3}), tensor({0, 1}));
+        }) == "size mismatch (got input: [3], target: [2])");
+  CHECK(error_of([] {
+          F::cross_entropy(zeros({2, 3, 4}), zeros({2, 5}, kInt64));
+        }) == "Expected target size [2, 4], got [2, 5]");
+  CHECK(error_of([] {
+          F::cross_entropy(zeros({2, 3, 4, 5}), zeros({2, 4, 4}, kInt64));
+        }) == "size mismatch (got input: [2, 3, 4, 5] , target: [2, 4, 4]");
+  CHECK(error_of([] { F::cross_entropy(scalar_tensor(1.0), scalar_tensor(0, kInt64)); }) ==
+        "Expected 1 or more dimensions (got 0)");
+  // No class at all, every target ignored: a mean of none.
+  CHECK(std::isnan(F::cross_entropy(zeros({3, 0}), tensor({-100, -100, -100})).item<double>()));
+}
+
+TEST_CASE("optim::SGD takes dampening, nesterov and maximize as torch.optim.SGD", "[autograd]") {
+  for (int variant = 0; variant < 3; ++variant) {
+    auto opts = optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01);
+    if (variant == 0) opts.dampening(0.3);
+    if (variant == 1) opts.nesterov(true);
+    if (variant == 2) opts.maximize(true);
+    Tensor p = tensor({1.0, -2.0}, f64().requires_grad(true));
+    optim::SGD opt({p}, opts);
+    std::vector<double> v{1.0, -2.0}, buf{0, 0};
+    for (int step = 0; step < 3; ++step) {
+      opt.zero_grad();
+      (p * p * p).sum().backward(); // grad 3p^2
+      opt.step();
+      for (size_t i = 0; i < 2; ++i) {
+        double d = (variant == 2 ? -1 : 1) * 3 * v[i] * v[i] + 0.01 * v[i];
+        buf[i] = step == 0 ? d : 0.9 * buf[i] + (variant == 0 ? 0.7 : 1.0) * d;
+        v[i] -= 0.1 * (variant == 1 ? d + 0.9 * buf[i] : buf[i]);
+      }
+      std::vector<double> got = p.to_vector<double>();
+      CHECK(got[0] == Approx(v[0]).epsilon(1e-14));
+      CHECK(got[1] == Approx(v[1]).epsilon(1e-14));
+    }
+  }
+  Tensor p = ones({2}, requires_grad());
+  CHECK(error_of([&] { optim::SGD({p}, optim::SGDOptions(0.1).nesterov(true)); }) ==
+        "Nesterov momentum requires a momentum and zero dampening");
+}
+
+TEST_CASE("optim::SGD zero_grad zeroes in place without set_to_none", "[autograd]") {
+  Tensor p = tensor({1.0, 2.0}, f64().requires_grad(true));
+  optim::SGD opt({p}, optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.1));
+  (p * p).sum().backward();
+  opt.step(); // p = [0.79, 1.58]
+  Tensor held = p.grad();
+  opt.zero_grad(false);
+  CHECK(held.to_vector<double>() == std::vector<double>{0, 0}); // the same tensor, zeroed
+  opt.step(); // the decay and momentum still move p: buf = 0.9 * [2.1, 4.2] + 0.1 p
+  std::vector<double> got = p.to_vector<double>();
+  CHECK(got[0] == Approx(0.79 - 0.1 * (0.9 * 2.1 + 0.1 * 0.79)).epsilon(1e-14));
+  CHECK(got[1] == Approx(1.58 - 0.1 * (0.9 * 4.2 + 0.1 * 1.58)).epsilon(1e-14));
+  opt.zero_grad();
+  CHECK_FALSE(p.grad().defined());
+}
+
+TEST_CASE("autograd: roots are checked as PyTorch's backward checks them", "[autograd]") {
+  Tensor x = ones({3}, requires_grad());
+  CHECK(error_of([&] {
+          autograd::backward({x * 2, x * 3}, {ones({3})});
+        }) == "got 2 tensors and 1 gradients");
+  // Every gradient first (given or implicit), then whether each root has a history.
+  CHECK(error_of([] { ones({3}).backward(ones({2})); }) ==
+        "Mismatch in shape: grad_output[0] has a shape of torch.Size([2]) and output[0] has a "
+        "shape of torch.Size([3]).");
+  CHECK(error_of([&] {
+          autograd::backward({ones({}), x * 2});
+        }) == "grad can be implicitly created only for scalar outputs");
+  CHECK(error_of([&] {
+          autograd::backward({ones({}), (x * 2).sum()});
+        }) == "element 0 of tensors does not require grad and does not have a grad_fn");
+}
+
+TEST_CASE("autograd: gradients of broadcast inputs are summed back by the engine", "[autograd]") {
+  Tensor a = tensor({1.0, 2.0}, f64()).reshape({2, 1}).requires_grad_();
+  Tensor b = tensor({0.5, -1.0, 3.0}, f64()).requires_grad_();
+  complex(a, b).abs().sum().backward();
+  REQUIRE(a.grad().sizes() == Shape{2, 1});
+  std::vector<double> ga = a.grad().to_vector<double>();
+  double want = 0;
+  for (double bi : {0.5, -1.0, 3.0})
+    want += 1.0 / std::hypot(1.0, bi);
+  CHECK(ga[0] == Approx(want).epsilon(1e-14));
+  CHECK(b.grad().sizes() == Shape{3});
+}
+
+TEST_CASE("autograd: leaves, views and in-place writes as PyTorch", "[autograd]") {
+  // A leaf that stopped requiring grad takes no gradient.
+  Tensor x = tensor({1.0, 2.0}, requires_grad());
+  Tensor y = x * 2;
+  x.requires_grad_(false);
+  y.sum().backward();
+  CHECK_FALSE(x.grad().defined());
+  // Views cannot be detached in place.
+  Tensor w = tensor({1.0, 2.0, 3.0}, requires_grad());
+  Tensor v = (w * 1).slice(0, 0, 2);
+  CHECK(error_of([&] {
+          v.detach_();
+        }).rfind("Can't detach views in-place. Use detach() instead.", 0) == 0);
+  // grad_fn of a view whose base was written since is the new history, however it is asked.
+  Tensor base = w * 1;
+  Tensor view = base.slice(0, 0, 2);
+  base.mul_(2);
+  CHECK(view.grad_fn()->name() == "AsStridedBackward0");
+  // Plain writes are named after their op.
+  Tensor z = w * 1;
+  z.zero_();
+  CHECK(z.grad_fn()->name() == "ZeroBackward0");
+  z.fill_(2.0);
+  CHECK(z.grad_fn()->name() == "FillBackward0");
+  z.copy_(w * 2);
+  CHECK(z.grad_fn()->name() == "CopyBackwards");
+  z.sum().backward();
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{2, 2, 2});
+  z = w * 1;
+  z.copy_(zeros({3}));
+  CHECK(z.grad_fn()->name() == "CopyBackwards");
+  z.fill_(scalar_tensor(1.5, TensorOptions().requires_grad(true)));
+  CHECK(z.grad_fn()->name() == "FillBackward1");
+}
+
+TEST_CASE("autograd: assigning a grad checks dtype, then device, then size", "[autograd]") {
+  Tensor x = ones({3}, requires_grad());
+  CHECK(error_of([&] { x.set_grad(ones({2}, f64())); }) ==
+        "assigned grad has data of a different type");
+  CHECK(error_of([&] { x.set_grad(ones({2})); }) == "assigned grad has data of a different size");
+}
