@@ -578,3 +578,53 @@ TEST_CASE("gradcheck: index_put_, linear and the losses", "[autograd][gradcheck]
       "cross_entropy",
       [target](const auto& t) { return nn::functional::cross_entropy(t[0], target); }, {x}, true);
 }
+
+TEST_CASE("gradcheck: nn losses with every reduction and activations", "[autograd][gradcheck]") {
+  namespace F = nn::functional;
+  Tensor x = with_sign({3, 4}, 0.1, 2), y = with_sign({3, 4}, 0.1, 2);
+  for (const char* r : {"mean", "sum", "none"}) {
+    INFO("reduction " << r);
+    gradcheck(
+        "mse_loss", [r](const auto& t) { return F::mse_loss(t[0], t[1], r); }, {x, y}, true);
+    // Broadcast targets: the engine sums their gradients back.
+    gradcheck("mse_loss broadcast", [r](const auto& t) { return F::mse_loss(t[0], t[1], r); },
+              {x, uniform({4}, -1, 1)});
+    gradcheck("smooth_l1_loss",
+              [r](const auto& t) { return F::smooth_l1_loss(t[0], t[1], r, 0.5); }, {x, y});
+    gradcheck("huber_loss", [r](const auto& t) { return F::huber_loss(t[0], t[1], r, 0.7); },
+              {x, y});
+    gradcheck(
+        "binary_cross_entropy",
+        [r](const auto& t) { return F::binary_cross_entropy(t[0], t[1], r); },
+        {uniform({3, 4}, 0.05, 0.95), uniform({3, 4}, 0, 1)}, true);
+    gradcheck(
+        "binary_cross_entropy_with_logits",
+        [r](const auto& t) { return F::binary_cross_entropy_with_logits(t[0], t[1], r); },
+        {x, uniform({3, 4}, 0, 1)}, true);
+    gradcheck(
+        "binary_cross_entropy_with_logits pos_weight",
+        [r](const auto& t) { return F::binary_cross_entropy_with_logits(t[0], t[1], r, t[2]); },
+        {x, uniform({3, 4}, 0, 1), uniform({4}, 0.5, 2)});
+    Tensor target = tensor({3, -100, 1}, dtype(kInt64));
+    gradcheck("nll_loss", [r, target](const auto& t) { return F::nll_loss(t[0], target, r); }, {x});
+    gradcheck(
+        "cross_entropy probabilities",
+        [r](const auto& t) { return F::cross_entropy(t[0], t[1], r); }, {x, F::softmax(y, 1)},
+        true);
+  }
+  gradcheck(
+      "leaky_relu", [](const auto& t) { return F::leaky_relu(t[0], 0.2); }, {x}, true);
+  gradcheck(
+      "elu", [](const auto& t) { return F::elu(t[0], 1.5); }, {x}, true);
+  gradcheck(
+      "silu", [](const auto& t) { return F::silu(t[0]); }, {x}, true);
+  gradcheck(
+      "softplus", [](const auto& t) { return F::softplus(t[0], 2.0, 3.0); }, {x}, true);
+  gradcheck(
+      "hardtanh", [](const auto& t) { return F::hardtanh(t[0], -0.5, 1.0); }, {x}, true);
+  gradcheck("embedding",
+            [](const auto& t) {
+              return F::embedding(tensor({{2, 0}, {2, 1}}, dtype(kInt64)), t[0]);
+            },
+            {x});
+}

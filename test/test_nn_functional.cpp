@@ -282,3 +282,150 @@ TEST_CASE("autograd: assigning a grad checks dtype, then device, then size", "[a
         "assigned grad has data of a different type");
   CHECK(error_of([&] { x.set_grad(ones({2})); }) == "assigned grad has data of a different size");
 }
+
+TEST_CASE("losses: values, reductions and grad_fn names as PyTorch's", "[nn]") {
+  Tensor x = tensor({{0.5, -1.0, 2.0}, {1.5, 0.2, -0.3}}, f64().requires_grad(true));
+  Tensor y = tensor({{0.0, -0.2, 0.5}, {1.0, 1.0, -2.0}}, f64());
+  std::vector<double> xv = x.to_vector<double>(), yv = y.to_vector<double>();
+  auto mean_of = [&](auto f) {
+    double s = 0;
+    for (size_t i = 0; i < xv.size(); ++i)
+      s += f(xv[i], yv[i]);
+    return s / static_cast<double>(xv.size());
+  };
+  CHECK(F::smooth_l1_loss(x, y).item<double>() == Approx(mean_of([](double a, double b) {
+                                                    double d = std::abs(a - b);
+                                                    return d < 1 ? 0.5 * d * d : d - 0.5;
+                                                  })).epsilon(1e-14));
+  CHECK(F::huber_loss(x, y, "mean", 0.5).item<double>() == Approx(mean_of([](double a, double b) {
+                                                             double d = std::abs(a - b);
+                                                             return d < 0.5 ? 0.5 * d * d
+                                                                            : 0.5 * (d - 0.25);
+                                                           })).epsilon(1e-14));
+  CHECK(F::l1_loss(x, y, "sum").item<double>() ==
+        Approx(6 * mean_of([](double a, double b) { return std::abs(a - b); })).epsilon(1e-14));
+  CHECK(F::mse_loss(x, y, "none").sizes() == Shape{2, 3});
+  CHECK(F::mse_loss(x, y).grad_fn()->name() == "MseLossBackward0");
+  CHECK(F::mse_loss(x, y, "none").grad_fn()->name() == "MseLossBackward0");
+  CHECK(F::smooth_l1_loss(x, y, "sum").grad_fn()->name() == "SmoothL1LossBackward0");
+  CHECK(F::huber_loss(x, y).grad_fn()->name() == "HuberLossBackward0");
+  CHECK(F::l1_loss(x, y).grad_fn()->name() == "MeanBackward0");
+  Tensor p = x.sigmoid().detach().requires_grad_(), t = (y > 0).to(kFloat64);
+  CHECK(F::binary_cross_entropy(p, t).grad_fn()->name() == "BinaryCrossEntropyBackward0");
+  CHECK(F::binary_cross_entropy_with_logits(x, t).grad_fn()->name() ==
+        "BinaryCrossEntropyWithLogitsBackward0");
+  // The two agree where the probabilities are the logits' sigmoid.
+  CHECK(F::binary_cross_entropy(p, t).item<double>() ==
+        Approx(F::binary_cross_entropy_with_logits(x, t).item<double>()).epsilon(1e-12));
+  // A 0 or 1 probability gives a finite loss: each log is held at -100.
+  CHECK(F::binary_cross_entropy(tensor({0.0, 1.0}, f64()), tensor({1.0, 0.0}, f64()))
+            .item<double>() == 100.0);
+  // Large logits do not overflow.
+  CHECK(F::binary_cross_entropy_with_logits(tensor({1000.0, -1000.0}, f64()),
+                                            tensor({0.0, 1.0}, f64()), "sum")
+            .item<double>() == 2000.0);
+  // pos_weight weighs the positives: w * softplus(-x) where t = 1.
+  CHECK(F::binary_cross_entropy_with_logits(tensor({0.0}, f64()), tensor({1.0}, f64()), "mean",
+                                            tensor({3.0}, f64()))
+            .item<double>() == Approx(3 * std::log(2.0)).epsilon(1e-14));
+  Tensor logp = F::log_softmax(x, 1);
+  Tensor target = tensor({2, -100});
+  CHECK(F::nll_loss(logp, target).item<double>() ==
+        Approx(-logp.to_vector<double>()[2]).epsilon(1e-14));
+  CHECK(F::nll_loss(logp, target, "none").to_vector<double>() ==
+        std::vector<double>{-logp.to_vector<double>()[2], 0.0});
+  // Another ignore_index: the first row's target is the ignored one now.
+  CHECK(F::nll_loss(logp, tensor({2, 0}), "mean", 2).item<double>() ==
+        Approx(-logp.to_vector<double>()[3]).epsilon(1e-14));
+  CHECK(F::nll_loss(logp, target).grad_fn()->name() == "NllLossBackward0");
+  CHECK(F::cross_entropy(x, tensor({2, 0}), "sum").item<double>() ==
+        Approx(-logp.to_vector<double>()[2] - logp.to_vector<double>()[3]).epsilon(1e-14));
+}
+
+TEST_CASE("losses: PyTorch's messages", "[nn]") {
+  Tensor x = ones({2, 3});
+  CHECK(error_of([&] { F::mse_loss(x, x, "avg"); }) == "avg is not a valid value for reduction");
+  CHECK(error_of([&] { F::smooth_l1_loss(x, x, "mean", -1); }) ==
+        "smooth_l1_loss does not support negative values for beta.");
+  CHECK(error_of([&] { F::huber_loss(x, x, "mean", 0); }) ==
+        "huber_loss does not support non-positive values for delta.");
+  CHECK(error_of([&] { F::binary_cross_entropy(x * 2, x); }) ==
+        "all elements of input should be between 0 and 1");
+  CHECK(error_of([&] { F::binary_cross_entropy(full({2}, NAN), ones({2})); }) ==
+        "all elements of input should be between 0 and 1");
+  CHECK(error_of([&] { F::binary_cross_entropy(x, ones({3})); }) ==
+        "Using a target size (torch.Size([3])) that is different to the input size "
+        "(torch.Size([2, 3])) is deprecated. Please ensure they have the same size.");
+  CHECK(error_of([&] { F::binary_cross_entropy_with_logits(x, ones({3})); }) ==
+        "Target size (torch.Size([3])) must be the same as input size (torch.Size([2, 3]))");
+  CHECK(error_of([&] {
+          F::nll_loss(tensor({{1, 2}}), tensor({0}));
+        }) == "\"nll_loss_out_frame\" not implemented for 'Long'");
+  CHECK(error_of([&] { F::nll_loss(x, tensor({0, 3})); }) == "Target 3 is out of bounds.");
+}
+
+TEST_CASE("activations: values and derivatives at the kinks as PyTorch's", "[nn]") {
+  Tensor x = tensor({-2.0, -0.0, 0.0, 0.5, 1.0, 30.0}, f64().requires_grad(true));
+  auto grad_of = [&](const Tensor& y) {
+    x.set_grad(Tensor());
+    y.sum().backward();
+    return x.grad().to_vector<double>();
+  };
+  Tensor lr = F::leaky_relu(x, 0.1);
+  CHECK(lr.grad_fn()->name() == "LeakyReluBackward0");
+  CHECK(lr.to_vector<double>()[0] == Approx(-0.2));
+  CHECK(grad_of(lr) == std::vector<double>{0.1, 0.1, 0.1, 1, 1, 1}); // 0 takes the slope
+  Tensor e = F::elu(x, 2.0);
+  CHECK(e.grad_fn()->name() == "EluBackward0");
+  CHECK(e.to_vector<double>()[0] == Approx(2 * (std::exp(-2.0) - 1)));
+  std::vector<double> ge = grad_of(e);
+  CHECK(ge[2] == 2.0); // alpha at 0
+  CHECK(ge[4] == 1.0);
+  Tensor h = F::hardtanh(x, -1.0, 1.0);
+  CHECK(h.grad_fn()->name() == "HardtanhBackward0");
+  CHECK(grad_of(h) == std::vector<double>{0, 1, 1, 1, 0, 0}); // 0 at the bounds
+  Tensor sp = F::softplus(x, 1.0, 20.0);
+  CHECK(sp.grad_fn()->name() == "SoftplusBackward0");
+  CHECK(sp.to_vector<double>()[5] == 30.0); // above the threshold: x
+  CHECK(sp.to_vector<double>()[3] == Approx(std::log1p(std::exp(0.5))).epsilon(1e-15));
+  Tensor si = F::silu(x);
+  CHECK(si.grad_fn()->name() == "SiluBackward0");
+  CHECK(si.to_vector<double>()[3] == Approx(0.5 / (1 + std::exp(-0.5))).epsilon(1e-15));
+  CHECK(error_of([] {
+          F::leaky_relu(tensor({1, 2}));
+        }) == "\"leaky_relu_cpu\" not implemented for 'Long'");
+}
+
+TEST_CASE("one_hot, embedding and dropout", "[nn]") {
+  CHECK(F::one_hot(tensor({0, 2, 1})).str() ==
+        "tensor([[1, 0, 0],\n        [0, 0, 1],\n        [0, 1, 0]])");
+  CHECK(F::one_hot(tensor({1}), 4).sizes() == Shape{1, 4});
+  CHECK(error_of([] { F::one_hot(tensor({1.0})); }) ==
+        "one_hot is only applicable to index tensor.");
+  CHECK(error_of([] { F::one_hot(tensor({-1})); }) == "Class values must be non-negative.");
+  CHECK(error_of([] { F::one_hot(tensor({3}), 3); }) ==
+        "Class values must be smaller than num_classes.");
+  CHECK(error_of([] { F::one_hot(zeros({0}, kInt64)); }) ==
+        "Can not infer total number of classes from empty tensor.");
+  Tensor w = arange(6, f64()).view({3, 2}).requires_grad_();
+  Tensor e = F::embedding(tensor({{2, 0}}), w);
+  CHECK(e.sizes() == Shape{1, 2, 2});
+  CHECK(e.to_vector<double>() == std::vector<double>{4, 5, 0, 1});
+  CHECK(e.grad_fn()->name() == "EmbeddingBackward0");
+  CHECK(error_of([&] { F::embedding(tensor({0.0}), w); }) ==
+        "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+        "Long, Int; but got torch.FloatTensor instead (while checking arguments for embedding)");
+  // Dropout keeps about 1 - p of the elements, each scaled by 1 / (1 - p).
+  Tensor d = F::dropout(ones({10000}), 0.25);
+  std::vector<float> dv = d.to_vector<float>();
+  int64_t kept = 0;
+  for (float v : dv) {
+    CHECK((v == 0.0f || v == Approx(1 / 0.75f)));
+    kept += v != 0.0f;
+  }
+  CHECK(std::abs(static_cast<double>(kept) / 10000 - 0.75) < 0.03);
+  CHECK(F::dropout(ones({3}), 0.5, false).to_vector<float>() == std::vector<float>{1, 1, 1});
+  CHECK(F::dropout(ones({3}), 1.0).to_vector<float>() == std::vector<float>{0, 0, 0});
+  CHECK(error_of([] { F::dropout(ones({3}), 1.5); }) ==
+        "dropout probability has to be between 0 and 1, but got 1.5");
+}

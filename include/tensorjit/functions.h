@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <optional>
 #include <source_location>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -190,12 +191,46 @@ Tensor relu(const Tensor& t, Caller where = {});
 Tensor gelu(const Tensor& t, Caller where = {});
 // x @ weight^T + bias (bias optional).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, Caller where = {});
-// The mean of the squared differences (a warning where the shapes differ and broadcast).
-Tensor mse_loss(const Tensor& input, const Tensor& target, Caller where = {});
-// PyTorch's cross_entropy with the mean reduction: input (C), (N, C) or (N, C, d1, ...) logits;
-// target class indices (int64 or uint8) of the input's shape without C, those equal to -100
-// ignored, or class probabilities of the input's shape.
-Tensor cross_entropy(const Tensor& input, const Tensor& target, Caller where = {});
+// Losses, as torch.nn.functional's: `reduction` is "mean" (the default), "sum" or "none" (a loss
+// per element). Where a pointwise loss's target broadcasts against its input, a warning says so
+// (once).
+Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+                Caller where = {});
+Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+               Caller where = {});
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
+                      std::string_view reduction = "mean", double beta = 1.0, Caller where = {});
+Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+                  double delta = 1.0, Caller where = {});
+// input: probabilities in [0, 1]; target of the same shape.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                            std::string_view reduction = "mean", Caller where = {});
+// input: logits; pos_weight (optional) weighs the positive examples of each class.
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        std::string_view reduction = "mean",
+                                        const Tensor& pos_weight = {}, Caller where = {});
+// input (C), (N, C) or (N, C, d1, ...) log-probabilities; target class indices (int64 or uint8)
+// of the input's shape without C, those equal to ignore_index counting for nothing.
+Tensor nll_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+                int64_t ignore_index = -100, Caller where = {});
+// nll_loss of log_softmax(input) over the classes; or, where the target has the input's shape,
+// -sum(target * log_softmax(input)) over the classes (class probabilities).
+Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+                     int64_t ignore_index = -100, Caller where = {});
+
+// Activations with PyTorch's derivatives at their kinks.
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01, Caller where = {});
+Tensor elu(const Tensor& x, double alpha = 1.0, Caller where = {});
+Tensor silu(const Tensor& x, Caller where = {});
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0, Caller where = {});
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0, Caller where = {});
+
+// int64 one-hot rows of num_classes (-1: the largest class + 1) along a new last dim.
+Tensor one_hot(const Tensor& t, int64_t num_classes = -1, Caller where = {});
+// The rows of weight (V, D) at the indices in input: input's shape + (D).
+Tensor embedding(const Tensor& input, const Tensor& weight, Caller where = {});
+// Training: each element zeroed with probability p, the others scaled by 1 / (1 - p).
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Caller where = {});
 } // namespace nn::functional
 
 // The view ops' free forms, as torch.reshape(t, shape): the same views as the members.

@@ -3,13 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string_view>
 
 #include "lib/autograd/formulas.h"
-#include "lib/core/warning.h"
 #include "lib/frontend/graph_builders.h"
 #include "lib/frontend/promotion.h"
 #include "lib/frontend/tensor_impl.h"
@@ -763,113 +761,6 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Caller 
   y = y + bias;
   if (x.dim() == 2) ag::rename(y, "AddmmBackward0");
   return y;
-}
-
-Tensor mse_loss(const Tensor& input, const Tensor& target, Caller caller) {
-  detail::CallSite site(caller, "mse_loss");
-  if (input.sizes() != target.sizes()) {
-    static std::atomic<bool> shown{false};
-    core::warn_once(shown,
-                    fmt::format("Using a target size (torch.Size({})) that is different to "
-                                "the input size (torch.Size({})). This will likely lead "
-                                "to incorrect results due to broadcasting. Please ensure "
-                                "they have the same size.",
-                                ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
-  }
-  // PyTorch's kernel computes in the operands' common dtype, a real float one.
-  const DType common = fe::result_type({fe::operand(input), fe::operand(target)});
-  if (!is_floating_point(common))
-    throw Error(fmt::format("\"mse_cpu\" not implemented for '{}'", fe::cpp_type_name(common)));
-  Tensor d = input - target;
-  Tensor out = (d * d).mean();
-  ag::rename(out, "MseLossBackward0");
-  return out;
-}
-
-namespace {
-
-// -sum(target * log_softmax(input)) over the classes, averaged over the other elements
-// (PyTorch's loss for class probabilities: a target of the input's shape).
-Tensor cross_entropy_probabilities(const Tensor& input, const Tensor& target, int64_t class_dim) {
-  if (!target.is_floating_point())
-    throw Error(fmt::format("Expected floating point type for target with class probabilities, "
-                            "got {}",
-                            fe::cpp_type_name(target.dtype())));
-  const double rows =
-      static_cast<double>(input.numel() / std::max<int64_t>(1, input.size(class_dim)));
-  return -(log_softmax(input, class_dim) * target).sum() / rows;
-}
-
-// PyTorch's nll_loss_nd checks of class-index targets against the input, in its order.
-void check_class_targets(const Tensor& input, const Tensor& target) {
-  if (input.dim() != 1 && (target.dim() == 0 || input.size(0) != target.size(0)))
-    throw Error(fmt::format("Expected input batch_size ({}) to match target batch_size ({}).",
-                            input.size(0), target.dim() == 0 ? 1 : target.size(0)));
-  if (input.dim() <= 2) {
-    if (target.dim() > 1)
-      throw Error("0D or 1D target tensor expected, multi-target not supported");
-    if (input.dim() == 1 && target.dim() != 0)
-      throw Error(fmt::format("size mismatch (got input: {}, target: {})",
-                              ir::shape_str(input.sizes()), ir::shape_str(target.sizes())));
-  } else if (input.dim() == 4) { // nll_loss2d's own checks (its message lacks a parenthesis)
-    if (target.dim() != 3)
-      throw Error(fmt::format("only batches of spatial targets supported (3D tensors) but got "
-                              "targets of dimension: {}",
-                              target.dim()));
-    if (target.size(1) != input.size(2) || target.size(2) != input.size(3))
-      throw Error(fmt::format("size mismatch (got input: {} , target: {}",
-                              ir::shape_str(input.sizes()), ir::shape_str(target.sizes())));
-  } else {
-    Shape expected = input.sizes();
-    expected.erase(expected.begin() + 1);
-    if (target.sizes() != expected)
-      throw Error(fmt::format("Expected target size {}, got {}", ir::shape_str(expected),
-                              ir::shape_str(target.sizes())));
-  }
-  // The kernel reads int64 targets, or uint8 ones.
-  if (target.dtype() != kInt64 && target.dtype() != kUInt8)
-    throw Error(
-        fmt::format("expected scalar type Long but found {}", fe::cpp_type_name(target.dtype())));
-}
-
-} // namespace
-
-Tensor cross_entropy(const Tensor& input, const Tensor& target, Caller caller) {
-  detail::CallSite site(caller, "cross_entropy");
-  if (input.dim() == 0) throw Error("Expected 1 or more dimensions (got 0)");
-  const int64_t class_dim = input.dim() == 1 ? 0 : 1;
-  // The probabilities of each class where the target has the input's shape; else class indices.
-  if (input.sizes() == target.sizes()) return cross_entropy_probabilities(input, target, class_dim);
-  // As PyTorch: log_softmax first (its dtype check speaks first), then the targets' checks.
-  Tensor logp = log_softmax(input, class_dim);
-  check_class_targets(input, target);
-  // Targets equal to ignore_index (PyTorch's default, -100) count for nothing: the mean is over
-  // the others (NaN when none is left).
-  constexpr int64_t kIgnoreIndex = -100;
-  const int64_t classes = input.size(class_dim);
-  const Tensor index = target.to(kInt64);
-  bool ignores = false;
-  for (int64_t v : index.to_vector<int64_t>()) {
-    if (v == kIgnoreIndex) {
-      ignores = true;
-      continue;
-    }
-    if (v < 0 || v >= classes) throw Error(fmt::format("Target {} is out of bounds.", v));
-  }
-  Tensor out;
-  if (classes == 0) {
-    // Every target was ignored (any other is out of bounds): nothing to pick, a mean of none.
-    out = -logp.sum() / 0.0;
-  } else if (!ignores) {
-    out = -gather(logp, class_dim, index.unsqueeze(class_dim)).mean();
-  } else {
-    Tensor keep = index != kIgnoreIndex;
-    Tensor at = where(keep, index, zeros_like(index)).unsqueeze(class_dim);
-    Tensor picked = gather(logp, class_dim, at).squeeze(class_dim);
-    out = -where(keep, picked, zeros_like(picked)).sum() / keep.sum();
-  }
-  ag::rename(out, "NllLossBackward0");
-  return out;
 }
 
 } // namespace nn::functional

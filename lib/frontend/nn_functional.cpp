@@ -1,0 +1,450 @@
+// nn::functional's losses with their reductions, activations with PyTorch's derivatives at their
+// kinks, one_hot, embedding and dropout. Each op computes its forward from public ops without
+// recording them, then records itself under PyTorch's grad_fn name with PyTorch's backward.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cmath>
+#include <string_view>
+
+#include "lib/autograd/formulas.h"
+#include "lib/core/warning.h"
+#include "lib/frontend/promotion.h"
+#include "lib/frontend/tensor_impl.h"
+#include "lib/ir/shape.h"
+#include "tensorjit/autograd.h"
+#include "tensorjit/functions.h"
+#include "tensorjit/indexing.h"
+
+namespace tj::nn::functional {
+namespace {
+
+namespace ag = autograd;
+using Grads = std::vector<Tensor>;
+using Saved = std::vector<Tensor>;
+
+enum class Reduction { None, Mean, Sum };
+
+Reduction reduction_of(std::string_view r) {
+  if (r == "none") return Reduction::None;
+  if (r == "mean") return Reduction::Mean;
+  if (r == "sum") return Reduction::Sum;
+  throw Error(fmt::format("{} is not a valid value for reduction", r));
+}
+
+Tensor reduced(const Tensor& loss, Reduction r) {
+  return r == Reduction::None ? loss : r == Reduction::Sum ? loss.sum() : loss.mean();
+}
+
+// The gradient of each element of an unreduced loss of `shape`, from the reduced loss's.
+Tensor per_element(const Tensor& g, Reduction r, const Shape& shape) {
+  if (r == Reduction::None) return g;
+  const Tensor each = r == Reduction::Sum ? g : g / static_cast<double>(ir::numel(shape));
+  return each.expand(shape);
+}
+
+// libtorch's warning where a pointwise loss's target broadcasts against its input.
+void warn_if_broadcast(const Tensor& input, const Tensor& target, std::atomic<bool>& shown) {
+  if (input.sizes() == target.sizes()) return;
+  core::warn_once(shown, fmt::format("Using a target size (torch.Size({})) that is different to "
+                                     "the input size (torch.Size({})). This will likely lead to "
+                                     "incorrect results due to broadcasting. Please ensure they "
+                                     "have the same size.",
+                                     ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
+}
+
+void check_float(const Tensor& t, const char* kernel) {
+  if (!t.is_floating_point())
+    throw Error(
+        fmt::format("\"{}\" not implemented for '{}'", kernel, fe::cpp_type_name(t.dtype())));
+}
+
+// A loss computed element by element from input and target (broadcast), then reduced.
+// `backward(g, x, t)` gives the gradients of the input and the target from each element's.
+template <typename Forward, typename Backward>
+Tensor pointwise_loss(const char* name, const Tensor& input, const Tensor& target, Reduction r,
+                      Forward forward, Backward backward) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = reduced(forward(input, target), r);
+  }
+  ag::record(name, {input, target}, {out}, {input, target},
+             [r, backward](const Grads& g, const Saved& s) {
+               const Shape shape = ir::broadcast_shapes(s[0].sizes(), s[1].sizes());
+               auto [gx, gt] = backward(per_element(g[0], r, shape), s[0], s[1]);
+               return Grads{gx, gt};
+             });
+  return out;
+}
+
+// An activation y = f(x) recorded with PyTorch's derivative `dx(g, x)`.
+template <typename Forward, typename Backward>
+Tensor activation(const char* name, const Tensor& x, Forward forward, Backward dx) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = forward(x);
+  }
+  ag::record(name, {x}, {out}, {x},
+             [dx](const Grads& g, const Saved& s) { return Grads{dx(g[0], s[0])}; });
+  return out;
+}
+
+} // namespace
+
+// --- losses ---
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
+                Caller caller) {
+  detail::CallSite site(caller, "mse_loss");
+  static std::atomic<bool> shown{false};
+  warn_if_broadcast(input, target, shown);
+  // PyTorch's kernel computes in the operands' common dtype, a real float one.
+  const DType common = fe::result_type({fe::operand(input), fe::operand(target)});
+  if (!is_floating_point(common))
+    throw Error(fmt::format("\"mse_cpu\" not implemented for '{}'", fe::cpp_type_name(common)));
+  return pointwise_loss(
+      "MseLossBackward0", input, target, reduction_of(reduction),
+      [](const Tensor& x, const Tensor& t) {
+        Tensor d = x - t;
+        return d * d;
+      },
+      [](const Tensor& g, const Tensor& x, const Tensor& t) {
+        Tensor gx = g * 2 * (x - t);
+        return std::pair{gx, -gx};
+      });
+}
+
+namespace {
+
+// -sum(target * log_softmax(input)) over the classes, reduced over the other elements
+// (PyTorch's loss for class probabilities: a target of the input's shape).
+Tensor cross_entropy_probabilities(const Tensor& input, const Tensor& target, int64_t class_dim,
+                                   Reduction r) {
+  if (!target.is_floating_point())
+    throw Error(fmt::format("Expected floating point type for target with class probabilities, "
+                            "got {}",
+                            fe::cpp_type_name(target.dtype())));
+  const Tensor terms = log_softmax(input, class_dim) * target;
+  if (r == Reduction::None) return -terms.sum(class_dim);
+  if (r == Reduction::Sum) return -terms.sum();
+  const double rows =
+      static_cast<double>(input.numel() / std::max<int64_t>(1, input.size(class_dim)));
+  return -terms.sum() / rows;
+}
+
+// PyTorch's nll_loss_nd checks of class-index targets against the input, in its order.
+void check_class_targets(const Tensor& input, const Tensor& target) {
+  if (input.dim() == 0) throw Error("Expected 1 or more dimensions (got 0)");
+  if (input.dim() != 1 && (target.dim() == 0 || input.size(0) != target.size(0)))
+    throw Error(fmt::format("Expected input batch_size ({}) to match target batch_size ({}).",
+                            input.size(0), target.dim() == 0 ? 1 : target.size(0)));
+  if (input.dim() <= 2) {
+    if (target.dim() > 1)
+      throw Error("0D or 1D target tensor expected, multi-target not supported");
+    if (input.dim() == 1 && target.dim() != 0)
+      throw Error(fmt::format("size mismatch (got input: {}, target: {})",
+                              ir::shape_str(input.sizes()), ir::shape_str(target.sizes())));
+  } else if (input.dim() == 4) { // nll_loss2d's own checks (its message lacks a parenthesis)
+    if (target.dim() != 3)
+      throw Error(fmt::format("only batches of spatial targets supported (3D tensors) but got "
+                              "targets of dimension: {}",
+                              target.dim()));
+    if (target.size(0) != input.size(0) || target.size(1) != input.size(2) ||
+        target.size(2) != input.size(3))
+      throw Error(fmt::format("size mismatch (got input: {} , target: {}",
+                              ir::shape_str(input.sizes()), ir::shape_str(target.sizes())));
+  } else {
+    Shape expected = input.sizes();
+    expected.erase(expected.begin() + 1);
+    if (target.sizes() != expected)
+      throw Error(fmt::format("Expected target size {}, got {}", ir::shape_str(expected),
+                              ir::shape_str(target.sizes())));
+  }
+  // The kernel reads int64 targets, or uint8 ones.
+  if (target.dtype() != kInt64 && target.dtype() != kUInt8)
+    throw Error(
+        fmt::format("expected scalar type Long but found {}", fe::cpp_type_name(target.dtype())));
+}
+
+// -logp[..., target, ...] along the class dim, reduced; targets equal to ignore_index count for
+// nothing (the mean is over the others: NaN when none is left). Checked as check_class_targets.
+Tensor nll(const Tensor& logp, const Tensor& target, Reduction r, int64_t ignore_index) {
+  const int64_t class_dim = logp.dim() == 1 ? 0 : 1, classes = logp.size(class_dim);
+  const Tensor index = target.to(kInt64);
+  bool ignores = false;
+  for (int64_t v : index.to_vector<int64_t>()) {
+    if (v == ignore_index) {
+      ignores = true;
+      continue;
+    }
+    if (v < 0 || v >= classes) throw Error(fmt::format("Target {} is out of bounds.", v));
+  }
+  const Tensor keep = index != ignore_index;
+  // Ignored targets pick class 0 (any would do: the pick is masked); with no class at all, every
+  // target was ignored and nothing is picked.
+  Tensor picked =
+      classes == 0
+          ? zeros(index.sizes(), logp.options())
+          : gather(logp, class_dim,
+                   (ignores ? where(keep, index, zeros_like(index)) : index).unsqueeze(class_dim))
+                .squeeze(class_dim);
+  if (classes == 0) picked = picked + logp.sum(); // keeps the graph: a zero, not a constant
+  Tensor losses = ignores ? -where(keep, picked, zeros_like(picked)) : -picked;
+  Tensor out = r == Reduction::None      ? losses
+               : r == Reduction::Sum     ? losses.sum()
+               : ignores || classes == 0 ? losses.sum() / keep.sum()
+                                         : losses.mean();
+  ag::rename(out, "NllLossBackward0");
+  return out;
+}
+
+} // namespace
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
+                int64_t ignore_index, Caller caller) {
+  detail::CallSite site(caller, "nll_loss");
+  const Reduction r = reduction_of(reduction);
+  check_class_targets(input, target);
+  check_float(input, input.dim() <= 2 ? "nll_loss_out_frame" : "nll_loss2d_forward_out_frame");
+  return nll(input, target, r, ignore_index);
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view reduction,
+                     int64_t ignore_index, Caller caller) {
+  detail::CallSite site(caller, "cross_entropy");
+  const Reduction r = reduction_of(reduction);
+  if (input.dim() == 0) throw Error("Expected 1 or more dimensions (got 0)");
+  const int64_t class_dim = input.dim() == 1 ? 0 : 1;
+  // The probabilities of each class where the target has the input's shape; else class indices.
+  if (input.sizes() == target.sizes())
+    return cross_entropy_probabilities(input, target, class_dim, r);
+  // As PyTorch: log_softmax first (its dtype check speaks first), then the targets' checks.
+  Tensor logp = log_softmax(input, class_dim);
+  check_class_targets(input, target);
+  return nll(logp, target, r, ignore_index);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
+               Caller caller) {
+  detail::CallSite site(caller, "l1_loss");
+  static std::atomic<bool> shown{false};
+  warn_if_broadcast(input, target, shown);
+  // A composite in PyTorch too: its grad_fn is the reduction's.
+  return reduced((input - target).abs(), reduction_of(reduction));
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
+                      double beta, Caller caller) {
+  detail::CallSite site(caller, "smooth_l1_loss");
+  static std::atomic<bool> shown{false};
+  warn_if_broadcast(input, target, shown);
+  if (beta < 0) throw Error("smooth_l1_loss does not support negative values for beta.");
+  if (beta == 0) return l1_loss(input, target, reduction, caller);
+  return pointwise_loss(
+      "SmoothL1LossBackward0", input, target, reduction_of(reduction),
+      [beta](const Tensor& x, const Tensor& t) {
+        Tensor d = x - t, a = d.abs();
+        return where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta);
+      },
+      [beta](const Tensor& g, const Tensor& x, const Tensor& t) {
+        Tensor d = x - t;
+        Tensor gx = g * where(d <= -beta, full_like(d, -1.0),
+                              where(d >= beta, full_like(d, 1.0), d / beta));
+        return std::pair{gx, -gx};
+      });
+}
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
+                  double delta, Caller caller) {
+  detail::CallSite site(caller, "huber_loss");
+  static std::atomic<bool> shown{false};
+  warn_if_broadcast(input, target, shown);
+  if (delta <= 0) throw Error("huber_loss does not support non-positive values for delta.");
+  return pointwise_loss(
+      "HuberLossBackward0", input, target, reduction_of(reduction),
+      [delta](const Tensor& x, const Tensor& t) {
+        Tensor d = x - t, a = d.abs();
+        return where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta);
+      },
+      [delta](const Tensor& g, const Tensor& x, const Tensor& t) {
+        Tensor gx = g * (x - t).clamp(-delta, delta);
+        return std::pair{gx, -gx};
+      });
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, std::string_view reduction,
+                            Caller caller) {
+  detail::CallSite site(caller, "binary_cross_entropy");
+  if (target.sizes() != input.sizes())
+    throw Error(fmt::format("Using a target size (torch.Size({})) that is different to the input "
+                            "size (torch.Size({})) is deprecated. Please ensure they have the "
+                            "same size.",
+                            ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
+  const Reduction r = reduction_of(reduction);
+  check_float(input, "binary_cross_entropy");
+  {
+    // PyTorch's kernel checks each element as it computes (NaN fails too): here, before.
+    NoGradGuard no_grad;
+    if ((~((input >= 0) & (input <= 1))).any().item<bool>())
+      throw Error("all elements of input should be between 0 and 1");
+  }
+  return pointwise_loss(
+      "BinaryCrossEntropyBackward0", input, target, r,
+      [](const Tensor& x, const Tensor& t) {
+        // Each log is held at -100, as PyTorch's, so that a 0 or 1 gives a finite loss.
+        return (t - 1) * (-x).log1p().clamp_min(-100) - t * x.log().clamp_min(-100);
+      },
+      [](const Tensor& g, const Tensor& x, const Tensor& t) {
+        Tensor gx = g * (x - t) / ((1 - x) * x).clamp_min(1e-12);
+        Tensor gt = g * -(x / (1 - x)).log(); // -logit(x)
+        return std::pair{gx, gt};
+      });
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        std::string_view reduction, const Tensor& pos_weight,
+                                        Caller caller) {
+  detail::CallSite site(caller, "binary_cross_entropy_with_logits");
+  if (target.sizes() != input.sizes())
+    throw Error(fmt::format("Target size (torch.Size({})) must be the same as input size "
+                            "(torch.Size({}))",
+                            ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
+  const Reduction r = reduction_of(reduction);
+  // softplus(-x) = log(1 + exp(-x)), written so that no exp overflows.
+  auto softplus_neg = [](const Tensor& x) { return (-x.abs()).exp().log1p() + (-x).clamp_min(0); };
+  if (!pos_weight.defined())
+    return pointwise_loss(
+        "BinaryCrossEntropyWithLogitsBackward0", input, target, r,
+        [softplus_neg](const Tensor& x, const Tensor& t) { return (1 - t) * x + softplus_neg(x); },
+        [softplus_neg](const Tensor& g, const Tensor& x, const Tensor& t) {
+          return std::pair{g * (x.sigmoid() - t), g * -x};
+        });
+  // The positive examples weighed by pos_weight (broadcast along the last dim, the classes).
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = reduced((1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg(input), r);
+  }
+  ag::record("BinaryCrossEntropyWithLogitsBackward0", {input, target, pos_weight}, {out},
+             {input, target, pos_weight}, [r, softplus_neg](const Grads& g, const Saved& s) {
+               const Tensor &x = s[0], &t = s[1], &pw = s[2];
+               const Tensor ge = per_element(g[0], r, x.sizes());
+               const Tensor wt = pw * t;
+               Tensor gx = ge * ((wt + 1 - t) * x.sigmoid() - wt);
+               Tensor gt = ge * (-x + (pw - 1) * softplus_neg(x));
+               Tensor gw = ge * t * softplus_neg(x);
+               return Grads{gx, gt, gw};
+             });
+  return out;
+}
+
+// --- activations ---
+
+Tensor leaky_relu(const Tensor& x, double negative_slope, Caller caller) {
+  detail::CallSite site(caller, "leaky_relu");
+  check_float(x, "leaky_relu_cpu");
+  return activation(
+      "LeakyReluBackward0", x,
+      [negative_slope](const Tensor& v) { return where(v > 0, v, v * negative_slope); },
+      [negative_slope](const Tensor& g, const Tensor& v) {
+        return where(v > 0, g, g * negative_slope);
+      });
+}
+
+Tensor elu(const Tensor& x, double alpha, Caller caller) {
+  detail::CallSite site(caller, "elu");
+  check_float(x, "elu_cpu");
+  // At 0 the derivative is the exponential side's, alpha, as PyTorch's elu_backward.
+  return activation(
+      "EluBackward0", x,
+      [alpha](const Tensor& v) { return where(v > 0, v, (v.exp() - 1) * alpha); },
+      [alpha](const Tensor& g, const Tensor& v) { return where(v > 0, g, g * alpha * v.exp()); });
+}
+
+Tensor silu(const Tensor& x, Caller caller) {
+  detail::CallSite site(caller, "silu");
+  check_float(x, "silu_cpu");
+  return activation(
+      "SiluBackward0", x, [](const Tensor& v) { return v * v.sigmoid(); },
+      [](const Tensor& g, const Tensor& v) {
+        Tensor s = v.sigmoid();
+        return g * s * (1 + v * (1 - s));
+      });
+}
+
+Tensor softplus(const Tensor& x, double beta, double threshold, Caller caller) {
+  detail::CallSite site(caller, "softplus");
+  check_float(x, "softplus_cpu");
+  // Above the threshold (in x * beta) the function is x itself, its derivative 1.
+  return activation(
+      "SoftplusBackward0", x,
+      [beta, threshold](const Tensor& v) {
+        Tensor vb = v * beta;
+        return where(vb > threshold, v, vb.exp().log1p() / beta);
+      },
+      [beta, threshold](const Tensor& g, const Tensor& v) {
+        Tensor vb = v * beta, z = vb.exp();
+        return where(vb > threshold, g, g * z / (z + 1));
+      });
+}
+
+Tensor hardtanh(const Tensor& x, double min_val, double max_val, Caller caller) {
+  detail::CallSite site(caller, "hardtanh");
+  if (x.dtype() == kBool) throw Error("Bool inputs not supported for hardtanh");
+  // The derivative is 0 at the bounds too, as PyTorch's hardtanh_backward.
+  return activation(
+      "HardtanhBackward0", x, [=](const Tensor& v) { return v.clamp(min_val, max_val); },
+      [=](const Tensor& g, const Tensor& v) {
+        return where((v <= min_val) | (v >= max_val), zeros_like(g), g);
+      });
+}
+
+// --- indices ---
+
+Tensor one_hot(const Tensor& t, int64_t num_classes, Caller caller) {
+  detail::CallSite site(caller, "one_hot");
+  if (t.dtype() != kInt64) throw Error("one_hot is only applicable to index tensor.");
+  if (t.numel() == 0 && num_classes <= 0)
+    throw Error("Can not infer total number of classes from empty tensor.");
+  if (t.numel() > 0) {
+    if (t.min().item<int64_t>() < 0) throw Error("Class values must be non-negative.");
+    const int64_t top = t.max().item<int64_t>();
+    if (num_classes == -1)
+      num_classes = top + 1;
+    else if (top >= num_classes)
+      throw Error("Class values must be smaller than num_classes.");
+  }
+  Tensor classes = arange(num_classes, TensorOptions().dtype(kInt64).device(t.device()));
+  return (t.unsqueeze(-1) == classes).to(kInt64);
+}
+
+Tensor embedding(const Tensor& input, const Tensor& weight, Caller caller) {
+  detail::CallSite site(caller, "embedding");
+  if (input.dtype() != kInt64 && input.dtype() != kInt32)
+    throw Error(fmt::format("Expected tensor for argument #1 'indices' to have one of the "
+                            "following scalar types: Long, Int; but got {} instead (while "
+                            "checking arguments for embedding)",
+                            fe::legacy_type_name(input.dtype())));
+  if (weight.dim() != 2) throw Error("'weight' must be 2-D");
+  Shape out = input.sizes();
+  out.push_back(weight.size(1));
+  Tensor rows = weight.index_select(0, input.reshape({-1}));
+  Tensor y = rows.view(out);
+  ag::rename(y, "EmbeddingBackward0");
+  return y;
+}
+
+Tensor dropout(const Tensor& x, double p, bool training, Caller caller) {
+  detail::CallSite site(caller, "dropout");
+  if (p < 0 || p > 1)
+    throw Error(fmt::format("dropout probability has to be between 0 and 1, but got {}", p));
+  if (!training || p == 0) return x;
+  // As PyTorch's CPU path: a Bernoulli(1 - p) mask scaled by 1 / (1 - p), one multiply.
+  if (p == 1) return x * zeros_like(x);
+  Tensor keep = (rand_like(x, TensorOptions().dtype(fe::float_accumulator(x.dtype()))) >= p);
+  return x * (keep.to(x.dtype()) / (1 - p));
+}
+
+} // namespace tj::nn::functional
