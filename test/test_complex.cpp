@@ -155,6 +155,12 @@ TEST_CASE("complex: arithmetic and functions against std::complex", "[complex]")
     check_close(M.cosh(), each_m([](cd z) { return std::cosh(z); }), tol);
     check_close(M.log2(), each_m([](cd z) { return std::log(z) / std::log(2.0); }), tol);
     check_close(M.log10(), each_m([](cd z) { return std::log10(z); }), tol);
+    check_close(M.asin(), each_m([](cd z) { return std::asin(z); }), tol);
+    check_close(M.acos(), each_m([](cd z) { return std::acos(z); }), tol);
+    check_close(M.atan(), each_m([](cd z) { return std::atan(z); }), tol);
+    check_close(M.asinh(), each_m([](cd z) { return std::asinh(z); }), tol);
+    check_close(M.acosh(), each_m([](cd z) { return std::acosh(z); }), tol);
+    check_close(M.atanh(), each_m([](cd z) { return std::atanh(z); }), tol);
     // Powers: the exponents computed otherwise (0.5, -1, 2, 3, ...), and exp(w log z).
     for (double e : {0.0, 1.0, 2.0, 3.0, -2.0, 0.5, -0.5, -1.0, 2.5, -1.75})
       check_close(M.pow(e), each_m([e](cd z) { return e == 0 ? cd(1) : std::pow(z, e); }), tol);
@@ -402,8 +408,9 @@ TEST_CASE("complex: the pairs of reals agree with the reference interpreter", "[
   Tensor c = complex(x, y);
   Tensor e = (c * c.conj() / (c + 2) + c.exp() - c.log() + c.sqrt()).sum(1, true) * c.t().sum(0);
   Tensor r = e.abs() + e.real() - e.imag() + e.angle();
-  Tensor f = c.tanh() + c.tan() * c.sinh() - c.cosh() + c.log2() * c.log10() +
-             c.pow(c.flip({1})) + c.pow(2.5) + c.prod(1, true) * c.var();
+  Tensor f = c.tanh() + c.tan() * c.sinh() - c.cosh() + c.log2() * c.log10() + c.pow(c.flip({1})) +
+             c.pow(2.5) + c.prod(1, true) * c.var() + c.asin() * c.acos() + c.atan() - c.asinh() +
+             c.acosh() * c.atanh();
   for (const Tensor& t : {e, r, f}) {
     interp::HostArray ref = interp::evaluate(detail::node_of(t));
     Tensor got = t.is_complex() ? stack({t.real(), t.imag()}, -1).contiguous() : t;
@@ -541,7 +548,7 @@ TEST_CASE("complex: errors in PyTorch's words", "[complex][errors]") {
   CHECK_THROWS_WITH(minimum(c, c), "minimum not implemented for complex tensors.");
   CHECK_THROWS_WITH(c.remainder(c), "\"remainder_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(floor_divide(c, c), "\"div_floor_cpu\" not implemented for 'ComplexFloat'");
-  CHECK_THROWS_WITH(c.asin(), "\"asin_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(c.erf(), "\"erf_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(c.max(), Contains("does not support complex input"));
   CHECK_THROWS_WITH(linalg::inv(zeros({2, 2}, kComplex128)).eval(),
                     Contains("The diagonal element 1 is zero"));
@@ -629,6 +636,12 @@ TEST_CASE("complex: gradients (dL/dx + i dL/dy) against central differences",
       "tanh, tan, sinh, cosh",
       [](const Xs& x) { return x[0].tanh() + x[0].tan() * 0.5 + x[0].sinh() - x[0].cosh() * 2; },
       {z * 0.5});
+  complex_gradcheck("asin, acos, atan",
+                    [](const Xs& x) { return x[0].asin() + x[0].acos() * 2 + x[0].atan() * 3; },
+                    {z * 0.5});
+  complex_gradcheck("asinh, acosh, atanh",
+                    [](const Xs& x) { return x[0].asinh() + x[0].acosh() * 2 + x[0].atanh() * 3; },
+                    {z * 0.5});
   complex_gradcheck("log2, log10", [](const Xs& x) { return x[0].log2() + x[0].log10() * 3; },
                     {away});
   complex_gradcheck("add, sub with alpha",

@@ -54,11 +54,11 @@ Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
   case Op::Tan:
     return g * (1 + y * y).conj();
   case Op::Asin:
-    return g * (1 - x * x).rsqrt();
+    return g * (1 - x * x).rsqrt().conj();
   case Op::Acos:
-    return -g * (1 - x * x).rsqrt();
+    return -g * (1 - x * x).rsqrt().conj();
   case Op::Atan:
-    return g / (1 + x * x);
+    return g / (1 + x * x).conj();
   case Op::Sinh:
     return g * x.cosh().conj();
   case Op::Cosh:
@@ -66,11 +66,12 @@ Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
   case Op::Tanh:
     return g * (1 - y * y).conj();
   case Op::Asinh:
-    return g * (x * x + 1).rsqrt();
-  case Op::Acosh:
+    return g * (x * x + 1).rsqrt().conj();
+  case Op::Acosh: // complex: the product of roots, on acosh's branch
+    if (x.is_complex()) return g * ((x + 1).rsqrt() * (x - 1).rsqrt()).conj();
     return g * (x * x - 1).rsqrt();
   case Op::Atanh:
-    return g / (1 - x * x);
+    return g / (1 - x * x).conj();
   case Op::Erf:
     return g * (M_2_SQRTPI * (-x * x).exp());
   case Op::Erfc:

@@ -130,6 +130,12 @@ constexpr bool takes_complex(Op op) {
   case Op::Sinh:
   case Op::Cosh:
   case Op::Tanh:
+  case Op::Asin:
+  case Op::Acos:
+  case Op::Atan:
+  case Op::Asinh:
+  case Op::Acosh:
+  case Op::Atanh:
   case Op::CmpEq:
   case Op::CmpNe:
   case Op::Where:

@@ -229,6 +229,42 @@ private:
     return where(big, scaled(root, 2), root);
   }
 
+  static Parts negated(const Parts& z) { return {un(Op::Neg, z.re), un(Op::Neg, z.im)}; }
+
+  static Parts sum(const Parts& a, const Parts& b) {
+    return {bin(Op::Add, a.re, b.re), bin(Op::Add, a.im, b.im)};
+  }
+
+  // i z, and -i z: a quarter turn each way (the signs of zeros turn with it, as C's casin).
+  static Parts times_i(const Parts& z) { return {un(Op::Neg, z.im), z.re}; }
+  static Parts times_minus_i(const Parts& z) { return {z.im, un(Op::Neg, z.re)}; }
+
+  // asinh z = log(z + sqrt(z^2 + 1)), as -asinh(-z) left of the imaginary axis, where the sum
+  // would cancel.
+  static Parts inverse_sinh(const Parts& z) {
+    NodePtr left = bin(Op::CmpLt, z.re, num(0, z.re));
+    Parts x = where(left, negated(z), z);
+    Parts sq = multiply(x, x);
+    Parts y = logarithm(sum(x, square_root({bin(Op::Add, sq.re, num(1, sq.re)), sq.im})));
+    return where(left, negated(y), y);
+  }
+
+  // acosh z = log(z + sqrt(z + 1) sqrt(z - 1)): the product of roots, not sqrt(z^2 - 1), keeps
+  // the principal branch.
+  static Parts inverse_cosh(const Parts& z) {
+    Parts above = square_root({bin(Op::Add, z.re, num(1, z.re)), z.im});
+    Parts below = square_root({bin(Op::Sub, z.re, num(1, z.re)), z.im});
+    return logarithm(sum(z, multiply(above, below)));
+  }
+
+  // atanh z = (log(1 + z) - log(1 - z)) / 2; 1 - z negates the imaginary part (rather than
+  // subtracting it from 0) so that its zero's sign picks the side of the cut.
+  static Parts inverse_tanh(const Parts& z) {
+    Parts p = logarithm({bin(Op::Add, num(1, z.re), z.re), z.im});
+    Parts m = logarithm({bin(Op::Sub, num(1, z.re), z.re), un(Op::Neg, z.im)});
+    return scaled({bin(Op::Sub, p.re, m.re), bin(Op::Sub, p.im, m.im)}, 0.5);
+  }
+
   NodePtr lower_complex_node(const ir::Node& n) {
     const DType part = real_part_dtype(n.dtype);
     const Shape s2 = paired(n.shape);
@@ -305,6 +341,20 @@ private:
       Parts z = operand(0);
       Parts t = hyperbolic_tangent({un(Op::Neg, z.im), z.re});
       return pair({t.im, un(Op::Neg, t.re)});
+    }
+    case Op::Asinh:
+      return pair(inverse_sinh(operand(0)));
+    case Op::Acosh:
+      return pair(inverse_cosh(operand(0)));
+    case Op::Atanh:
+      return pair(inverse_tanh(operand(0)));
+    case Op::Asin: // -i asinh(iz)
+      return pair(times_minus_i(inverse_sinh(times_i(operand(0)))));
+    case Op::Atan: // -i atanh(iz)
+      return pair(times_minus_i(inverse_tanh(times_i(operand(0)))));
+    case Op::Acos: { // pi/2 - asin z
+      Parts s = times_minus_i(inverse_sinh(times_i(operand(0))));
+      return pair({bin(Op::Sub, num(std::numbers::pi / 2, s.re), s.re), un(Op::Neg, s.im)});
     }
     case Op::Where:
       return fe::where(spread(run(n.src[0])), pairs(n.src[1], part), pairs(n.src[2], part));
