@@ -149,6 +149,33 @@ TEST_CASE("complex: arithmetic and functions against std::complex", "[complex]")
     check_close(M.sin(), each_m([](cd z) { return std::sin(z); }), tol);
     check_close(M.cos(), each_m([](cd z) { return std::cos(z); }), tol);
     check_close(M.reciprocal(), each_m([](cd z) { return 1.0 / z; }), tol);
+    check_close(M.tan(), each_m([](cd z) { return std::tan(z); }), tol);
+    check_close(M.tanh(), each_m([](cd z) { return std::tanh(z); }), tol);
+    check_close(M.sinh(), each_m([](cd z) { return std::sinh(z); }), tol);
+    check_close(M.cosh(), each_m([](cd z) { return std::cosh(z); }), tol);
+    check_close(M.log2(), each_m([](cd z) { return std::log(z) / std::log(2.0); }), tol);
+    check_close(M.log10(), each_m([](cd z) { return std::log10(z); }), tol);
+    check_close(M.asin(), each_m([](cd z) { return std::asin(z); }), tol);
+    check_close(M.acos(), each_m([](cd z) { return std::acos(z); }), tol);
+    check_close(M.atan(), each_m([](cd z) { return std::atan(z); }), tol);
+    check_close(M.asinh(), each_m([](cd z) { return std::asinh(z); }), tol);
+    check_close(M.acosh(), each_m([](cd z) { return std::acosh(z); }), tol);
+    check_close(M.atanh(), each_m([](cd z) { return std::atanh(z); }), tol);
+    // Powers: the exponents computed otherwise (0.5, -1, 2, 3, ...), and exp(w log z).
+    for (double e : {0.0, 1.0, 2.0, 3.0, -2.0, 0.5, -0.5, -1.0, 2.5, -1.75})
+      check_close(M.pow(e), each_m([e](cd z) { return e == 0 ? cd(1) : std::pow(z, e); }), tol);
+    const cd w(2, 1);
+    check_close(M.pow(Scalar(w)), each_m([w](cd z) { return std::pow(z, w); }), tol);
+    check_close(
+        M.pow(M.flip({0})),
+        [&] {
+          std::vector<cd> out;
+          for (size_t i = 0; i < m.size(); ++i)
+            out.push_back(std::pow(m[i], m[m.size() - 1 - i]));
+          return out;
+        }(),
+        tol);
+    check_close(pow(2, M), each_m([](cd z) { return std::pow(cd(2), z); }), tol);
     // Real results: magnitudes without overflow, angles, parts.
     std::vector<double> mag = X.abs().to(kFloat64).to_vector<double>();
     std::vector<double> ang = X.angle().to(kFloat64).to_vector<double>();
@@ -182,6 +209,95 @@ TEST_CASE("complex: arithmetic and functions against std::complex", "[complex]")
     CHECK(allclose(got, want, 1e-5, 1e-5));
     CHECK(allclose(A.mT().matmul(A), (A.mT().unsqueeze(-1) * A.unsqueeze(1)).sum(2), 1e-5, 1e-5));
   }
+}
+
+TEST_CASE("complex: powers with complex exponents keep the imaginary part", "[complex]") {
+  // (1+1j)**(2+1j), (2-1j)**(2+1j), 2**(2+1j): PyTorch's -0.3097+0.8577j, 7.8897-0.9720j,
+  // 3.0770+2.5558j.
+  const cd w(2, 1);
+  Tensor c = ctensor({{1, 1}, {2, -1}}, kComplex64);
+  check_close(c.pow(Scalar(w)), {std::pow(cd(1, 1), w), std::pow(cd(2, -1), w)}, 1e-6);
+  Tensor i = arange(1, 3).pow(Scalar(w));
+  CHECK(i.dtype() == kComplex64);
+  check_close(i, {1, std::pow(2.0, w)}, 1e-6);
+  // A complex exponent without an imaginary part is the real one.
+  check_close(c.pow(Scalar(cd(2, 0))), {{0, 2}, {3, -4}}, 1e-6);
+  check_close(c.pow(0), {{1, 0}, {1, 0}}, 0);
+  check_close(c.pow(ctensor({{0, 0}, {0, 0}}, kComplex64)), {{1, 0}, {1, 0}}, 0);
+  check_close(ctensor({{0, 0}}).pow(ctensor({{2.5, 1}})), {{0, 0}}, 0);
+  check_close(ones({2}).pow(c), {{1, 0}, {1, 0}}, 1e-6);
+  // The magnitude of inf + nan j is inf, as hypot's.
+  const double inf = std::numeric_limits<double>::infinity(),
+               nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType t : {kComplex64, kComplex128})
+    CHECK(equal(ctensor({{inf, nan}, {nan, -inf}}, t).abs(),
+                full({2}, inf, dtype(real_part_dtype(t)))));
+  // A product by a complex 1 is a complex multiplication: (inf + 0j) * 1 is inf + nanj.
+  for (const Tensor& p : {ctensor({{inf, 0}}) * 1, ctensor({{inf, 0}}) * ctensor({{1, 0}}),
+                          ctensor({{inf, 0}}) / 1}) {
+    CHECK(p.real().item<double>() == inf);
+    CHECK(std::isnan(p.imag().item<double>()));
+  }
+}
+
+TEST_CASE("complex: square roots on the branch cut and near overflow", "[complex]") {
+  for (DType t : {kComplex64, kComplex128}) {
+    INFO(dtype_name(t));
+    // The imaginary part takes the sign bit of z's: sqrt(-1 - 0j) is -1j.
+    Tensor z = ctensor({{-1, -0.0}, {-1, 0}, {4, -0.0}}, t);
+    std::vector<cd> got = z.sqrt().to_vector<cd>();
+    CHECK(got[0] == cd(0, -1));
+    CHECK(got[1] == cd(0, 1));
+    CHECK(got[2] == cd(2, 0));
+    CHECK(std::signbit(got[2].imag()));
+    check_close(ctensor({{-4, -0.0}}, t).rsqrt(), {{0, 0.5}}, 1e-7);
+  }
+  // Neither |z| nor |Re z| + |z| overflows.
+  const std::vector<cd> f = {{3e38, 3e38}, {-3e38, 1}, {3e38, 0}};
+  check_close(ctensor(f, kComplex64).sqrt(), {std::sqrt(f[0]), std::sqrt(f[1]), std::sqrt(f[2])},
+              1e-6);
+  const std::vector<cd> d = {{1e308, 1e308}, {-1e308, 1}, {1.7e308, -1.7e308}};
+  check_close(ctensor(d).sqrt(), {std::sqrt(d[0]), std::sqrt(d[1]), std::sqrt(d[2])}, 1e-15);
+}
+
+TEST_CASE("complex: add and sub with alpha, full and arange", "[complex]") {
+  Tensor a = ctensor({{1, 2}, {-1, 0.5}}), b = ctensor({{0.5, -1}, {2, 3}});
+  check_close(a.add(b, 2.5), {cd(1, 2) + 2.5 * cd(0.5, -1), cd(-1, 0.5) + 2.5 * cd(2, 3)}, 1e-15);
+  const cd al(2, 1);
+  check_close(a.sub(b, Scalar(al)), {cd(1, 2) - al * cd(0.5, -1), cd(-1, 0.5) - al * cd(2, 3)},
+              1e-15);
+  check_close(a.add(b, Scalar(al)), {cd(1, 2) + al * cd(0.5, -1), cd(-1, 0.5) + al * cd(2, 3)},
+              1e-15);
+  CHECK_THROWS_WITH(ones({2}).add(ones({2}), Scalar(al)),
+                    "For non-complex input tensors, argument alpha must not be a complex number.");
+  CHECK_THROWS_WITH(
+      arange(2).add(arange(2), 2.5),
+      "For integral input tensors, argument alpha must not be a floating point number.");
+  Tensor f = full({2}, Scalar(cd(1, 2)));
+  CHECK(f.dtype() == kComplex64);
+  check_close(f, {{1, 2}, {1, 2}}, 0);
+  CHECK_THROWS_WITH(arange(3, kComplex64), "\"arange_cpu\" not implemented for 'ComplexFloat'");
+}
+
+TEST_CASE("complex: products, storages and the grad_fn of statistics", "[complex]") {
+  Tensor z = ctensor({{1, 1}, {2, -1}, {-1, 0.5}});
+  check_close(z.prod(), {{-3.5, 0.5}}, 1e-15);
+  check_close(z.reshape({3, 1}).expand({3, 2}).prod(0), {{-3.5, 0.5}, {-3.5, 0.5}}, 1e-15);
+  check_close(z.prod(0, true), {{-3.5, 0.5}}, 1e-15);
+  check_close(zeros({0}, kComplex64).prod(), {{1, 0}}, 0);
+  Tensor r = z.detach().requires_grad_();
+  CHECK(r.var().grad_fn()->name() == "VarBackward0");
+  CHECK(r.std().grad_fn()->name() == "StdBackward0");
+  CHECK(r.cumprod(0).grad_fn()->name() == "CumprodBackward0");
+  CHECK(r.prod().grad_fn()->name() == "ProdBackward0");
+  Tensor x = ones({2}).requires_grad_();
+  Tensor ang = x.angle();
+  CHECK(ang.grad_fn()->name() == "AngleBackward0");
+  ang.sum().backward();
+  CHECK(equal(x.grad(), zeros({2})));
+  // A storage prints each element as a Python complex.
+  CHECK(printed(ctensor({{1.5, 2}, {0, -1}}).storage()) ==
+        " (1.5+2j)\n -1j\n[torch.ComplexDoubleStorage of size 2]");
 }
 
 TEST_CASE("complex: views, writes and memory", "[complex]") {
@@ -292,7 +408,10 @@ TEST_CASE("complex: the pairs of reals agree with the reference interpreter", "[
   Tensor c = complex(x, y);
   Tensor e = (c * c.conj() / (c + 2) + c.exp() - c.log() + c.sqrt()).sum(1, true) * c.t().sum(0);
   Tensor r = e.abs() + e.real() - e.imag() + e.angle();
-  for (const Tensor& t : {e, r}) {
+  Tensor f = c.tanh() + c.tan() * c.sinh() - c.cosh() + c.log2() * c.log10() + c.pow(c.flip({1})) +
+             c.pow(2.5) + c.prod(1, true) * c.var() + c.asin() * c.acos() + c.atan() - c.asinh() +
+             c.acosh() * c.atanh();
+  for (const Tensor& t : {e, r, f}) {
     interp::HostArray ref = interp::evaluate(detail::node_of(t));
     Tensor got = t.is_complex() ? stack({t.real(), t.imag()}, -1).contiguous() : t;
     std::vector<double> g = got.to_vector<double>();
@@ -423,7 +542,13 @@ TEST_CASE("complex: errors in PyTorch's words", "[complex][errors]") {
   CHECK_THROWS_WITH(zeros({3}, kComplex64) < zeros({4}, kComplex64),
                     "\"lt_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(c.floor(), "floor is not supported for complex inputs");
-  CHECK_THROWS_WITH(c.tanh(), "\"tanh_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(c > c, "\"gt_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(c >= 0, "\"ge_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(maximum(c, c), "maximum not implemented for complex tensors.");
+  CHECK_THROWS_WITH(minimum(c, c), "minimum not implemented for complex tensors.");
+  CHECK_THROWS_WITH(c.remainder(c), "\"remainder_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(floor_divide(c, c), "\"div_floor_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(c.erf(), "\"erf_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(c.max(), Contains("does not support complex input"));
   CHECK_THROWS_WITH(linalg::inv(zeros({2, 2}, kComplex128)).eval(),
                     Contains("The diagonal element 1 is zero"));
@@ -499,6 +624,36 @@ TEST_CASE("complex: gradients (dL/dx + i dL/dy) against central differences",
   complex_gradcheck("reciprocal", [](const Xs& x) { return x[0].reciprocal(); }, {v});
   complex_gradcheck("sigmoid", [](const Xs& x) { return x[0].sigmoid(); }, {z * 0.5});
   complex_gradcheck("pow", [](const Xs& x) { return x[0].pow(2) * x[0].square(); }, {z});
+  complex_gradcheck("pow, real exponents", [](const Xs& x) { return x[0].pow(2.5) + x[0].pow(3); },
+                    {away});
+  complex_gradcheck(
+      "pow, complex exponents",
+      [](const Xs& x) { return x[0].pow(x[1]) + x[0].pow(Scalar(cd(2, 1))) + pow(2, x[1]); },
+      {away, v * 0.5});
+  complex_gradcheck("pow, real base", [](const Xs& x) { return x[0].pow(x[1]); },
+                    {r.abs() + 0.5, v * 0.5});
+  complex_gradcheck(
+      "tanh, tan, sinh, cosh",
+      [](const Xs& x) { return x[0].tanh() + x[0].tan() * 0.5 + x[0].sinh() - x[0].cosh() * 2; },
+      {z * 0.5});
+  complex_gradcheck("asin, acos, atan",
+                    [](const Xs& x) { return x[0].asin() + x[0].acos() * 2 + x[0].atan() * 3; },
+                    {z * 0.5});
+  complex_gradcheck("asinh, acosh, atanh",
+                    [](const Xs& x) { return x[0].asinh() + x[0].acosh() * 2 + x[0].atanh() * 3; },
+                    {z * 0.5});
+  complex_gradcheck("log2, log10", [](const Xs& x) { return x[0].log2() + x[0].log10() * 3; },
+                    {away});
+  complex_gradcheck("add, sub with alpha",
+                    [](const Xs& x) {
+                      return x[0].sub(x[1], Scalar(cd(2, 1))) + x[1].add(x[0], 0.5) +
+                             x[0].add(x[2], Scalar(cd(-1, 3)));
+                    },
+                    {z, v, r});
+  complex_gradcheck(
+      "var, std", [](const Xs& x) { return x[0].var(std::vector<int64_t>{1}) + x[0].std(); }, {z});
+  complex_gradcheck("prod, cumprod",
+                    [](const Xs& x) { return x[0].prod(1) + x[0].cumprod(1).sum(0).prod(); }, {z});
   complex_gradcheck("abs (real result)", [](const Xs& x) { return x[0].abs(); }, {z});
   complex_gradcheck("angle (real result)", [](const Xs& x) { return x[0].angle(); }, {z});
   complex_gradcheck("real, imag", [](const Xs& x) { return x[0].real() * x[0].imag(); }, {z});

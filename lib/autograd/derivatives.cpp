@@ -42,9 +42,9 @@ Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
   case Op::Log:
     return g / x.conj();
   case Op::Log2:
-    return g / (x * M_LN2);
+    return g / (x.conj() * M_LN2);
   case Op::Log10:
-    return g / (x * M_LN10);
+    return g / (x.conj() * M_LN10);
   case Op::Log1p:
     return g / (x + 1);
   case Op::Sin:
@@ -54,23 +54,24 @@ Tensor unary_vjp(Op op, const Tensor& g, const Tensor& x, const Tensor& y) {
   case Op::Tan:
     return g * (1 + y * y).conj();
   case Op::Asin:
-    return g * (1 - x * x).rsqrt();
+    return g * (1 - x * x).rsqrt().conj();
   case Op::Acos:
-    return -g * (1 - x * x).rsqrt();
+    return -g * (1 - x * x).rsqrt().conj();
   case Op::Atan:
-    return g / (1 + x * x);
+    return g / (1 + x * x).conj();
   case Op::Sinh:
-    return g * x.cosh();
+    return g * x.cosh().conj();
   case Op::Cosh:
-    return g * x.sinh();
+    return g * x.sinh().conj();
   case Op::Tanh:
     return g * (1 - y * y).conj();
   case Op::Asinh:
-    return g * (x * x + 1).rsqrt();
-  case Op::Acosh:
+    return g * (x * x + 1).rsqrt().conj();
+  case Op::Acosh: // complex: the product of roots, on acosh's branch
+    if (x.is_complex()) return g * ((x + 1).rsqrt() * (x - 1).rsqrt()).conj();
     return g * (x * x - 1).rsqrt();
   case Op::Atanh:
-    return g / (1 - x * x);
+    return g / (1 - x * x).conj();
   case Op::Erf:
     return g * (M_2_SQRTPI * (-x * x).exp());
   case Op::Erfc:
@@ -93,9 +94,11 @@ std::pair<Tensor, Tensor> binary_vjp(Op op, const Tensor& g, const Tensor& a, co
     return {g / b.conj(), -g * a.conj() / (b * b).conj()};
   case Op::Pow: {
     // As PyTorch: 0 where the exponent is 0 (base) or the base is 0 with a
-    // non-negative exponent (exponent).
-    Tensor da = where(b == 0, zeros_like(g), g * b * a.pow(b - 1));
-    Tensor db = where(logical_and(a == 0, b >= 0), zeros_like(g), g * y * a.log());
+    // non-negative real exponent (exponent).
+    Tensor da = where(b == 0, zeros_like(g), g * (b * a.pow(b - 1)).conj());
+    Tensor real_exp = b.is_complex() ? logical_and(b.imag() == 0, b.real() >= 0) : b >= 0;
+    Tensor db =
+        where(logical_and(a == 0, real_exp), zeros_like(g), g * (y * a.to(y.dtype()).log()).conj());
     return {da, db};
   }
   case Op::Max:

@@ -145,12 +145,15 @@ bool complex_ready(std::string_view name) {
       "MaskedSelectBackward0", "WhereBackward0", "MaskedFillBackward0", "FillBackward0",
       "CopySlices",
       // with conjugates
-      "MulBackward0", "DivBackward0", "PowBackward0", "AbsBackward0", "SqrtBackward0",
-      "RsqrtBackward0", "ReciprocalBackward0", "ExpBackward0", "LogBackward0", "SinBackward0",
-      "CosBackward0", "TanBackward0", "TanhBackward0", "SigmoidBackward0", "DotBackward0",
-      "MvBackward0", "MmBackward0", "BmmBackward0", "RealBackward0", "ImagBackward0",
-      "ConjBackward0", "AngleBackward0", "ComplexBackward0", "PolarBackward0",
-      "LinalgInvExBackward0", "LinalgSolveExBackward0", "LinalgDetBackward0",
+      "MulBackward0", "DivBackward0", "PowBackward0", "PowBackward1", "PowBackward2",
+      "AbsBackward0", "SqrtBackward0", "RsqrtBackward0", "ReciprocalBackward0", "ExpBackward0",
+      "LogBackward0", "SinBackward0", "CosBackward0", "TanBackward0", "TanhBackward0",
+      "SinhBackward0", "CoshBackward0", "AsinBackward0", "AcosBackward0", "AtanBackward0",
+      "AsinhBackward0", "AcoshBackward0", "AtanhBackward0", "Log2Backward0", "Log10Backward0",
+      "VarBackward0", "StdBackward0", "ProdBackward0", "ProdBackward1", "CumprodBackward0",
+      "SigmoidBackward0", "DotBackward0", "MvBackward0", "MmBackward0", "BmmBackward0",
+      "RealBackward0", "ImagBackward0", "ConjBackward0", "AngleBackward0", "ComplexBackward0",
+      "PolarBackward0", "LinalgInvExBackward0", "LinalgSolveExBackward0", "LinalgDetBackward0",
       "LinalgSlogdetBackward0", "LinalgCholeskyExBackward0", "LinalgSvdBackward0",
       "LinalgEighBackward0", "LinalgQrBackward0", "LinalgEigBackward0"};
   return ready.count(name) > 0;

@@ -110,7 +110,11 @@ Tensor angle(const Tensor& a, Caller caller) {
   x = fe::cast(x, t);
   NodePtr r = fe::where(fe::binary(Op::CmpLt, x, fe::constant(0, t)),
                         fe::constant(std::numbers::pi, t), fe::constant(0, t));
-  return wrap(fe::where(fe::binary(Op::CmpNe, x, x), x, r));
+  Tensor out = wrap(fe::where(fe::binary(Op::CmpNe, x, x), x, r));
+  // Piecewise constant: a zero gradient, recorded as PyTorch's.
+  autograd::record("AngleBackward0", {a}, {out}, {},
+                   [](const Grads& g, const Grads&) { return Grads{zeros_like(g[0])}; });
+  return out;
 }
 
 Tensor complex(const Tensor& re, const Tensor& im, Caller caller) {

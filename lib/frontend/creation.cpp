@@ -108,6 +108,7 @@ DType float_dtype(const TensorOptions& o, const char* fn) {
 
 DType dtype_for_value(const Scalar& v, const TensorOptions& o) {
   if (o.has_dtype()) return *o.dtype_opt();
+  if (v.is_complex()) return complex_dtype(default_dtype());
   return v.is_bool() ? kBool : v.is_integral() ? kInt64 : default_dtype();
 }
 
@@ -269,7 +270,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   Device dev = check_device(o);
   bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
   DType t = o.dtype_or(floating ? default_dtype() : kInt64);
-  if (t == kBool) throw Error("\"arange_cpu\" not implemented for 'Bool'");
+  if (t == kBool || is_complex(t))
+    throw Error(fmt::format("\"arange_cpu\" not implemented for '{}'", fe::cpp_type_name(t)));
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
   if (st == 0) throw Error("step must be nonzero");
   if (!std::isfinite(s) || !std::isfinite(e))

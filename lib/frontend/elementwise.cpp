@@ -43,8 +43,18 @@ DType float_type(DType t) { return is_floating_point(t) || is_complex(t) ? t : d
 void check_alpha(DType t, const Scalar& alpha) {
   if (alpha.is_bool() && t != kBool)
     throw Error("Boolean alpha only supported for Boolean results.");
-  if (!is_floating_point(t) && alpha.is_floating_point())
+  if (!is_floating_point(t) && !is_complex(t) && !alpha.is_integral() && !alpha.is_bool())
     throw Error("For integral input tensors, argument alpha must not be a floating point number.");
+  if (!is_complex(t) && alpha.is_complex())
+    throw Error("For non-complex input tensors, argument alpha must not be a complex number.");
+}
+
+Scalar negated(const Scalar& v) {
+  return v.is_complex() ? Scalar(-v.to_complex()) : Scalar(-v.to_double());
+}
+
+Scalar conjugated(const Scalar& v) {
+  return v.is_complex() ? Scalar(std::conj(v.to_complex())) : v;
 }
 
 // PyTorch's "<kernel>" not implemented for 'Bool', for ops without a bool kernel.
@@ -52,15 +62,22 @@ void reject_bool(DType t, const char* kernel) {
   if (t == kBool) throw Error(fmt::format("\"{}\" not implemented for 'Bool'", kernel));
 }
 
+// The same for ops without a complex kernel, named as PyTorch's kernel rather than the
+// primitive the op is built of.
+void reject_complex(DType t, const char* kernel) {
+  if (is_complex(t))
+    throw Error(fmt::format("\"{}\" not implemented for '{}'", kernel, fe::cpp_type_name(t)));
+}
+
 // --- arithmetic over operands (tensor or scalar on either side) ---
 
-// a + alpha * b: the gradients are g and alpha * g, summed back over broadcasting.
+// a + alpha * b: the gradients are g and conj(alpha) * g, summed back over broadcasting.
 void record_add_sub(const char* name, const Operand& a, const Operand& b, const Tensor& out,
                     const Scalar& alpha) {
   if (!ag::any_requires_grad(a.tensor, b.tensor)) return;
   ag::record(name, {a.tensor, b.tensor}, {out}, {},
              [alpha, sa = a.node->shape, sb = b.node->shape](const Grads& g, const Saved&) {
-               Tensor gb = alpha.to_double() == 1.0 ? g[0] : g[0] * alpha;
+               Tensor gb = alpha == Scalar(1) ? g[0] : g[0] * conjugated(alpha);
                return Grads{ag::sum_to(g[0], sa), ag::sum_to(gb, sb)};
              });
 }
@@ -96,7 +113,7 @@ Tensor sub_impl(const Operand& a, const Operand& b, const Scalar& alpha) {
   NodePtr y = fe::cast(b.node, t);
   if (!(alpha == Scalar(1))) y = fe::binary(Op::Mul, y, fe::constant(alpha, t));
   Tensor out = wrap(fe::binary(Op::Sub, fe::cast(a.node, t), y));
-  record_add_sub(a.wrapped ? "RsubBackward1" : "SubBackward0", a, b, out, -alpha.to_double());
+  record_add_sub(a.wrapped ? "RsubBackward1" : "SubBackward0", a, b, out, negated(alpha));
   return out;
 }
 
@@ -173,6 +190,7 @@ void check_divisor(DType t, const Operand& a, const Operand& b) {
 Tensor floor_divide_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "div_floor_cpu");
+  reject_complex(t, "div_floor_cpu");
   check_divisor(t, a, b);
   if (by_scalar_in_float32(t, b))
     return wrap(fe::cast(
@@ -183,6 +201,7 @@ Tensor floor_divide_impl(const Operand& a, const Operand& b) {
 Tensor remainder_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "remainder_cpu");
+  reject_complex(t, "remainder_cpu");
   check_divisor(t, a, b);
   NodePtr x = fe::cast(a.node, t), y = fe::cast(b.node, t);
   NodePtr r = fe::binary(Op::Fmod, x, y);
@@ -221,14 +240,17 @@ Tensor pow_impl(const Operand& a, const Operand& b) {
     // An integer power's exponent is taken to the base's dtype, checked as PyTorch's kernel
     // takes it.
     if (is_integral(t)) fe::check_scalar_fits(b.node->value, t);
-    // The exponents PyTorch's kernel computes otherwise than by pow, for float32, float64 and
-    // bfloat16 (float16 takes std::pow, whose results for 2 and -1 a product and a reciprocal
-    // give as well): 0.5 a square root, -0.5 its reciprocal
+    // The exponents PyTorch's kernel computes otherwise than by pow, for float32, float64,
+    // bfloat16 and complex (float16 takes std::pow, whose results for 2 and -1 a product and a
+    // reciprocal give as well): 0.5 a square root, -0.5 its reciprocal
     // (pow(-0., -0.5) is -inf, pow(-inf, 0.5) NaN), -1 a reciprocal, 2 and 3 products, -2 the
-    // reciprocal of the square, each step rounded (bfloat16's too).
-    double e = b.node->value.to_double();
+    // reciprocal of the square, each step rounded (bfloat16's too). An exponent with an
+    // imaginary part is none of them.
+    const Scalar& exponent = b.node->value;
+    const double e =
+        exponent.imag() == 0.0 ? exponent.to_double() : std::numeric_limits<double>::quiet_NaN();
     NodePtr x = fe::cast(a.node, t);
-    const bool special = t == kFloat32 || t == kFloat64 || t == kBFloat16;
+    const bool special = t == kFloat32 || t == kFloat64 || t == kBFloat16 || is_complex(t);
     Tensor out;
     if (e == 1.0)
       out = wrap(x);
@@ -246,13 +268,18 @@ Tensor pow_impl(const Operand& a, const Operand& b) {
       out = wrap(fe::unary(Op::Recip, x));
     else
       out = wrap(bin(Op::Pow, a, b, t));
-    // e * x^(e - 1); zero for e == 0.
-    ag::record("PowBackward0", {a.tensor}, {out}, {a.tensor}, [e](const Grads& g, const Saved& s) {
-      if (e == 0.0) return Grads{zeros_like(g[0])};
-      if (e == 1.0) return Grads{g[0]};
-      if (e == 2.0) return Grads{g[0] * s[0].conj() * 2};
-      return Grads{g[0] * e * s[0].pow(e - 1).conj()};
-    });
+    // conj(e * x^(e - 1)); zero for e == 0.
+    ag::record("PowBackward0", {a.tensor}, {out}, {a.tensor},
+               [e, exponent](const Grads& g, const Saved& s) {
+                 if (e == 0.0) return Grads{zeros_like(g[0])};
+                 if (e == 1.0) return Grads{g[0]};
+                 if (e == 2.0) return Grads{g[0] * s[0].conj() * 2};
+                 if (exponent.is_complex()) {
+                   const std::complex<double> w = exponent.to_complex();
+                   return Grads{g[0] * (s[0].pow(Scalar(w - 1.0)) * Scalar(w)).conj()};
+                 }
+                 return Grads{g[0] * e * s[0].pow(e - 1).conj()};
+               });
     return out;
   }
   return recorded(Op::Pow, a, b, wrap(bin(Op::Pow, a, b, t)),
@@ -261,6 +288,8 @@ Tensor pow_impl(const Operand& a, const Operand& b) {
 
 Tensor compare(Op op, const Operand& a, const Operand& b, bool swap) {
   DType t = fe::result_type({a, b});
+  // gt and ge are lt and le of the swapped operands, but refuse complex in their own names.
+  if (swap) reject_complex(t, op == Op::CmpLt ? "gt_cpu" : "ge_cpu");
   return swap ? wrap(bin(op, b, a, t)) : wrap(bin(op, a, b, t));
 }
 
@@ -332,11 +361,13 @@ Tensor fmod(const Tensor& a, const Tensor& b, Caller caller) {
 Tensor maximum(const Tensor& a, const Tensor& b, Caller caller) {
   detail::CallSite site(caller, "maximum");
   DType t = fe::result_type({operand(a), operand(b)});
+  if (is_complex(t)) throw Error("maximum not implemented for complex tensors.");
   return recorded(Op::Max, operand(a), operand(b), wrap(bin(Op::Max, operand(a), operand(b), t)));
 }
 Tensor minimum(const Tensor& a, const Tensor& b, Caller caller) {
   detail::CallSite site(caller, "minimum");
   DType t = fe::result_type({operand(a), operand(b)});
+  if (is_complex(t)) throw Error("minimum not implemented for complex tensors.");
   return recorded(Op::Min, operand(a), operand(b), wrap(bin(Op::Min, operand(a), operand(b), t)));
 }
 Tensor logaddexp(const Tensor& a, const Tensor& b, Caller caller) {

@@ -160,16 +160,42 @@ DType accumulate_type(DType t, std::optional<DType> requested) {
   return t;
 }
 
+// The complex product along d (kept as size 1): a kernel's reduction combines reals, so the
+// elements are multiplied pairwise, halving the axis each step, each a complex multiplication.
+Tensor complex_product(Tensor z, int64_t d) {
+  int64_t n = z.size(d);
+  if (n == 0) {
+    std::vector<int64_t> one = z.sizes();
+    one[static_cast<size_t>(d)] = 1;
+    return ones(one, z.options());
+  }
+  while (n > 1) {
+    const int64_t h = n / 2;
+    Tensor p = z.narrow(d, 0, h) * z.narrow(d, h, h);
+    z = n % 2 ? cat({p, z.narrow(d, 2 * h, 1)}, d) : p;
+    n -= h;
+  }
+  return z;
+}
+
 Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
                 const char* grad_name) {
   NodePtr x = node_of(t);
   DType out = accumulate_type(x->dtype, dtype);
   DType acc = fe::float_accumulator(out);
   auto axes = normalize_dims(dims, x->ndim());
-  // As PyTorch, the input is first taken to the requested dtype (a float32 tensor summed as
-  // float16 adds float16 values), then accumulated.
-  Tensor y =
-      finish(reduce(op, fe::cast(fe::cast(x, out), acc), axes), x->shape, axes, keepdim, out);
+  Tensor y;
+  if (op == Op::ReduceProd && is_complex(out)) {
+    NoGradGuard no_grad; // the gradient is the whole product's, recorded below
+    Tensor z = t.to(out);
+    for (int64_t a : axes)
+      z = complex_product(z, a);
+    y = finish(node_of(z), x->shape, axes, keepdim);
+  } else {
+    // As PyTorch, the input is first taken to the requested dtype (a float32 tensor summed as
+    // float16 adds float16 values), then accumulated.
+    y = finish(reduce(op, fe::cast(fe::cast(x, out), acc), axes), x->shape, axes, keepdim, out);
+  }
   if (op == Op::ReduceSum) {
     ag::record(grad_name, {t}, {y}, {},
                [in = x->shape, axes, keepdim](const Grads& g, const Saved&) {
@@ -177,7 +203,8 @@ Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::opt
                });
   } else {
     // The product of the other elements: y / x without zeros; with one zero,
-    // the product of the rest at the zero and 0 elsewhere; with more, 0.
+    // the product of the rest at the zero and 0 elsewhere; with more, 0. Conjugated for
+    // complex values.
     ag::record(grad_name, {t}, {y}, {t, y},
                [in = x->shape, axes, keepdim](const Grads& g, const Saved& s) {
                  const Tensor& v = s[0];
@@ -190,7 +217,7 @@ Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::opt
                  Tensor y_in = ag::unreduce(s[1], in, axes, keepdim);
                  Tensor d = where(zeros_n == 0, y_in / v,
                                   where(logical_and(zeros_n == 1, is_zero), rest, zeros_like(v)));
-                 return Grads{ag::unreduce(g[0], in, axes, keepdim) * d};
+                 return Grads{ag::unreduce(g[0], in, axes, keepdim) * d.conj()};
                });
   }
   return y;
@@ -422,14 +449,19 @@ Tensor argmin(const Tensor& t, std::optional<int64_t> dim, bool keepdim, Caller 
 
 Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "var");
-  // A complex variance is the mean squared magnitude of the deviations: the parts' sum.
-  if (t.is_complex())
-    return var(t.real(), dims, correction, keepdim) + var(t.imag(), dims, correction, keepdim);
   NodePtr x = node_of(t);
-  if (!is_floating_point(x->dtype))
-    throw Error("std and var only support floating point and complex dtypes");
   auto axes = normalize_dims(dims, x->ndim());
-  Tensor y = finish(var_node(x, axes, correction, moments_accumulator(x)), x->shape, axes, keepdim);
+  Tensor y;
+  if (t.is_complex()) {
+    // A complex variance is the mean squared magnitude of the deviations: the parts' sum. Its
+    // gradient is the whole's, recorded below.
+    NoGradGuard no_grad;
+    y = var(t.real(), dims, correction, keepdim) + var(t.imag(), dims, correction, keepdim);
+  } else {
+    if (!is_floating_point(x->dtype))
+      throw Error("std and var only support floating point and complex dtypes");
+    y = finish(var_node(x, axes, correction, moments_accumulator(x)), x->shape, axes, keepdim);
+  }
   // 2 (x - mean) / (N - correction)
   ag::record(
       "VarBackward0", {t}, {y}, {t}, [axes, keepdim, correction](const Grads& g, const Saved& s) {
@@ -442,16 +474,21 @@ Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, 
 }
 Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "std");
-  if (t.is_complex()) return var(t, dims, correction, keepdim).sqrt();
   NodePtr x = node_of(t);
-  if (!is_floating_point(x->dtype))
-    throw Error("std and var only support floating point and complex dtypes");
   auto axes = normalize_dims(dims, x->ndim());
-  // The square root taken in the accumulator's dtype, then rounded once.
-  const DType acc = moments_accumulator(x);
-  Tensor y = finish(
-      fe::cast(fe::unary(Op::Sqrt, var_node(fe::cast(x, acc), axes, correction, acc)), x->dtype),
-      x->shape, axes, keepdim);
+  Tensor y;
+  if (t.is_complex()) {
+    NoGradGuard no_grad; // the gradient is the whole's, recorded below
+    y = var(t, dims, correction, keepdim).sqrt();
+  } else {
+    if (!is_floating_point(x->dtype))
+      throw Error("std and var only support floating point and complex dtypes");
+    // The square root taken in the accumulator's dtype, then rounded once.
+    const DType acc = moments_accumulator(x);
+    y = finish(
+        fe::cast(fe::unary(Op::Sqrt, var_node(fe::cast(x, acc), axes, correction, acc)), x->dtype),
+        x->shape, axes, keepdim);
+  }
   // (x - mean) / ((N - correction) std)
   ag::record("StdBackward0", {t}, {y}, {t, y},
              [axes, keepdim, correction](const Grads& g, const Saved& s) {

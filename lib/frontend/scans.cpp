@@ -181,8 +181,6 @@ Tensor cumsum(const Tensor& t, int64_t dim, std::optional<DType> dtype, Caller c
 
 Tensor cumprod(const Tensor& t, int64_t dim, std::optional<DType> dtype, Caller caller) {
   detail::CallSite site(caller, "cumprod");
-  // Complex products are recorded through their parts (magnitudes and angles).
-  if (t.is_complex() || (dtype && is_complex(*dtype))) return cumulative(t, dim, dtype, true);
   Tensor y;
   {
     NoGradGuard no_grad;
@@ -195,7 +193,7 @@ Tensor cumprod(const Tensor& t, int64_t dim, std::optional<DType> dtype, Caller 
                if (g[0].dim() == 0) return std::vector<Tensor>{g[0].to(in)};
                const DType acc = s[1].dtype();
                return std::vector<Tensor>{
-                   cumprod_backward(g[0].to(acc), s[0].to(acc), s[1], d).to(in)};
+                   cumprod_backward(g[0].to(acc), s[0].to(acc).conj(), s[1].conj(), d).to(in)};
              });
   return y;
 }

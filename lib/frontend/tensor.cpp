@@ -515,10 +515,13 @@ Tensor TypedStorage::operator[](int64_t i) const {
 
 std::string TypedStorage::str() const {
   // Python prints each element as a Python number: floats in their shortest
-  // round-trip form, always with a point or an exponent.
+  // round-trip form, always with a point or an exponent; complex numbers as their repr.
   Tensor flat(flat_);
   std::string out = size() == 0 ? " \n" : "";
-  if (is_floating_point(dtype())) {
+  if (is_complex(dtype())) {
+    for (const std::complex<double>& z : flat.to_vector<std::complex<double>>())
+      out += " " + Scalar(z).str() + "\n";
+  } else if (is_floating_point(dtype())) {
     for (double v : flat.to_vector<double>()) {
       std::string e = fmt::format("{}", v);
       if (e.find_first_not_of("-0123456789") == std::string::npos) e += ".0";

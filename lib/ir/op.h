@@ -120,9 +120,22 @@ constexpr bool takes_complex(Op op) {
   case Op::Recip:
   case Op::Exp:
   case Op::Log:
+  case Op::Log2:
+  case Op::Log10:
+  case Op::Pow:
   case Op::Sqrt:
   case Op::Sin:
   case Op::Cos:
+  case Op::Tan:
+  case Op::Sinh:
+  case Op::Cosh:
+  case Op::Tanh:
+  case Op::Asin:
+  case Op::Acos:
+  case Op::Atan:
+  case Op::Asinh:
+  case Op::Acosh:
+  case Op::Atanh:
   case Op::CmpEq:
   case Op::CmpNe:
   case Op::Where:

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <numbers>
 #include <unordered_map>
 
 #include "lib/frontend/graph_builders.h"
@@ -99,17 +100,76 @@ private:
   }
 
   // |z| without overflow or underflow in the squares: float32 parts square in float64; float64
-  // parts scale by the larger magnitude first.
+  // parts scale by the larger magnitude first. An infinite part makes it infinite, even beside
+  // a NaN (as hypot).
   static NodePtr magnitude(const Parts& z) {
     const DType t = z.re->dtype;
-    if (t != kFloat64) return fe::cast(un(Op::Sqrt, squares_in_double(z)), t);
     NodePtr a = un(Op::Abs, z.re), b = un(Op::Abs, z.im);
-    NodePtr hi = bin(Op::Max, a, b), lo = bin(Op::Min, a, b);
-    NodePtr q = bin(Op::Div, lo, hi);
-    NodePtr r = bin(Op::Mul, hi, un(Op::Sqrt, bin(Op::Add, num(1, q), bin(Op::Mul, q, q))));
-    r = fe::where(bin(Op::CmpEq, hi, num(0, hi)), num(0, hi), r);
+    NodePtr r;
+    if (t != kFloat64) {
+      r = fe::cast(un(Op::Sqrt, squares_in_double(z)), t);
+    } else {
+      NodePtr hi = bin(Op::Max, a, b), lo = bin(Op::Min, a, b);
+      NodePtr q = bin(Op::Div, lo, hi);
+      r = bin(Op::Mul, hi, un(Op::Sqrt, bin(Op::Add, num(1, q), bin(Op::Mul, q, q))));
+      r = fe::where(bin(Op::CmpEq, hi, num(0, hi)), num(0, hi), r);
+    }
     const double inf = std::numeric_limits<double>::infinity();
-    return fe::where(bin(Op::CmpEq, hi, num(inf, hi)), num(inf, hi), r);
+    NodePtr infinite = bin(Op::Or, bin(Op::CmpEq, a, num(inf, a)), bin(Op::CmpEq, b, num(inf, b)));
+    return fe::where(infinite, num(inf, r), r);
+  }
+
+  // Whether x's sign bit is set (-0 included).
+  static NodePtr sign_bit(const NodePtr& x) {
+    NodePtr negative_zero =
+        bin(Op::And, bin(Op::CmpEq, x, num(0, x)), bin(Op::CmpLt, un(Op::Recip, x), num(0, x)));
+    return bin(Op::Or, bin(Op::CmpLt, x, num(0, x)), negative_zero);
+  }
+
+  static Parts where(const NodePtr& cond, const Parts& a, const Parts& b) {
+    return {fe::where(cond, a.re, b.re), fe::where(cond, a.im, b.im)};
+  }
+
+  static Parts scaled(const Parts& z, double k) {
+    return {bin(Op::Mul, z.re, num(k, z.re)), bin(Op::Mul, z.im, num(k, z.im))};
+  }
+
+  static Parts cast(const Parts& z, DType t) { return {fe::cast(z.re, t), fe::cast(z.im, t)}; }
+
+  static Parts exponential(const Parts& z) {
+    NodePtr e = un(Op::Exp, z.re);
+    return {bin(Op::Mul, e, un(Op::Cos, z.im)), bin(Op::Mul, e, un(Op::Sin, z.im))};
+  }
+
+  static Parts logarithm(const Parts& z) { return {log_magnitude(z), bin(Op::Atan2, z.im, z.re)}; }
+
+  // z^w = exp(w log z); z^0 is 1 and 0^w 0 for Re w > 0, where log 0 would give NaN.
+  static Parts power(const Parts& z, const Parts& w) {
+    Parts p = exponential(multiply(w, logarithm(z)));
+    auto is_zero = [](const Parts& x) {
+      return bin(Op::And, bin(Op::CmpEq, x.re, num(0, x.re)), bin(Op::CmpEq, x.im, num(0, x.im)));
+    };
+    NodePtr zero_base = bin(Op::And, is_zero(z), bin(Op::CmpLt, num(0, w.re), w.re));
+    p = where(zero_base, {num(0, p.re), num(0, p.im)}, p);
+    return where(is_zero(w), {num(1, p.re), num(0, p.im)}, p);
+  }
+
+  // tanh(a + ib) by Kahan's formula, finite for large |a| where sinh and cosh overflow; past
+  // |a| = 20 it is sign(a) + 4i sin b cos b e^(-2|a|) to the precision of a double.
+  static Parts hyperbolic_tangent(const Parts& z) {
+    NodePtr t = un(Op::Tan, z.im), s = un(Op::Sinh, z.re);
+    NodePtr beta = bin(Op::Add, num(1, t), bin(Op::Mul, t, t));
+    NodePtr ss = bin(Op::Mul, s, s);
+    NodePtr rho = un(Op::Sqrt, bin(Op::Add, num(1, ss), ss));
+    NodePtr den = bin(Op::Add, num(1, ss), bin(Op::Mul, beta, ss));
+    Parts near = {bin(Op::Div, bin(Op::Mul, bin(Op::Mul, beta, rho), s), den),
+                  bin(Op::Div, t, den)};
+    NodePtr a = un(Op::Abs, z.re);
+    NodePtr tiny = un(Op::Exp, bin(Op::Mul, a, num(-2, a)));
+    NodePtr sin_cos = bin(Op::Mul, un(Op::Sin, z.im), un(Op::Cos, z.im));
+    Parts far = {fe::where(sign_bit(z.re), num(-1, a), num(1, a)),
+                 bin(Op::Mul, bin(Op::Mul, sin_cos, tiny), num(4, tiny))};
+    return where(bin(Op::CmpLt, num(20, a), a), far, near);
   }
 
   // log|z|: float32 parts through float64, where the squares neither overflow nor underflow.
@@ -148,17 +208,61 @@ private:
     return {fe::where(first, re1, re2), fe::where(first, im1, im2)};
   }
 
-  // The principal square root: Re >= 0, the imaginary part with z's sign.
+  // The principal square root: Re >= 0, the imaginary part with the sign bit of z's
+  // (sqrt(-1 - 0j) is -1j). float32 parts go through float64; float64 parts near the largest
+  // double take 2 sqrt(z / 4), exactly, so that neither |z| nor |Re z| + |z| overflows.
   static Parts square_root(const Parts& z) {
-    NodePtr r = magnitude(z);
-    NodePtr t = un(Op::Sqrt, bin(Op::Mul, bin(Op::Add, un(Op::Abs, z.re), r), num(0.5, r)));
-    NodePtr u = bin(Op::Div, z.im, bin(Op::Mul, t, num(2, t))); // im / 2t
-    NodePtr nonneg = bin(Op::CmpLe, num(0, z.re), z.re);
+    const DType part = z.re->dtype;
+    if (part != kFloat64) return cast(square_root(cast(z, kFloat64)), part);
+    NodePtr hi = bin(Op::Max, un(Op::Abs, z.re), un(Op::Abs, z.im));
+    NodePtr big = bin(Op::CmpLt, num(0x1p1020, hi), hi);
+    Parts x = where(big, scaled(z, 0.25), z);
+    NodePtr r = magnitude(x);
+    NodePtr t = un(Op::Sqrt, bin(Op::Mul, bin(Op::Add, un(Op::Abs, x.re), r), num(0.5, r)));
+    NodePtr u = bin(Op::Div, x.im, bin(Op::Mul, t, num(2, t))); // im / 2t
+    NodePtr nonneg = bin(Op::CmpLe, num(0, x.re), x.re);
     NodePtr re = fe::where(nonneg, t, un(Op::Abs, u));
-    NodePtr signed_t = fe::where(bin(Op::CmpLt, z.im, num(0, z.im)), un(Op::Neg, t), t);
+    NodePtr signed_t = fe::where(sign_bit(x.im), un(Op::Neg, t), t);
     NodePtr im = fe::where(nonneg, u, signed_t);
     NodePtr is_zero = bin(Op::CmpEq, r, num(0, r));
-    return {fe::where(is_zero, num(0, r), re), fe::where(is_zero, z.im, im)};
+    Parts root = {fe::where(is_zero, num(0, r), re), fe::where(is_zero, x.im, im)};
+    return where(big, scaled(root, 2), root);
+  }
+
+  static Parts negated(const Parts& z) { return {un(Op::Neg, z.re), un(Op::Neg, z.im)}; }
+
+  static Parts sum(const Parts& a, const Parts& b) {
+    return {bin(Op::Add, a.re, b.re), bin(Op::Add, a.im, b.im)};
+  }
+
+  // i z, and -i z: a quarter turn each way (the signs of zeros turn with it, as C's casin).
+  static Parts times_i(const Parts& z) { return {un(Op::Neg, z.im), z.re}; }
+  static Parts times_minus_i(const Parts& z) { return {z.im, un(Op::Neg, z.re)}; }
+
+  // asinh z = log(z + sqrt(z^2 + 1)), as -asinh(-z) left of the imaginary axis, where the sum
+  // would cancel.
+  static Parts inverse_sinh(const Parts& z) {
+    NodePtr left = bin(Op::CmpLt, z.re, num(0, z.re));
+    Parts x = where(left, negated(z), z);
+    Parts sq = multiply(x, x);
+    Parts y = logarithm(sum(x, square_root({bin(Op::Add, sq.re, num(1, sq.re)), sq.im})));
+    return where(left, negated(y), y);
+  }
+
+  // acosh z = log(z + sqrt(z + 1) sqrt(z - 1)): the product of roots, not sqrt(z^2 - 1), keeps
+  // the principal branch.
+  static Parts inverse_cosh(const Parts& z) {
+    Parts above = square_root({bin(Op::Add, z.re, num(1, z.re)), z.im});
+    Parts below = square_root({bin(Op::Sub, z.re, num(1, z.re)), z.im});
+    return logarithm(sum(z, multiply(above, below)));
+  }
+
+  // atanh z = (log(1 + z) - log(1 - z)) / 2; 1 - z negates the imaginary part (rather than
+  // subtracting it from 0) so that its zero's sign picks the side of the cut.
+  static Parts inverse_tanh(const Parts& z) {
+    Parts p = logarithm({bin(Op::Add, num(1, z.re), z.re), z.im});
+    Parts m = logarithm({bin(Op::Sub, num(1, z.re), z.re), un(Op::Neg, z.im)});
+    return scaled({bin(Op::Sub, p.re, m.re), bin(Op::Sub, p.im, m.im)}, 0.5);
   }
 
   NodePtr lower_complex_node(const ir::Node& n) {
@@ -199,15 +303,16 @@ private:
       Parts z = operand(0);
       return pair(divide({num(1, z.re), num(0, z.im)}, z));
     }
-    case Op::Exp: {
-      Parts z = operand(0);
-      NodePtr e = un(Op::Exp, z.re);
-      return pair({bin(Op::Mul, e, un(Op::Cos, z.im)), bin(Op::Mul, e, un(Op::Sin, z.im))});
-    }
-    case Op::Log: {
-      Parts z = operand(0);
-      return pair({log_magnitude(z), bin(Op::Atan2, z.im, z.re)});
-    }
+    case Op::Exp:
+      return pair(exponential(operand(0)));
+    case Op::Log:
+      return pair(logarithm(operand(0)));
+    case Op::Log2: // both parts divided by ln 2, as PyTorch's vectorized kernel
+      return pair(scaled(logarithm(operand(0)), 1 / std::numbers::ln2));
+    case Op::Log10:
+      return pair(scaled(logarithm(operand(0)), 1 / std::numbers::ln10));
+    case Op::Pow:
+      return pair(power(operand(0), operand(1)));
     case Op::Sqrt:
       return pair(square_root(operand(0)));
     case Op::Sin: { // sin a cosh b + i cos a sinh b
@@ -219,6 +324,37 @@ private:
       Parts z = operand(0);
       return pair({bin(Op::Mul, un(Op::Cos, z.re), un(Op::Cosh, z.im)),
                    un(Op::Neg, bin(Op::Mul, un(Op::Sin, z.re), un(Op::Sinh, z.im)))});
+    }
+    case Op::Sinh: { // sinh a cos b + i cosh a sin b
+      Parts z = operand(0);
+      return pair({bin(Op::Mul, un(Op::Sinh, z.re), un(Op::Cos, z.im)),
+                   bin(Op::Mul, un(Op::Cosh, z.re), un(Op::Sin, z.im))});
+    }
+    case Op::Cosh: { // cosh a cos b + i sinh a sin b
+      Parts z = operand(0);
+      return pair({bin(Op::Mul, un(Op::Cosh, z.re), un(Op::Cos, z.im)),
+                   bin(Op::Mul, un(Op::Sinh, z.re), un(Op::Sin, z.im))});
+    }
+    case Op::Tanh:
+      return pair(hyperbolic_tangent(operand(0)));
+    case Op::Tan: { // -i tanh(iz)
+      Parts z = operand(0);
+      Parts t = hyperbolic_tangent({un(Op::Neg, z.im), z.re});
+      return pair({t.im, un(Op::Neg, t.re)});
+    }
+    case Op::Asinh:
+      return pair(inverse_sinh(operand(0)));
+    case Op::Acosh:
+      return pair(inverse_cosh(operand(0)));
+    case Op::Atanh:
+      return pair(inverse_tanh(operand(0)));
+    case Op::Asin: // -i asinh(iz)
+      return pair(times_minus_i(inverse_sinh(times_i(operand(0)))));
+    case Op::Atan: // -i atanh(iz)
+      return pair(times_minus_i(inverse_tanh(times_i(operand(0)))));
+    case Op::Acos: { // pi/2 - asin z
+      Parts s = times_minus_i(inverse_sinh(times_i(operand(0))));
+      return pair({bin(Op::Sub, num(std::numbers::pi / 2, s.re), s.re), un(Op::Neg, s.im)});
     }
     case Op::Where:
       return fe::where(spread(run(n.src[0])), pairs(n.src[1], part), pairs(n.src[2], part));

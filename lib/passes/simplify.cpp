@@ -73,13 +73,16 @@ private:
       if (is_zero(s[1], n->dtype, false)) return s[0];
       break;
     case Op::Mul:
+      // Complex products and quotients by 1 or 0 are not identities: (inf + 0j) * 1 is
+      // inf + nanj, as the parts' arithmetic gives it.
+      if (is_complex(n->dtype)) break;
       if (is_const(s[1], 1)) return s[0];
       if (is_const(s[0], 1)) return s[1];
       if (!is_floating_point(n->dtype) && (is_const(s[0], 0) || is_const(s[1], 0)))
         return ir::make_const(0, n->dtype, n->shape, n->device);
       break;
     case Op::Div:
-      if (is_const(s[1], 1)) return s[0];
+      if (!is_complex(n->dtype) && is_const(s[1], 1)) return s[0];
       break;
     case Op::Neg:
       if (s[0]->op == Op::Neg) return run(s[0]->src[0]);
