@@ -38,7 +38,8 @@
 //
 // Names: variables; the library's functions, bare or as torch.NAME (zeros,
 // torch.zeros); torch.nn.functional.NAME or F.NAME for softmax, log_softmax,
-// relu, gelu, sigmoid, tanh, layer_norm, linear, mse_loss, cross_entropy;
+// relu, gelu, sigmoid, tanh, layer_norm, linear, the losses and activations of
+// torch.nn.functional;
 // dtypes (torch.float32, float32, torch.long, ...); torch.cuda.is_available(),
 // torch.autograd.grad(...); math.pi, math.sqrt(...), ...; and Python's print,
 // len, int, float, bool, str, abs, round, min, max, pow, list, tuple.

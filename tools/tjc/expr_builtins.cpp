@@ -457,10 +457,58 @@ void Tables::elementwise() {
   def({"linear"}, kF, [](Args& a) {
     return nn::functional::linear(a.self(), a.tensor(1, "weight"), a.opt_tensor(2, "bias"));
   });
-  def({"mse_loss", "cross_entropy"}, kF, [](Args& a) {
+  // Losses: (input, target, ..., reduction='mean') as torch.nn.functional's.
+  auto reduction = [](Args& a, size_t i) {
+    const Value* r = a.get(i, "reduction");
+    return r ? a.to_str(*r, "reduction") : std::string("mean");
+  };
+  // Positions as torch's signatures (size_average and reduce, deprecated, stay unset; no weight).
+  def({"mse_loss", "l1_loss"}, kF, [reduction](Args& a) {
     Tensor x = a.self(), y = a.tensor(1, "target");
-    return a.fn == "mse_loss" ? nn::functional::mse_loss(x, y)
-                              : nn::functional::cross_entropy(x, y);
+    const std::string r = reduction(a, 4);
+    return a.fn == "mse_loss" ? nn::functional::mse_loss(x, y, r)
+                              : nn::functional::l1_loss(x, y, r);
+  });
+  def({"binary_cross_entropy"}, kF, [reduction](Args& a) {
+    return nn::functional::binary_cross_entropy(a.self(), a.tensor(1, "target"), reduction(a, 5));
+  });
+  def({"smooth_l1_loss"}, kF, [reduction](Args& a) {
+    return nn::functional::smooth_l1_loss(a.self(), a.tensor(1, "target"), reduction(a, 4),
+                                          a.f64(5, "beta", 1.0));
+  });
+  def({"huber_loss"}, kF, [reduction](Args& a) {
+    return nn::functional::huber_loss(a.self(), a.tensor(1, "target"), reduction(a, 2),
+                                      a.f64(3, "delta", 1.0));
+  });
+  def({"binary_cross_entropy_with_logits"}, kF, [reduction](Args& a) {
+    Tensor x = a.self(), y = a.tensor(1, "target");
+    return nn::functional::binary_cross_entropy_with_logits(x, y, reduction(a, 5),
+                                                            a.opt_tensor(6, "pos_weight"));
+  });
+  def({"nll_loss", "cross_entropy"}, kF, [reduction](Args& a) {
+    Tensor x = a.self(), y = a.tensor(1, "target");
+    const std::string r = reduction(a, 6);
+    const int64_t ignore = a.i64(4, "ignore_index", -100);
+    return a.fn == "nll_loss" ? nn::functional::nll_loss(x, y, r, ignore)
+                              : nn::functional::cross_entropy(x, y, r, ignore);
+  });
+  def({"leaky_relu"}, kF, [](Args& a) {
+    return nn::functional::leaky_relu(a.self(), a.f64(1, "negative_slope", 0.01));
+  });
+  def({"elu"}, kF, [](Args& a) { return nn::functional::elu(a.self(), a.f64(1, "alpha", 1.0)); });
+  def({"silu"}, kF, [](Args& a) { return nn::functional::silu(a.self()); });
+  def({"softplus"}, kF, [](Args& a) {
+    return nn::functional::softplus(a.self(), a.f64(1, "beta", 1.0), a.f64(2, "threshold", 20.0));
+  });
+  def({"hardtanh"}, kF, [](Args& a) {
+    return nn::functional::hardtanh(a.self(), a.f64(1, "min_val", -1.0), a.f64(2, "max_val", 1.0));
+  });
+  def({"one_hot"}, kF,
+      [](Args& a) { return nn::functional::one_hot(a.self(), a.i64(1, "num_classes", -1)); });
+  def({"embedding"}, kF,
+      [](Args& a) { return nn::functional::embedding(a.self(), a.tensor(1, "weight")); });
+  def({"dropout"}, kF, [](Args& a) {
+    return nn::functional::dropout(a.self(), a.f64(1, "p", 0.5), a.flag(2, "training", true));
   });
 }
 
