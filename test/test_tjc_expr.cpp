@@ -462,3 +462,23 @@ linalg.lstsq(A, b).rank
                       "matrices"));
   CHECK_THAT(error_of("import torch\ntorch.linalg.nope(torch.ones(2, 3))"), Contains("nope"));
 }
+
+TEST_CASE("tjc expr: torch.nn.functional's losses and activations take torch's arguments",
+          "[tjc]") {
+  const char* program = R"(x = torch.tensor([[1., 2., 3.], [0.5, -1., 2.]], requires_grad=True)
+print(F.cross_entropy(x, torch.tensor([2, 0]), reduction='sum'))
+print(F.nll_loss(F.log_softmax(x, 1), torch.tensor([2, -100])))
+print(F.cross_entropy(x, torch.tensor([2, 0]), None, None, 0))
+print(F.huber_loss(x, torch.zeros(2, 3), delta=0.5))
+print(F.one_hot(torch.tensor([0, 2])))
+print(F.leaky_relu(torch.tensor([-1., 2.]), 0.5))
+)";
+  CHECK(run(program) == "tensor(2.1489, grad_fn=<NllLossBackward0>)\n"
+                        "tensor(0.4076, grad_fn=<NllLossBackward0>)\n"
+                        "tensor(0.4076, grad_fn=<NllLossBackward0>)\n"
+                        "tensor(0.6667, grad_fn=<HuberLossBackward0>)\n"
+                        "tensor([[1, 0, 0],\n        [0, 0, 1]])\n"
+                        "tensor([-0.5000,  2.0000])\n");
+  CHECK_THAT(error_of("F.mse_loss(torch.ones(2), torch.ones(2), reduction='avg')"),
+             StartsWith("<expr>:1:3: error: avg is not a valid value for reduction"));
+}
