@@ -487,3 +487,32 @@ TEST_CASE("linalg: a batch computes the same bits on any number of threads", "[l
   }
   config().num_threads = saved;
 }
+
+TEST_CASE("linalg: empty and non-finite inputs", "[linalg][errors]") {
+  // An empty matrix's full SVD has identities for U and Vh.
+  auto [U, S, Vh] = linalg::svd(zeros({2, 3, 0}));
+  CHECK(near(U, eye(3).expand({2, 3, 3}), kFloat32));
+  CHECK(S.sizes() == Shape{2, 0});
+  CHECK(Vh.sizes() == Shape{2, 0, 0});
+  CHECK(near(linalg::svd(zeros({0, 2})).Vh, eye(2), kFloat32));
+  CHECK(linalg::svd(zeros({0, 2}), false).Vh.sizes() == Shape{0, 2});
+
+  Tensor nan = tensor({{1., NAN}, {0., 1.}});
+  const std::string svd_nan = "linalg.svd: The algorithm failed to converge because the input "
+                              "matrix contained non-finite values.";
+  CHECK_THROWS_WITH(linalg::svd(nan).S.sum().item<float>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::svdvals(nan).sum().item<float>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::pinv(nan).sum().item<float>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::matrix_rank(nan).item<int64_t>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::matrix_norm(nan, "nuc").item<float>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::svdvals(stack({eye(2), nan})).sum().item<float>(),
+                    "linalg.svd: (Batch element 1): The algorithm failed to converge because the "
+                    "input matrix contained non-finite values.");
+
+  // eig refuses non-finite values before LAPACK sees them.
+  const std::string eig_nan = "torch.linalg.eig: input tensor should not contain infs or NaNs.";
+  CHECK_THROWS_WITH(linalg::eig(nan).eigenvalues.real().sum().item<float>(), eig_nan);
+  CHECK_THROWS_WITH(
+      linalg::eigvals(tensor({{INFINITY, 1.}, {0., 1.}}).to(kComplex64)).real().sum().item<float>(),
+      eig_nan);
+}
