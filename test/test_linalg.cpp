@@ -5,6 +5,8 @@
 #include <tensorjit/tensorjit.h>
 
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -40,6 +42,41 @@ std::string printed(const auto& x) {
   os << x;
   return os.str();
 }
+
+using Loss = std::function<Tensor(const Tensor&)>;
+
+// The gradient of the scalar loss f at x (float64) by autograd.
+Tensor analytic_grad(const Loss& f, const Tensor& x) {
+  Tensor leaf = x.detach().clone().requires_grad_();
+  f(leaf).backward();
+  return leaf.grad();
+}
+
+// Its central differences, along each element or, for a function of symmetric matrices
+// (`symmetric`, x n x n), along the symmetric (E_ij + E_ji) / 2.
+Tensor numeric_grad(const Loss& f, const Tensor& x, bool symmetric = false) {
+  const double eps = 1e-6;
+  const std::vector<double> base = x.to_vector<double>();
+  const size_t n = static_cast<size_t>(x.size(-1));
+  std::vector<double> out(base.size());
+  for (size_t k = 0; k < base.size(); ++k) {
+    auto at = [&](double d) {
+      std::vector<double> v = base;
+      if (symmetric) {
+        v[k] += d / 2;
+        v[k % n * n + k / n] += d / 2;
+      } else {
+        v[k] += d;
+      }
+      NoGradGuard no_grad;
+      return f(tensor(v, x.sizes(), dtype(kFloat64))).item<double>();
+    };
+    out[k] = (at(eps) - at(-eps)) / (2 * eps);
+  }
+  return tensor(out, x.sizes(), dtype(kFloat64));
+}
+
+std::string grad_fn_of(const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : "None"; }
 
 const DType kDtypes[] = {kFloat32, kFloat64};
 const Shape kBatches[] = {{}, {3}, {2, 2}};
@@ -393,7 +430,7 @@ TEST_CASE("linalg: errors in PyTorch's words", "[linalg][errors]") {
         return linalg::tensorinv(ones({2, 3}), 1);
       },
       "Expected self to satisfy the requirement prod(self.shape[ind:]) == "
-      "prod(self.shape[:ind]), but got 2 != 3");
+      "prod(self.shape[:ind]), but got 3 != 2");
   fails(
       [&] {
         return linalg::tensorinv(zeros({6, 2, 3}), 1).sum().item<float>();
@@ -486,6 +523,49 @@ TEST_CASE("linalg: a batch computes the same bits on any number of threads", "[l
     CHECK(x == first);
   }
   config().num_threads = saved;
+}
+
+// Inputs of the gradient tests: losses are sum(f(x) * W) (wsum).
+struct GradInputs {
+  const TensorOptions f64 = dtype(kFloat64);
+  const Tensor A = tensor({{2., 1., 0.3}, {1., 3., -0.5}, {0.2, -0.4, 1.5}}, f64);
+  const Tensor W =
+      tensor({{0.3, -1.2, 0.7}, {1.1, 0.4, -0.5}, {0.2, 0.9, 1.3}}, f64); // not symmetric
+  const Tensor H = A + A.mT();
+  const Tensor leaf = H.detach().requires_grad_();
+  Tensor wsum(const Tensor& t) const { return (t * W).sum(); }
+};
+
+TEST_CASE_METHOD(GradInputs, "linalg: eigh's, pinv's and solve's gradients as PyTorch's",
+                 "[linalg][grad]") {
+  // An eigenvector's gradient is projected as PyTorch's is: symmetric, the derivative along
+  // symmetric changes of A.
+  Loss through_vector = [&](const Tensor& x) {
+    Tensor v = linalg::eigh(x).eigenvectors.narrow(-1, 0, 1);
+    return wsum(v.matmul(v.mT()));
+  };
+  Tensor g = analytic_grad(through_vector, H);
+  CHECK(allclose(g, g.mT(), 1e-12, 1e-12));
+  CHECK(allclose(g, numeric_grad(through_vector, H, true), 1e-6, 1e-6));
+
+  // pinv is one op whatever computes it, with PyTorch's gradient on all matrices.
+  CHECK(grad_fn_of(linalg::pinv(leaf, true)) == "LinalgPinvBackward0");
+  CHECK(grad_fn_of(linalg::pinv(leaf)) == "LinalgPinvBackward0");
+  CHECK(allclose(analytic_grad([&](const Tensor& x) { return wsum(linalg::pinv(x, true)); }, H),
+                 numeric_grad([&](const Tensor& x) { return wsum(linalg::pinv(x)); }, H), 1e-6,
+                 1e-6));
+  CHECK(linalg::pinv(zeros({0, 2}, f64).requires_grad_()).sizes() == Shape{2, 0});
+
+  // solve of a vector, and from the right, is one op.
+  Tensor b = tensor({1., 2., 3.}, f64);
+  CHECK(grad_fn_of(linalg::solve(leaf, b)) == "LinalgSolveExBackward0");
+  CHECK(grad_fn_of(linalg::solve(leaf, W, false)) == "LinalgSolveExBackward0");
+  Loss right = [&](const Tensor& x) { return wsum(linalg::solve(A + x, W.mT(), false)); };
+  CHECK(allclose(analytic_grad(right, A), numeric_grad(right, A), 1e-6, 1e-6));
+  Loss vec = [&](const Tensor& x) {
+    return (linalg::solve(A.expand({2, 3, 3}), x) * W.narrow(0, 0, 2)).sum();
+  };
+  CHECK(allclose(analytic_grad(vec, b), numeric_grad(vec, b), 1e-6, 1e-6)); // broadcast
 }
 
 TEST_CASE("linalg: empty and non-finite inputs", "[linalg][errors]") {

@@ -129,10 +129,29 @@ Tensor solve(const Tensor& A, const Tensor& B, bool left, Caller caller) {
   if (!left && vector)
     throw Error("linalg.solve: Vector broadcasting of the left hand side is not supported for "
                 "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)");
-  if (!left) return solve(A.mT(), B2.mT()).mT();
-  auto [a, b] = broadcast_batch(A, B2);
-  Tensor X = factor(Routine::Solve, {a, b}, {})[0];
-  return vector ? X.squeeze(-1) : X;
+  Tensor X;
+  {
+    NoGradGuard no_grad; // one op, with PyTorch's gradient, whatever the form of B
+    // XA = B is A^T X^T = B^T.
+    auto [a, b] = left ? broadcast_batch(A, B2) : broadcast_batch(A.mT(), B2.mT());
+    X = factor(Routine::Solve, {a, b}, {})[0];
+    if (!left) X = X.mT();
+    if (vector) X = X.squeeze(-1);
+  }
+  // left: gB = A^-H gX, gA = -gB X^H; right: gB = gX A^-H, gA = -X^H gB; each summed over the
+  // batch dims that broadcast.
+  autograd::record(
+      "LinalgSolveExBackward0", {A, B}, {X}, {A, X},
+      [left, vector, a_shape = A.sizes(), b_shape = B.sizes()](const Grads& g, const Grads& s) {
+        const Tensor& a = s[0];
+        const Tensor x = vector ? s[1].unsqueeze(-1) : s[1];
+        const Tensor gX = vector ? g[0].unsqueeze(-1) : g[0];
+        Tensor gB = solve(a.mH(), gX, left);
+        Tensor gA = left ? -gB.matmul(x.mH()) : -x.mH().matmul(gB);
+        return Grads{autograd::sum_to(gA, a_shape),
+                     autograd::sum_to(vector ? gB.squeeze(-1) : gB, b_shape)};
+      });
+  return X;
 }
 
 Tensor inv(const Tensor& A, Caller caller) {
@@ -352,24 +371,32 @@ Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
   check_matrix(A, "linalg.pinv");
   check_float(A, "linalg.pinv");
   const int64_t m = A.size(-2), n = A.size(-1);
-  if (A.numel() == 0) {
-    Shape s = batch_of(A);
-    s.insert(s.end(), {n, m});
-    return zeros(s, TensorOptions(A.dtype()).device(A.device()));
+  Tensor P;
+  {
+    NoGradGuard no_grad; // one op, with PyTorch's gradient, however it is computed
+    // Singular values below eps * max(m, n) times the largest are taken as zero (PyTorch's
+    // rtol).
+    const double rtol = epsilon(A.dtype()) * static_cast<double>(std::max(m, n));
+    if (A.numel() == 0) {
+      Shape s = batch_of(A);
+      s.insert(s.end(), {n, m});
+      P = zeros(s, TensorOptions(A.dtype()).device(A.device()));
+    } else if (hermitian) {
+      auto [L, U] = eigh(A);
+      Tensor tol = L.abs().amax(-1, true) * rtol;
+      Tensor Linv = where(L.abs() > tol, L.reciprocal(), zeros_like(L));
+      P = (U * Linv.unsqueeze(-2)).matmul(U.mH());
+    } else {
+      auto [U, S, Vh] = svd(A, false);
+      Tensor tol = S.narrow(-1, 0, 1) * rtol;
+      Tensor Sinv = where(S > tol, S.reciprocal(), zeros_like(S));
+      P = (Vh.mH() * Sinv.unsqueeze(-2)).matmul(U.mH());
+    }
   }
-  // Singular values below eps * max(m, n) times the largest are taken as zero (PyTorch's rtol).
-  const double eps = epsilon(A.dtype());
-  const double rtol = eps * static_cast<double>(std::max(m, n));
-  if (hermitian) {
-    auto [L, U] = eigh(A);
-    Tensor tol = L.abs().amax(-1, true) * rtol;
-    Tensor Linv = where(L.abs() > tol, L.reciprocal(), zeros_like(L));
-    return (U * Linv.unsqueeze(-2)).matmul(U.mH());
-  }
-  auto [U, S, Vh] = svd(A, false);
-  Tensor tol = S.narrow(-1, 0, 1) * rtol;
-  Tensor Sinv = where(S > tol, S.reciprocal(), zeros_like(S));
-  return (Vh.mH() * Sinv.unsqueeze(-2)).matmul(U.mH());
+  autograd::record("LinalgPinvBackward0", {A}, {P}, {A, P}, [](const Grads& g, const Grads& s) {
+    return Grads{detail::pinv_backward(g[0], s[1], s[0])};
+  });
+  return P;
 }
 
 Tensor matrix_rank(const Tensor& A, bool hermitian, Caller caller) {
@@ -419,7 +446,7 @@ Tensor tensorinv(const Tensor& A, int64_t ind, Caller caller) {
   if (p != q)
     throw Error(fmt::format("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                             "prod(self.shape[:ind]), but got {} != {}",
-                            p, q));
+                            q, p));
   Shape out = back;
   out.insert(out.end(), front.begin(), front.end());
   const Tensor a = A.reshape({p, p});
