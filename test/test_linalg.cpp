@@ -568,6 +568,49 @@ TEST_CASE_METHOD(GradInputs, "linalg: eigh's, pinv's and solve's gradients as Py
   CHECK(allclose(analytic_grad(vec, b), numeric_grad(vec, b), 1e-6, 1e-6)); // broadcast
 }
 
+TEST_CASE_METHOD(GradInputs, "linalg: products and norms record as PyTorch does",
+                 "[linalg][grad]") {
+  // matrix_power: the power 0 stays in A's graph; -1 is the inverse; 3 is (AA)A.
+  Tensor p0 = linalg::matrix_power(leaf, 0);
+  CHECK(grad_fn_of(p0) == "CopyBackwards");
+  CHECK(near(p0, eye(3, f64), kFloat64));
+  CHECK(analytic_grad([](const Tensor& x) { return linalg::matrix_power(x, 0).sum(); }, A)
+            .eq(0)
+            .all()
+            .item<bool>());
+  CHECK(grad_fn_of(linalg::matrix_power(leaf, -1)) == "LinalgInvExBackward0");
+  auto next = linalg::matrix_power(leaf, 3).grad_fn()->next_functions();
+  REQUIRE(next.size() == 2);
+  CHECK(next[0].first->name() == "MmBackward0"); // A A first
+  CHECK(next[1].first->name() == "AccumulateGrad");
+  // The lowest power's magnitude does not fit an int64.
+  CHECK(near(linalg::matrix_power(eye(2, f64), INT64_MIN), eye(2, f64), kFloat64));
+  CHECK(near(linalg::matrix_power(eye(2, f64), INT64_MAX), eye(2, f64), kFloat64));
+
+  // cross is one op; its inputs' gradients are summed over the batch dims that broadcast.
+  Tensor c = tensor({{-1., 0.5, 2.}}, f64);
+  CHECK(grad_fn_of(linalg::cross(leaf, c)) == "LinalgCrossBackward0");
+  Loss crossed = [&](const Tensor& x) { return wsum(linalg::cross(A, x)); };
+  CHECK(allclose(analytic_grad(crossed, c), numeric_grad(crossed, c), 1e-6, 1e-6));
+  Loss crossed_a = [&](const Tensor& x) { return wsum(linalg::cross(x, c)); };
+  CHECK(allclose(analytic_grad(crossed_a, A), numeric_grad(crossed_a, A), 1e-6, 1e-6));
+
+  // matrix_norm of order 1 and inf ends in amax or amin, keepdim as asked.
+  CHECK(grad_fn_of(linalg::matrix_norm(leaf, 1)) == "AmaxBackward0");
+  CHECK(grad_fn_of(linalg::matrix_norm(leaf, -INFINITY, {0, 1}, true)) == "AminBackward0");
+  CHECK(linalg::matrix_norm(leaf.expand({2, 3, 3}), INFINITY, {0, 2}).sizes() == Shape{3});
+
+  // multi_dot ends in a view; three matrices of equal costs multiply as (AB)C.
+  Tensor md = linalg::multi_dot({leaf, leaf, leaf});
+  CHECK(grad_fn_of(md) == "ViewBackward0");
+  std::shared_ptr<autograd::Node> last = md.grad_fn();
+  if (last->name() == "ViewBackward0") last = last->next_functions().at(0).first;
+  auto last_inputs = last->next_functions();
+  REQUIRE(last_inputs.size() == 2);
+  CHECK(last_inputs[0].first->name() == "MmBackward0"); // AB
+  CHECK(last_inputs[1].first->name() == "AccumulateGrad");
+}
+
 TEST_CASE("linalg: empty and non-finite inputs", "[linalg][errors]") {
   // An empty matrix's full SVD has identities for U and Vh.
   auto [U, S, Vh] = linalg::svd(zeros({2, 3, 0}));
@@ -595,4 +638,36 @@ TEST_CASE("linalg: empty and non-finite inputs", "[linalg][errors]") {
   CHECK_THROWS_WITH(
       linalg::eigvals(tensor({{INFINITY, 1.}, {0., 1.}}).to(kComplex64)).real().sum().item<float>(),
       eig_nan);
+
+  // Norms without an identity have no value over nothing.
+  CHECK_THROWS_WITH(linalg::vector_norm(zeros({0}), INFINITY),
+                    "linalg.vector_norm cannot compute the inf norm on an empty tensor because "
+                    "the operation does not have an identity");
+  CHECK_THROWS_WITH(linalg::vector_norm(zeros({2, 0}), -1, {1}),
+                    "linalg.vector_norm cannot compute the -1 norm on the dimension 1because this "
+                    "dimension is empty and the operation does not have an identity");
+  CHECK_THROWS_WITH(linalg::vector_norm(zeros({2, 0}), -INFINITY, {-1}),
+                    Contains("the -inf norm on the dimension -1because"));
+  CHECK(linalg::vector_norm(zeros({2, 0}), INFINITY, {0}).sizes() == Shape{0});
+  CHECK(linalg::vector_norm(zeros({0}), 2).item<float>() == 0.0f);
+}
+
+TEST_CASE("linalg: products' and norms' checks in PyTorch's order and words", "[linalg][errors]") {
+  CHECK_THROWS_WITH(linalg::multi_dot({ones({2, 3}), ones({3, 3}, dtype(kFloat64))}),
+                    "multi_dot(): all tensors must have be the same dtype but tensor 0 is float "
+                    "and tensor 1 double");
+  CHECK_THROWS_WITH(linalg::multi_dot({ones({3}), ones({4, 2})}),
+                    "multi_dot(): tensors 0 and 1 with shapes [3] and [4, 2] cannot be multiplied");
+  CHECK_THROWS_WITH(linalg::multi_dot({ones({2, 2}), ones({2}), ones({2, 2, 2})}),
+                    "multi_dot(): the last tensor must be 1D or 2D but got 3D");
+  CHECK_THROWS_WITH(linalg::matrix_norm(ones({3, 3}), "fro", {1, -1}),
+                    "linalg.matrix_norm: dims must be different. Got (1, 1)");
+  CHECK_THROWS_WITH(linalg::matrix_norm(ones({3, 3}, dtype(kFloat16)), 2),
+                    "linalg.matrix_norm: Low precision dtypes not supported. Got Half");
+  CHECK_THROWS_WITH(linalg::matrix_norm(ones({3}), 3),
+                    "linalg.matrix_norm: Order 3 not supported.");
+  CHECK_THROWS_WITH(linalg::norm(ones({3}), "fro"),
+                    "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.");
+  CHECK_THROWS_WITH(linalg::norm(ones({3, 3}), "nuc", {1}),
+                    "linalg.matrix_norm: dim must be a 2-tuple. Got [1]");
 }
