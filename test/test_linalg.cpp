@@ -555,6 +555,12 @@ TEST_CASE_METHOD(GradInputs, "linalg: eigh's, pinv's and solve's gradients as Py
                  numeric_grad([&](const Tensor& x) { return wsum(linalg::pinv(x)); }, H), 1e-6,
                  1e-6));
   CHECK(linalg::pinv(zeros({0, 2}, f64).requires_grad_()).sizes() == Shape{2, 0});
+  // A complex A's pinv differentiates through its factorization.
+  Tensor Ac = A.to(kComplex128).requires_grad_();
+  linalg::pinv(Ac).abs().sum().backward();
+  CHECK(allclose(Ac.grad().real(),
+                 analytic_grad([](const Tensor& x) { return linalg::pinv(x).abs().sum(); }, A),
+                 1e-10, 1e-10));
 
   // solve of a vector, and from the right, is one op.
   Tensor b = tensor({1., 2., 3.}, f64);
@@ -594,6 +600,11 @@ TEST_CASE_METHOD(GradInputs, "linalg: products and norms record as PyTorch does"
   CHECK(allclose(analytic_grad(crossed, c), numeric_grad(crossed, c), 1e-6, 1e-6));
   Loss crossed_a = [&](const Tensor& x) { return wsum(linalg::cross(x, c)); };
   CHECK(allclose(analytic_grad(crossed_a, A), numeric_grad(crossed_a, A), 1e-6, 1e-6));
+  Tensor ac = A.to(kComplex128).requires_grad_(); // through the products' own gradients
+  linalg::cross(ac, c.to(kComplex128)).abs().sum().backward();
+  CHECK(allclose(ac.grad().real(),
+                 analytic_grad([&](const Tensor& x) { return linalg::cross(x, c).abs().sum(); }, A),
+                 1e-10, 1e-10));
 
   // matrix_norm of order 1 and inf ends in amax or amin, keepdim as asked.
   CHECK(grad_fn_of(linalg::matrix_norm(leaf, 1)) == "AmaxBackward0");

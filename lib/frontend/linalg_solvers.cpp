@@ -366,32 +366,41 @@ LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
   return {x, residuals ? parts[3].real() : none, rank, parts[2].real()};
 }
 
+namespace {
+// pinv(A): the reciprocals of the singular values (of the eigenvalues' magnitudes when
+// `hermitian`) above eps * max(m, n) times the largest (PyTorch's rtol), the others zero.
+Tensor pinv_value(const Tensor& A, bool hermitian) {
+  const int64_t m = A.size(-2), n = A.size(-1);
+  if (A.numel() == 0) {
+    Shape s = batch_of(A);
+    s.insert(s.end(), {n, m});
+    return zeros(s, TensorOptions(A.dtype()).device(A.device()));
+  }
+  const double rtol = epsilon(A.dtype()) * static_cast<double>(std::max(m, n));
+  if (hermitian) {
+    auto [L, U] = eigh(A);
+    Tensor tol = L.abs().amax(-1, true) * rtol;
+    Tensor Linv = where(L.abs() > tol, L.reciprocal(), zeros_like(L));
+    return (U * Linv.unsqueeze(-2)).matmul(U.mH());
+  }
+  auto [U, S, Vh] = svd(A, false);
+  Tensor tol = S.narrow(-1, 0, 1) * rtol;
+  Tensor Sinv = where(S > tol, S.reciprocal(), zeros_like(S));
+  return (Vh.mH() * Sinv.unsqueeze(-2)).matmul(U.mH());
+}
+} // namespace
+
 Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
   detail::CallSite site(caller, "linalg.pinv");
   check_matrix(A, "linalg.pinv");
   check_float(A, "linalg.pinv");
-  const int64_t m = A.size(-2), n = A.size(-1);
+  // The engine takes LinalgPinvBackward0 for real tensors only (its complex_ready list): a complex
+  // A keeps the gradients of the ops that compute its pinv.
+  if (A.is_complex()) return pinv_value(A, hermitian);
   Tensor P;
   {
     NoGradGuard no_grad; // one op, with PyTorch's gradient, however it is computed
-    // Singular values below eps * max(m, n) times the largest are taken as zero (PyTorch's
-    // rtol).
-    const double rtol = epsilon(A.dtype()) * static_cast<double>(std::max(m, n));
-    if (A.numel() == 0) {
-      Shape s = batch_of(A);
-      s.insert(s.end(), {n, m});
-      P = zeros(s, TensorOptions(A.dtype()).device(A.device()));
-    } else if (hermitian) {
-      auto [L, U] = eigh(A);
-      Tensor tol = L.abs().amax(-1, true) * rtol;
-      Tensor Linv = where(L.abs() > tol, L.reciprocal(), zeros_like(L));
-      P = (U * Linv.unsqueeze(-2)).matmul(U.mH());
-    } else {
-      auto [U, S, Vh] = svd(A, false);
-      Tensor tol = S.narrow(-1, 0, 1) * rtol;
-      Tensor Sinv = where(S > tol, S.reciprocal(), zeros_like(S));
-      P = (Vh.mH() * Sinv.unsqueeze(-2)).matmul(U.mH());
-    }
+    P = pinv_value(A, hermitian);
   }
   autograd::record("LinalgPinvBackward0", {A}, {P}, {A, P}, [](const Grads& g, const Grads& s) {
     return Grads{detail::pinv_backward(g[0], s[1], s[0])};
