@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <complex>
 // LAPACK's complex numbers as std::complex, whose layout they share.
 #define lapack_complex_float std::complex<float>
@@ -165,7 +166,7 @@ Failure each(const char* routine, int64_t count, void* out, int64_t out_row, F f
   });
   for (int64_t e = 0; e < count; ++e)
     if (lapack_int info = infos[static_cast<size_t>(e)]; info != 0) {
-      if (info < 0) // an argument LAPACK rejects: ours to fix
+      if (info < 0 && info != kNonFinite) // an argument LAPACK rejects: ours to fix
         throw Error(fmt::format("internal error: LAPACK's {} rejects argument {}", routine, -info));
       return {e, info};
     }
@@ -255,8 +256,15 @@ Failure svd_t(const Matrices& a, bool full, bool vectors, void* out, int64_t out
     std::vector<T> u(static_cast<size_t>(vectors ? m * ucols : 1));
     std::vector<T> vt(static_cast<size_t>(vectors ? vrows * n : 1));
     load(a, e, w.data(), m);
+    if (k == 0 && vectors && full) { // gesdd writes nothing; PyTorch's U and Vh are identities
+      for (int64_t i = 0; i < m; ++i)
+        u[static_cast<size_t>(i * (m + 1))] = 1;
+      for (int64_t i = 0; i < n; ++i)
+        vt[static_cast<size_t>(i * (n + 1))] = 1;
+    }
     lapack_int info = Fn<T>::gesdd(kCol, jobz, li(m), li(n), w.data(), ld(m), s.data(), u.data(),
                                    ld(m), vt.data(), ld(vrows));
+    if (info == -5) info = kNonFinite; // LAPACKE counts the layout as argument 1
     if (!vectors) {
       std::copy(s.begin(), s.end(), o);
       return info;
@@ -286,6 +294,17 @@ Failure eigh_t(const Matrices& a, bool upper, bool vectors, void* out, int64_t o
 template <class T> struct IsComplex : std::false_type {};
 template <class T> struct IsComplex<std::complex<T>> : std::true_type {};
 
+// Whether a workspace holds finite numbers only: geev takes a NaN or an infinity for an illegal
+// argument (and says so on stderr), so PyTorch refuses them before, as this does.
+template <class T> bool all_finite(const std::vector<T>& w) {
+  return std::all_of(w.begin(), w.end(), [](const T& x) {
+    if constexpr (IsComplex<T>::value)
+      return std::isfinite(x.real()) && std::isfinite(x.imag());
+    else
+      return std::isfinite(x);
+  });
+}
+
 // geev of complex matrices: the eigenvalues and eigenvectors come complex; their parts are
 // written as numbers of T, as the real routine's are.
 template <class T>
@@ -295,6 +314,7 @@ Failure complex_eig_t(const Matrices& a, bool vectors, void* out, int64_t out_ro
     std::vector<T> w(static_cast<size_t>(n * n)), vr(static_cast<size_t>(vectors ? n * n : 1));
     std::vector<T> values(static_cast<size_t>(n));
     load(a, e, w.data(), n);
+    if (!all_finite(w)) return static_cast<lapack_int>(kNonFinite);
     T unused = 0;
     lapack_int info = Fn<T>::geev(kCol, 'N', vectors ? 'V' : 'N', li(n), w.data(), ld(n),
                                   values.data(), &unused, 1, vr.data(), ld(n));
@@ -321,6 +341,7 @@ template <class T> Failure real_eig_t(const Matrices& a, bool vectors, void* out
     T* wr = o;
     T* wi = o + n;
     load(a, e, w.data(), n);
+    if (!all_finite(w)) return static_cast<lapack_int>(kNonFinite);
     T unused = 0;
     lapack_int info = Fn<T>::geev(kCol, 'N', vectors ? 'V' : 'N', li(n), w.data(), ld(n), wr, wi,
                                   &unused, 1, vr.data(), ld(n));

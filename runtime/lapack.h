@@ -31,6 +31,10 @@ struct Failure {
   int64_t info = 0;
   explicit operator bool() const { return entry >= 0; }
 };
+// Failure::info of a matrix with non-finite values that the routine refuses: an svd's with a NaN
+// (LAPACK 3.10's gesdd says argument 4, A, instead of failing to converge), an eig's with a NaN
+// or an infinity (checked before geev).
+constexpr int64_t kNonFinite = -4;
 
 // The routines, float32, float64, complex64 or complex128 (`dtype`; a real singular value,
 // eigenvalue or rank is written as a complex number); `out` holds a row of `out_row` elements per

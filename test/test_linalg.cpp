@@ -5,6 +5,8 @@
 #include <tensorjit/tensorjit.h>
 
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -40,6 +42,41 @@ std::string printed(const auto& x) {
   os << x;
   return os.str();
 }
+
+using Loss = std::function<Tensor(const Tensor&)>;
+
+// The gradient of the scalar loss f at x (float64) by autograd.
+Tensor analytic_grad(const Loss& f, const Tensor& x) {
+  Tensor leaf = x.detach().clone().requires_grad_();
+  f(leaf).backward();
+  return leaf.grad();
+}
+
+// Its central differences, along each element or, for a function of symmetric matrices
+// (`symmetric`, x n x n), along the symmetric (E_ij + E_ji) / 2.
+Tensor numeric_grad(const Loss& f, const Tensor& x, bool symmetric = false) {
+  const double eps = 1e-6;
+  const std::vector<double> base = x.to_vector<double>();
+  const size_t n = static_cast<size_t>(x.size(-1));
+  std::vector<double> out(base.size());
+  for (size_t k = 0; k < base.size(); ++k) {
+    auto at = [&](double d) {
+      std::vector<double> v = base;
+      if (symmetric) {
+        v[k] += d / 2;
+        v[k % n * n + k / n] += d / 2;
+      } else {
+        v[k] += d;
+      }
+      NoGradGuard no_grad;
+      return f(tensor(v, x.sizes(), dtype(kFloat64))).item<double>();
+    };
+    out[k] = (at(eps) - at(-eps)) / (2 * eps);
+  }
+  return tensor(out, x.sizes(), dtype(kFloat64));
+}
+
+std::string grad_fn_of(const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : "None"; }
 
 const DType kDtypes[] = {kFloat32, kFloat64};
 const Shape kBatches[] = {{}, {3}, {2, 2}};
@@ -393,7 +430,7 @@ TEST_CASE("linalg: errors in PyTorch's words", "[linalg][errors]") {
         return linalg::tensorinv(ones({2, 3}), 1);
       },
       "Expected self to satisfy the requirement prod(self.shape[ind:]) == "
-      "prod(self.shape[:ind]), but got 2 != 3");
+      "prod(self.shape[:ind]), but got 3 != 2");
   fails(
       [&] {
         return linalg::tensorinv(zeros({6, 2, 3}), 1).sum().item<float>();
@@ -486,4 +523,162 @@ TEST_CASE("linalg: a batch computes the same bits on any number of threads", "[l
     CHECK(x == first);
   }
   config().num_threads = saved;
+}
+
+// Inputs of the gradient tests: losses are sum(f(x) * W) (wsum).
+struct GradInputs {
+  const TensorOptions f64 = dtype(kFloat64);
+  const Tensor A = tensor({{2., 1., 0.3}, {1., 3., -0.5}, {0.2, -0.4, 1.5}}, f64);
+  const Tensor W =
+      tensor({{0.3, -1.2, 0.7}, {1.1, 0.4, -0.5}, {0.2, 0.9, 1.3}}, f64); // not symmetric
+  const Tensor H = A + A.mT();
+  const Tensor leaf = H.detach().requires_grad_();
+  Tensor wsum(const Tensor& t) const { return (t * W).sum(); }
+};
+
+TEST_CASE_METHOD(GradInputs, "linalg: eigh's, pinv's and solve's gradients as PyTorch's",
+                 "[linalg][grad]") {
+  // An eigenvector's gradient is projected as PyTorch's is: symmetric, the derivative along
+  // symmetric changes of A.
+  Loss through_vector = [&](const Tensor& x) {
+    Tensor v = linalg::eigh(x).eigenvectors.narrow(-1, 0, 1);
+    return wsum(v.matmul(v.mT()));
+  };
+  Tensor g = analytic_grad(through_vector, H);
+  CHECK(allclose(g, g.mT(), 1e-12, 1e-12));
+  CHECK(allclose(g, numeric_grad(through_vector, H, true), 1e-6, 1e-6));
+
+  // pinv is one op whatever computes it, with PyTorch's gradient on all matrices.
+  CHECK(grad_fn_of(linalg::pinv(leaf, true)) == "LinalgPinvBackward0");
+  CHECK(grad_fn_of(linalg::pinv(leaf)) == "LinalgPinvBackward0");
+  CHECK(allclose(analytic_grad([&](const Tensor& x) { return wsum(linalg::pinv(x, true)); }, H),
+                 numeric_grad([&](const Tensor& x) { return wsum(linalg::pinv(x)); }, H), 1e-6,
+                 1e-6));
+  CHECK(linalg::pinv(zeros({0, 2}, f64).requires_grad_()).sizes() == Shape{2, 0});
+  // A complex A's pinv differentiates through its factorization.
+  Tensor Ac = A.to(kComplex128).requires_grad_();
+  linalg::pinv(Ac).abs().sum().backward();
+  CHECK(allclose(Ac.grad().real(),
+                 analytic_grad([](const Tensor& x) { return linalg::pinv(x).abs().sum(); }, A),
+                 1e-10, 1e-10));
+
+  // solve of a vector, and from the right, is one op.
+  Tensor b = tensor({1., 2., 3.}, f64);
+  CHECK(grad_fn_of(linalg::solve(leaf, b)) == "LinalgSolveExBackward0");
+  CHECK(grad_fn_of(linalg::solve(leaf, W, false)) == "LinalgSolveExBackward0");
+  Loss right = [&](const Tensor& x) { return wsum(linalg::solve(A + x, W.mT(), false)); };
+  CHECK(allclose(analytic_grad(right, A), numeric_grad(right, A), 1e-6, 1e-6));
+  Loss vec = [&](const Tensor& x) {
+    return (linalg::solve(A.expand({2, 3, 3}), x) * W.narrow(0, 0, 2)).sum();
+  };
+  CHECK(allclose(analytic_grad(vec, b), numeric_grad(vec, b), 1e-6, 1e-6)); // broadcast
+}
+
+TEST_CASE_METHOD(GradInputs, "linalg: products and norms record as PyTorch does",
+                 "[linalg][grad]") {
+  // matrix_power: the power 0 stays in A's graph; -1 is the inverse; 3 is (AA)A.
+  Tensor p0 = linalg::matrix_power(leaf, 0);
+  CHECK(grad_fn_of(p0) == "CopyBackwards");
+  CHECK(near(p0, eye(3, f64), kFloat64));
+  CHECK(analytic_grad([](const Tensor& x) { return linalg::matrix_power(x, 0).sum(); }, A)
+            .eq(0)
+            .all()
+            .item<bool>());
+  CHECK(grad_fn_of(linalg::matrix_power(leaf, -1)) == "LinalgInvExBackward0");
+  auto next = linalg::matrix_power(leaf, 3).grad_fn()->next_functions();
+  REQUIRE(next.size() == 2);
+  CHECK(next[0].first->name() == "MmBackward0"); // A A first
+  CHECK(next[1].first->name() == "AccumulateGrad");
+  // The lowest power's magnitude does not fit an int64.
+  CHECK(near(linalg::matrix_power(eye(2, f64), INT64_MIN), eye(2, f64), kFloat64));
+  CHECK(near(linalg::matrix_power(eye(2, f64), INT64_MAX), eye(2, f64), kFloat64));
+
+  // cross is one op; its inputs' gradients are summed over the batch dims that broadcast.
+  Tensor c = tensor({{-1., 0.5, 2.}}, f64);
+  CHECK(grad_fn_of(linalg::cross(leaf, c)) == "LinalgCrossBackward0");
+  Loss crossed = [&](const Tensor& x) { return wsum(linalg::cross(A, x)); };
+  CHECK(allclose(analytic_grad(crossed, c), numeric_grad(crossed, c), 1e-6, 1e-6));
+  Loss crossed_a = [&](const Tensor& x) { return wsum(linalg::cross(x, c)); };
+  CHECK(allclose(analytic_grad(crossed_a, A), numeric_grad(crossed_a, A), 1e-6, 1e-6));
+  Tensor ac = A.to(kComplex128).requires_grad_(); // through the products' own gradients
+  linalg::cross(ac, c.to(kComplex128)).abs().sum().backward();
+  CHECK(allclose(ac.grad().real(),
+                 analytic_grad([&](const Tensor& x) { return linalg::cross(x, c).abs().sum(); }, A),
+                 1e-10, 1e-10));
+
+  // matrix_norm of order 1 and inf ends in amax or amin, keepdim as asked.
+  CHECK(grad_fn_of(linalg::matrix_norm(leaf, 1)) == "AmaxBackward0");
+  CHECK(grad_fn_of(linalg::matrix_norm(leaf, -INFINITY, {0, 1}, true)) == "AminBackward0");
+  CHECK(linalg::matrix_norm(leaf.expand({2, 3, 3}), INFINITY, {0, 2}).sizes() == Shape{3});
+
+  // multi_dot ends in a view; three matrices of equal costs multiply as (AB)C.
+  Tensor md = linalg::multi_dot({leaf, leaf, leaf});
+  CHECK(grad_fn_of(md) == "ViewBackward0");
+  std::shared_ptr<autograd::Node> last = md.grad_fn();
+  if (last->name() == "ViewBackward0") last = last->next_functions().at(0).first;
+  auto last_inputs = last->next_functions();
+  REQUIRE(last_inputs.size() == 2);
+  CHECK(last_inputs[0].first->name() == "MmBackward0"); // AB
+  CHECK(last_inputs[1].first->name() == "AccumulateGrad");
+}
+
+TEST_CASE("linalg: empty and non-finite inputs", "[linalg][errors]") {
+  // An empty matrix's full SVD has identities for U and Vh.
+  auto [U, S, Vh] = linalg::svd(zeros({2, 3, 0}));
+  CHECK(near(U, eye(3).expand({2, 3, 3}), kFloat32));
+  CHECK(S.sizes() == Shape{2, 0});
+  CHECK(Vh.sizes() == Shape{2, 0, 0});
+  CHECK(near(linalg::svd(zeros({0, 2})).Vh, eye(2), kFloat32));
+  CHECK(linalg::svd(zeros({0, 2}), false).Vh.sizes() == Shape{0, 2});
+
+  Tensor nan = tensor({{1., NAN}, {0., 1.}});
+  const std::string svd_nan = "linalg.svd: The algorithm failed to converge because the input "
+                              "matrix contained non-finite values.";
+  CHECK_THROWS_WITH(linalg::svd(nan).S.sum().item<float>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::svdvals(nan).sum().item<float>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::pinv(nan).sum().item<float>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::matrix_rank(nan).item<int64_t>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::matrix_norm(nan, "nuc").item<float>(), svd_nan);
+  CHECK_THROWS_WITH(linalg::svdvals(stack({eye(2), nan})).sum().item<float>(),
+                    "linalg.svd: (Batch element 1): The algorithm failed to converge because the "
+                    "input matrix contained non-finite values.");
+
+  // eig refuses non-finite values before LAPACK sees them.
+  const std::string eig_nan = "torch.linalg.eig: input tensor should not contain infs or NaNs.";
+  CHECK_THROWS_WITH(linalg::eig(nan).eigenvalues.real().sum().item<float>(), eig_nan);
+  CHECK_THROWS_WITH(
+      linalg::eigvals(tensor({{INFINITY, 1.}, {0., 1.}}).to(kComplex64)).real().sum().item<float>(),
+      eig_nan);
+
+  // Norms without an identity have no value over nothing.
+  CHECK_THROWS_WITH(linalg::vector_norm(zeros({0}), INFINITY),
+                    "linalg.vector_norm cannot compute the inf norm on an empty tensor because "
+                    "the operation does not have an identity");
+  CHECK_THROWS_WITH(linalg::vector_norm(zeros({2, 0}), -1, {1}),
+                    "linalg.vector_norm cannot compute the -1 norm on the dimension 1because this "
+                    "dimension is empty and the operation does not have an identity");
+  CHECK_THROWS_WITH(linalg::vector_norm(zeros({2, 0}), -INFINITY, {-1}),
+                    Contains("the -inf norm on the dimension -1because"));
+  CHECK(linalg::vector_norm(zeros({2, 0}), INFINITY, {0}).sizes() == Shape{0});
+  CHECK(linalg::vector_norm(zeros({0}), 2).item<float>() == 0.0f);
+}
+
+TEST_CASE("linalg: products' and norms' checks in PyTorch's order and words", "[linalg][errors]") {
+  CHECK_THROWS_WITH(linalg::multi_dot({ones({2, 3}), ones({3, 3}, dtype(kFloat64))}),
+                    "multi_dot(): all tensors must have be the same dtype but tensor 0 is float "
+                    "and tensor 1 double");
+  CHECK_THROWS_WITH(linalg::multi_dot({ones({3}), ones({4, 2})}),
+                    "multi_dot(): tensors 0 and 1 with shapes [3] and [4, 2] cannot be multiplied");
+  CHECK_THROWS_WITH(linalg::multi_dot({ones({2, 2}), ones({2}), ones({2, 2, 2})}),
+                    "multi_dot(): the last tensor must be 1D or 2D but got 3D");
+  CHECK_THROWS_WITH(linalg::matrix_norm(ones({3, 3}), "fro", {1, -1}),
+                    "linalg.matrix_norm: dims must be different. Got (1, 1)");
+  CHECK_THROWS_WITH(linalg::matrix_norm(ones({3, 3}, dtype(kFloat16)), 2),
+                    "linalg.matrix_norm: Low precision dtypes not supported. Got Half");
+  CHECK_THROWS_WITH(linalg::matrix_norm(ones({3}), 3),
+                    "linalg.matrix_norm: Order 3 not supported.");
+  CHECK_THROWS_WITH(linalg::norm(ones({3}), "fro"),
+                    "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.");
+  CHECK_THROWS_WITH(linalg::norm(ones({3, 3}), "nuc", {1}),
+                    "linalg.matrix_norm: dim must be a 2-tuple. Got [1]");
 }

@@ -112,28 +112,18 @@ Grads svd_backward(const Grads& g, const Grads& s, bool full) {
   return {U.matmul(gA).matmul(Vh)};
 }
 
-// A = V diag(L) V^H: gA = V (diag(gL) + (V^H gV) / E) V^H, E_ij = L_j - L_i off the diagonal.
-// Complex eigenvectors are determined up to a phase each, as the singular vectors.
+// A = V diag(L) V^H: gA = V (diag(gL) + skew(V^H gV) / E) V^H, E_ij = L_j - L_i off the
+// diagonal, skew(X) = (X - X^H) / 2: only a skew-Hermitian change keeps V unitary (PyTorch's
+// projection), and it makes gA Hermitian. Complex eigenvectors are determined up to a phase each,
+// as the singular vectors.
 Grads eigh_backward(const Grads& g, const Grads& s) {
   const Tensor &L = s[1], &V = s[2];
   const int64_t n = L.size(-1);
   Tensor I = eye_like(n, L);
   Tensor E = L.unsqueeze(-2) - L.unsqueeze(-1) + I;
-  Tensor inner = V.mH().matmul(g[1]) / E * (1 - I) + diag_embed(g[0]);
+  Tensor VhgV = V.mH().matmul(g[1]);
+  Tensor inner = (VhgV - VhgV.mH()) * 0.5 / E * (1 - I) + diag_embed(g[0]);
   return {V.matmul(inner).matmul(V.mH())};
-}
-
-// The gradient of pinv(A) (PyTorch's pinv_backward, real case), g pinv's gradient.
-Tensor pinv_backward(const Tensor& g, const Tensor& P, const Tensor& A) {
-  const Tensor Ph = P.mT(), gh = g.mT();
-  if (A.size(-2) <= A.size(-1)) {
-    Tensor K = gh.matmul(P), KPh = K.matmul(Ph);
-    return -P.matmul(K).mT() + KPh - A.matmul(P).matmul(KPh) +
-           Ph.matmul(P).matmul(gh - K.matmul(A));
-  }
-  Tensor K = P.matmul(gh), PhK = Ph.matmul(K);
-  return -K.matmul(P).mT() + (gh - A.matmul(K)).matmul(P).matmul(Ph) + PhK -
-         PhK.matmul(P).matmul(A);
 }
 
 // X = pinv(A) B: gB = pinv(A)^T gX, gA through pinv.
@@ -144,6 +134,18 @@ Grads lstsq_backward(const Grads& g, const Grads& s) {
 }
 
 } // namespace
+
+Tensor pinv_backward(const Tensor& g, const Tensor& P, const Tensor& A) {
+  const Tensor Ph = P.mH(), gh = g.mH();
+  if (A.size(-2) <= A.size(-1)) {
+    Tensor K = gh.matmul(P), KPh = K.matmul(Ph);
+    return -P.matmul(K).mH() + KPh - A.matmul(P).matmul(KPh) +
+           Ph.matmul(P).matmul(gh - K.matmul(A));
+  }
+  Tensor K = P.matmul(gh), PhK = Ph.matmul(K);
+  return -K.matmul(P).mH() + (gh - A.matmul(K)).matmul(P).matmul(Ph) + PhK -
+         PhK.matmul(P).matmul(A);
+}
 
 std::vector<Tensor> factor(ir::Routine r, const std::vector<Tensor>& operands,
                            const std::vector<int64_t>& params, Scalar value) {

@@ -16,4 +16,7 @@ namespace tj::detail {
 std::vector<Tensor> factor(ir::Routine r, const std::vector<Tensor>& operands,
                            const std::vector<int64_t>& params, Scalar value = {});
 
+// The gradient of P = pinv(A) (PyTorch's pinv_backward), g P's gradient.
+Tensor pinv_backward(const Tensor& g, const Tensor& P, const Tensor& A);
+
 } // namespace tj::detail

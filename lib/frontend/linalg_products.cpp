@@ -1,11 +1,13 @@
-// tj::linalg's products and norms, composed of other ops (so their gradients come with them),
-// and the printed forms of the structured results.
+// tj::linalg's products and norms, composed of other ops (so their gradients come with them;
+// cross records PyTorch's as one op), and the printed forms of the structured results.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <ostream>
 
+#include "lib/autograd/formulas.h"
 #include "lib/frontend/promotion.h"
 #include "lib/frontend/tensor_impl.h"
 #include "tensorjit/functions.h"
@@ -25,7 +27,23 @@ Tensor cross(const Tensor& a, const Tensor& b, int64_t dim, Caller caller) {
     throw Error(fmt::format("linalg.cross: inputs dimension {} must have length 3. Got {} and {}",
                             dim, a.size(d), b.size(d)));
   // c_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}, indices mod 3: each component as PyTorch computes it.
-  return a.roll(-1, d) * b.roll(-2, d) - a.roll(-2, d) * b.roll(-1, d);
+  auto product = [&] { return a.roll(-1, d) * b.roll(-2, d) - a.roll(-2, d) * b.roll(-1, d); };
+  // The engine takes LinalgCrossBackward0 for real tensors only (its complex_ready list): complex
+  // vectors keep the gradients of the ops that compute the product.
+  if (a.is_complex() || b.is_complex()) return product();
+  Tensor c;
+  {
+    NoGradGuard no_grad; // one op, with PyTorch's gradient
+    c = product();
+  }
+  // ga = b* x g, gb = g x a*, summed over the batch dims that broadcast.
+  autograd::record("LinalgCrossBackward0", {a, b}, {c}, {a, b},
+                   [d](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+                     return std::vector<Tensor>{
+                         autograd::sum_to(cross(s[1].conj(), g[0], d), s[0].sizes()),
+                         autograd::sum_to(cross(g[0], s[0].conj(), d), s[1].sizes())};
+                   });
+  return c;
 }
 
 Tensor matrix_power(const Tensor& A, int64_t n, Caller caller) {
@@ -36,21 +54,39 @@ Tensor matrix_power(const Tensor& A, int64_t n, Caller caller) {
     throw Error(fmt::format("linalg.matrix_power: A must be batches of square matrices, but they "
                             "are {} by {} matrices",
                             A.size(-2), A.size(-1)));
-  if (n == 0)
-    return eye(A.size(-1), TensorOptions(A.dtype()).device(A.device())).expand(A.sizes()).clone();
-  Tensor a = n < 0 ? inv(A) : A;
-  if (n < 0) n = -n;
-  if (n == 1) return a.clone();
-  // Repeated squaring, the products in PyTorch's order.
+  if (n == 0) { // A's clone written over, as PyTorch does: the result stays in A's graph
+    Tensor r = A.clone().copy_(eye(A.size(-1), TensorOptions(A.dtype()).device(A.device())));
+    autograd::rename(r, "CopyBackwards"); // PyTorch's name for a copy_ of a constant
+    return r;
+  }
+  if (n == 1) return A.clone();
+  if (n == -1) return inv(A);
+  const Tensor a = n < 0 ? inv(A) : A;
+  // |n| unsigned, as -n overflows for the lowest int64.
+  uint64_t m = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+  if (m == 2) return a.matmul(a);
+  if (m == 3) return a.matmul(a).matmul(a);
+  // Repeated squaring from the lowest bit, the products in PyTorch's order.
   Tensor z, result;
-  while (n > 0) {
-    const bool bit = n % 2 != 0;
-    n /= 2;
+  for (; m > 0; m /= 2) {
     z = z.defined() ? z.matmul(z) : a;
-    if (bit) result = result.defined() ? result.matmul(z) : z;
+    if (m % 2) result = result.defined() ? result.matmul(z) : z;
   }
   return result;
 }
+
+namespace {
+// The name PyTorch's caffe2::TypeMeta gives a dtype (GCC's spelling of its C++ type), as
+// multi_dot prints it.
+const char* type_meta_name(DType t) {
+  static const char* names[] = {
+      "bool",  "unsigned char", "signed char",         "short int",
+      "int",   "long int",      "c10::Half",           "c10::BFloat16",
+      "float", "double",        "c10::complex<float>", "c10::complex<double>"};
+  static_assert(std::size(names) == kNumDTypes);
+  return names[static_cast<int>(t)];
+}
+} // namespace
 
 Tensor multi_dot(const std::vector<Tensor>& tensors, Caller caller) {
   detail::CallSite site(caller, "linalg.multi_dot");
@@ -59,28 +95,29 @@ Tensor multi_dot(const std::vector<Tensor>& tensors, Caller caller) {
   const int64_t first = tensors[0].dim(), last = tensors[n - 1].dim();
   if (first != 1 && first != 2)
     throw Error(fmt::format("multi_dot(): the first tensor must be 1D or 2D but got {}D", first));
+  if (last != 1 && last != 2)
+    throw Error(fmt::format("multi_dot(): the last tensor must be 1D or 2D but got {}D", last));
   for (size_t i = 1; i + 1 < n; ++i)
     if (tensors[i].dim() != 2)
       throw Error(
           fmt::format("multi_dot(): tensor {} must be 2D but got {}D", i, tensors[i].dim()));
-  if (last != 1 && last != 2)
-    throw Error(fmt::format("multi_dot(): the last tensor must be 1D or 2D but got {}D", last));
   std::vector<Tensor> m(tensors);
   if (first == 1) m[0] = m[0].unsqueeze(0);
   if (last == 1) m[n - 1] = m[n - 1].unsqueeze(-1);
   for (size_t i = 1; i < n; ++i) {
     if (m[i].dtype() != m[0].dtype())
       throw Error(fmt::format("multi_dot(): all tensors must have be the same dtype but tensor 0 "
-                              "is {} and tensor {} is {}",
-                              fe::cpp_type_name(m[0].dtype()), i, fe::cpp_type_name(m[i].dtype())));
+                              "is {} and tensor {} {}",
+                              type_meta_name(m[0].dtype()), i, type_meta_name(m[i].dtype())));
     if (m[i - 1].size(-1) != m[i].size(0))
       throw Error(fmt::format("multi_dot(): tensors {} and {} with shapes {} and {} cannot be "
                               "multiplied",
-                              i - 1, i, ir::shape_str(m[i - 1].sizes()),
-                              ir::shape_str(m[i].sizes())));
+                              i - 1, i, ir::shape_str(tensors[i - 1].sizes()),
+                              ir::shape_str(tensors[i].sizes())));
   }
   // The order of the products with the fewest multiplications (the matrix chain's dynamic
-  // program); p[i] x p[i+1] is matrix i's shape.
+  // program); p[i] x p[i+1] is matrix i's shape. Of equal costs the first split wins, but three
+  // matrices take (AB)C then, as PyTorch's shortcut for them does.
   std::vector<int64_t> p{m[0].size(0)};
   for (const Tensor& t : m)
     p.push_back(t.size(1));
@@ -91,7 +128,8 @@ Tensor multi_dot(const std::vector<Tensor>& tensors, Caller caller) {
       cost[i][j] = -1;
       for (size_t k = i; k < j; ++k) {
         const int64_t c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1];
-        if (cost[i][j] < 0 || c < cost[i][j]) cost[i][j] = c, split[i][j] = static_cast<int64_t>(k);
+        if (cost[i][j] < 0 || c < cost[i][j] || (n == 3 && c == cost[i][j]))
+          cost[i][j] = c, split[i][j] = static_cast<int64_t>(k);
       }
     }
   std::function<Tensor(size_t, size_t)> chain = [&](size_t i, size_t j) -> Tensor {
@@ -99,11 +137,11 @@ Tensor multi_dot(const std::vector<Tensor>& tensors, Caller caller) {
     const size_t k = static_cast<size_t>(split[i][j]);
     return chain(i, k).mm(chain(k + 1, j));
   };
-  Tensor r = chain(0, n - 1);
-  if (first == 1 && last == 1) return r.reshape({});
-  if (first == 1) return r.squeeze(0);
-  if (last == 1) return r.squeeze(-1);
-  return r;
+  // The vectors' dims dropped by a view, as PyTorch ends.
+  Shape out;
+  if (first == 2) out.push_back(m[0].size(0));
+  if (last == 2) out.push_back(m[n - 1].size(1));
+  return chain(0, n - 1).view(out);
 }
 
 // --- norms ---
@@ -130,46 +168,61 @@ Tensor vector_norm(const Tensor& x, const Ord& ord, IntArrayRef dim, bool keepdi
   check_float(x, "linalg.vector_norm");
   if (ord.is_name())
     throw Error(fmt::format("linalg.vector_norm: ord must be a number, got '{}'", ord.name()));
+  // The max and the negative powers' sums have no value over nothing.
+  const double p = ord.number();
+  if (x.numel() == 0 && (p < 0 || p == INFINITY)) {
+    if (dim.empty())
+      throw Error(fmt::format("linalg.vector_norm cannot compute the {} norm on an empty tensor "
+                              "because the operation does not have an identity",
+                              ord_str(ord)));
+    for (int64_t d : dim)
+      if (x.size(d) == 0) // PyTorch's words, the missing space included
+        throw Error(fmt::format("linalg.vector_norm cannot compute the {} norm on the dimension "
+                                "{}because this dimension is empty and the operation does not "
+                                "have an identity",
+                                ord_str(ord), d));
+  }
   // A complex vector's norm is its magnitudes' norm.
-  return tj::norm(x.is_complex() ? x.abs() : x, ord.number(), dim, keepdim);
+  return tj::norm(x.is_complex() ? x.abs() : x, p, dim, keepdim);
 }
 
 Tensor matrix_norm(const Tensor& A, const Ord& ord, IntArrayRef dim, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "linalg.matrix_norm");
+  // The order first, as PyTorch checks it: it decides the dtypes A may have.
+  const double p = ord.is_name() ? 0 : ord.number();
+  const bool nuc = ord.is_name() && ord.name() == "nuc", fro = ord.is_name() && ord.name() == "fro";
+  if (ord.is_name() ? !nuc && !fro : std::abs(p) != 1 && std::abs(p) != 2 && !std::isinf(p))
+    throw Error(fmt::format("linalg.matrix_norm: Order {} not supported.", ord_str(ord)));
+  const bool singular_values = nuc || std::abs(p) == 2;
   if (A.dim() < 2)
     throw Error("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.");
   check_float(A, "linalg.matrix_norm");
+  if (singular_values && !A.is_complex() && A.dtype() != kFloat32 && A.dtype() != kFloat64)
+    throw Error(fmt::format("linalg.matrix_norm: Low precision dtypes not supported. Got {}",
+                            fe::cpp_type_name(A.dtype())));
   if (dim.size() != 2)
     throw Error(
-        fmt::format("linalg.matrix_norm: dim must be a 2-tuple. Got {}", fmt::join(dim, " ")));
+        fmt::format("linalg.matrix_norm: dim must be a 2-tuple. Got [{}]", fmt::join(dim, ", ")));
   const int64_t d0 = ir::wrap_dim(dim[0], A.dim()), d1 = ir::wrap_dim(dim[1], A.dim());
   if (d0 == d1)
-    throw Error(
-        fmt::format("linalg.matrix_norm: dims must be different. Got ({}, {})", dim[0], dim[1]));
-  if (ord.is_name()) {
-    if (ord.name() == "fro") return tj::norm(A.is_complex() ? A.abs() : A, 2, {d0, d1}, keepdim);
-    if (ord.name() != "nuc")
-      throw Error(fmt::format("linalg.matrix_norm: Order {} not supported.", ord.name()));
-  }
-  const double p = ord.number();
-  if (ord.is_name() || std::abs(p) == 2) { // from the singular values of the dims moved last
+    throw Error(fmt::format("linalg.matrix_norm: dims must be different. Got ({}, {})", d0, d1));
+  if (fro) return tj::norm(A.is_complex() ? A.abs() : A, 2, {d0, d1}, keepdim);
+  if (singular_values) { // of the dims moved last
     std::vector<int64_t> perm;
     for (int64_t d = 0; d < A.dim(); ++d)
       if (d != d0 && d != d1) perm.push_back(d);
     perm.insert(perm.end(), {d0, d1});
     Tensor S = svdvals(A.permute(perm));
-    Tensor r = ord.is_name() ? S.sum(-1) : p > 0 ? S.amax(-1) : S.amin(-1);
+    Tensor r = nuc ? S.sum(-1) : p > 0 ? S.amax(-1) : S.amin(-1);
     if (keepdim) r = r.unsqueeze(std::min(d0, d1)).unsqueeze(std::max(d0, d1));
     return r;
   }
-  if (std::abs(p) != 1 && !std::isinf(p))
-    throw Error(fmt::format("linalg.matrix_norm: Order {} not supported.", ord_str(ord)));
-  // 1: the largest column sum of |A|; inf: the largest row sum; negative: the smallest.
-  const int64_t summed = std::abs(p) == 1 ? d0 : d1, other = std::abs(p) == 1 ? d1 : d0;
-  Tensor sums = tj::norm(A.is_complex() ? A.abs() : A, 1, {summed}, true);
-  Tensor r = p > 0 ? sums.amax({other}, true) : sums.amin({other}, true);
-  if (!keepdim) r = r.squeeze(std::max(d0, d1)).squeeze(std::min(d0, d1));
-  return r;
+  // 1: the largest column sum of |A|; inf: the largest row sum; negative: the smallest. The
+  // second reduction's dim moves down when the first drops a dim before it.
+  int64_t summed = std::isinf(p) ? d1 : d0, other = std::isinf(p) ? d0 : d1;
+  if (!keepdim && summed < other) --other;
+  Tensor sums = vector_norm(A, 1, {summed}, keepdim);
+  return p > 0 ? sums.amax({other}, keepdim) : sums.amin({other}, keepdim);
 }
 
 Tensor norm(const Tensor& A, const std::optional<Ord>& ord, IntArrayRef dim, bool keepdim,
@@ -183,10 +236,9 @@ Tensor norm(const Tensor& A, const std::optional<Ord>& ord, IntArrayRef dim, boo
     throw Error(fmt::format("linalg.norm: If dim is not specified but ord is, the input must be "
                             "1D or 2D. Got {}D.",
                             A.dim()));
-  if (ord && (dim.size() == 2 || (dim.empty() && A.dim() == 2)))
+  // A named order is a matrix's, whatever A and dim are.
+  if (ord && (ord->is_name() || dim.size() == 2 || (dim.empty() && A.dim() == 2)))
     return matrix_norm(A, *ord, dim.empty() ? DimList{0, 1} : DimList(dim), keepdim);
-  if (ord && ord->is_name())
-    throw Error(fmt::format("linalg.norm: Order {} not supported for a vector norm.", ord->name()));
   return vector_norm(A, ord ? *ord : Ord(2), dim, keepdim);
 }
 

@@ -129,10 +129,29 @@ Tensor solve(const Tensor& A, const Tensor& B, bool left, Caller caller) {
   if (!left && vector)
     throw Error("linalg.solve: Vector broadcasting of the left hand side is not supported for "
                 "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)");
-  if (!left) return solve(A.mT(), B2.mT()).mT();
-  auto [a, b] = broadcast_batch(A, B2);
-  Tensor X = factor(Routine::Solve, {a, b}, {})[0];
-  return vector ? X.squeeze(-1) : X;
+  Tensor X;
+  {
+    NoGradGuard no_grad; // one op, with PyTorch's gradient, whatever the form of B
+    // XA = B is A^T X^T = B^T.
+    auto [a, b] = left ? broadcast_batch(A, B2) : broadcast_batch(A.mT(), B2.mT());
+    X = factor(Routine::Solve, {a, b}, {})[0];
+    if (!left) X = X.mT();
+    if (vector) X = X.squeeze(-1);
+  }
+  // left: gB = A^-H gX, gA = -gB X^H; right: gB = gX A^-H, gA = -X^H gB; each summed over the
+  // batch dims that broadcast.
+  autograd::record(
+      "LinalgSolveExBackward0", {A, B}, {X}, {A, X},
+      [left, vector, a_shape = A.sizes(), b_shape = B.sizes()](const Grads& g, const Grads& s) {
+        const Tensor& a = s[0];
+        const Tensor x = vector ? s[1].unsqueeze(-1) : s[1];
+        const Tensor gX = vector ? g[0].unsqueeze(-1) : g[0];
+        Tensor gB = solve(a.mH(), gX, left);
+        Tensor gA = left ? -gB.matmul(x.mH()) : -x.mH().matmul(gB);
+        return Grads{autograd::sum_to(gA, a_shape),
+                     autograd::sum_to(vector ? gB.squeeze(-1) : gB, b_shape)};
+      });
+  return X;
 }
 
 Tensor inv(const Tensor& A, Caller caller) {
@@ -347,19 +366,17 @@ LstsqResult lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
   return {x, residuals ? parts[3].real() : none, rank, parts[2].real()};
 }
 
-Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
-  detail::CallSite site(caller, "linalg.pinv");
-  check_matrix(A, "linalg.pinv");
-  check_float(A, "linalg.pinv");
+namespace {
+// pinv(A): the reciprocals of the singular values (of the eigenvalues' magnitudes when
+// `hermitian`) above eps * max(m, n) times the largest (PyTorch's rtol), the others zero.
+Tensor pinv_value(const Tensor& A, bool hermitian) {
   const int64_t m = A.size(-2), n = A.size(-1);
   if (A.numel() == 0) {
     Shape s = batch_of(A);
     s.insert(s.end(), {n, m});
     return zeros(s, TensorOptions(A.dtype()).device(A.device()));
   }
-  // Singular values below eps * max(m, n) times the largest are taken as zero (PyTorch's rtol).
-  const double eps = epsilon(A.dtype());
-  const double rtol = eps * static_cast<double>(std::max(m, n));
+  const double rtol = epsilon(A.dtype()) * static_cast<double>(std::max(m, n));
   if (hermitian) {
     auto [L, U] = eigh(A);
     Tensor tol = L.abs().amax(-1, true) * rtol;
@@ -370,6 +387,25 @@ Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
   Tensor tol = S.narrow(-1, 0, 1) * rtol;
   Tensor Sinv = where(S > tol, S.reciprocal(), zeros_like(S));
   return (Vh.mH() * Sinv.unsqueeze(-2)).matmul(U.mH());
+}
+} // namespace
+
+Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
+  detail::CallSite site(caller, "linalg.pinv");
+  check_matrix(A, "linalg.pinv");
+  check_float(A, "linalg.pinv");
+  // The engine takes LinalgPinvBackward0 for real tensors only (its complex_ready list): a complex
+  // A keeps the gradients of the ops that compute its pinv.
+  if (A.is_complex()) return pinv_value(A, hermitian);
+  Tensor P;
+  {
+    NoGradGuard no_grad; // one op, with PyTorch's gradient, however it is computed
+    P = pinv_value(A, hermitian);
+  }
+  autograd::record("LinalgPinvBackward0", {A}, {P}, {A, P}, [](const Grads& g, const Grads& s) {
+    return Grads{detail::pinv_backward(g[0], s[1], s[0])};
+  });
+  return P;
 }
 
 Tensor matrix_rank(const Tensor& A, bool hermitian, Caller caller) {
@@ -419,7 +455,7 @@ Tensor tensorinv(const Tensor& A, int64_t ind, Caller caller) {
   if (p != q)
     throw Error(fmt::format("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                             "prod(self.shape[:ind]), but got {} != {}",
-                            p, q));
+                            q, p));
   Shape out = back;
   out.insert(out.end(), front.begin(), front.end());
   const Tensor a = A.reshape({p, p});

@@ -491,6 +491,10 @@ std::string failure_message(ir::Routine r, const std::vector<int64_t>& params, i
                        "positive-definite).",
                        batch, info);
   case ir::Routine::Svd:
+    if (info == rt::lapack::kNonFinite)
+      return fmt::format("linalg.svd{}: The algorithm failed to converge because the input matrix "
+                         "contained non-finite values.",
+                         batch);
     return fmt::format("linalg.svd{}: The algorithm failed to converge because the input matrix "
                        "is ill-conditioned or has too many repeated singular values (error code: "
                        "{}).",
@@ -500,6 +504,8 @@ std::string failure_message(ir::Routine r, const std::vector<int64_t>& params, i
                        "is ill-conditioned or has too many repeated eigenvalues (error code: {}).",
                        batch, info);
   case ir::Routine::Eig:
+    if (info == rt::lapack::kNonFinite)
+      return "torch.linalg.eig: input tensor should not contain infs or NaNs.";
     return fmt::format("linalg.eig{}: The algorithm failed to converge because the input matrix "
                        "is ill-conditioned or has too many repeated eigenvalues (error code: {}).",
                        batch, info);
