@@ -254,6 +254,8 @@ TEST_CASE("autograd: leaves, views and in-place writes as PyTorch", "[autograd]"
   CHECK(error_of([&] {
           v.detach_();
         }).rfind("Can't detach views in-place. Use detach() instead.", 0) == 0);
+  Tensor int_view = tensor({1, 2}).slice(0, 0, 1);
+  CHECK(error_of([&] { int_view.detach_(); }) == "(no error)"); // it has no history to leave
   // grad_fn of a view whose base was written since is the new history, however it is asked.
   Tensor base = w * 1;
   Tensor view = base.slice(0, 0, 2);
@@ -334,6 +336,14 @@ TEST_CASE("losses: values, reductions and grad_fn names as PyTorch's", "[nn]") {
         Approx(-logp.to_vector<double>()[2]).epsilon(1e-14));
   CHECK(F::nll_loss(logp, target, "none").to_vector<double>() ==
         std::vector<double>{-logp.to_vector<double>()[2], 0.0});
+  // An ignored target's loss is +0, not a negated zero.
+  CHECK(F::nll_loss(logp.detach(), tensor({-100}).expand({2}), "none").str() ==
+        "tensor([0., 0.], dtype=torch.float64)");
+  CHECK(error_of([&] { F::cross_entropy(x, F::softmax(x, 1), "mean", 1); }) ==
+        "ignore_index is not supported for floating point target");
+  CHECK(error_of([&] {
+          F::binary_cross_entropy_with_logits(x, x, "mean", ones({4, 2, 3}, f64()));
+        }) == "output with shape [2, 3] doesn't match the broadcast shape [4, 2, 3]");
   // Another ignore_index: the first row's target is the ignored one now.
   CHECK(F::nll_loss(logp, tensor({2, 0}), "mean", 2).item<double>() ==
         Approx(-logp.to_vector<double>()[3]).epsilon(1e-14));

@@ -221,7 +221,6 @@ private:
   std::unordered_map<FunctionNode*, std::vector<Tensor>> buffers_;
 };
 
-// The roots' edges and gradients, with PyTorch's checks.
 // The roots' edges and gradients, with PyTorch's checks in its order: every gradient (given or
 // implicit) first, then whether each root has a history.
 void prepare_roots(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,

@@ -1,3 +1,4 @@
+// Warnings on stderr, as PyTorch's Python front end shows them.
 #include "lib/core/warning.h"
 
 #include <fmt/format.h>

@@ -98,6 +98,7 @@ Tensor activation(const char* name, const Tensor& x, Forward forward, Backward d
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
                 Caller caller) {
   detail::CallSite site(caller, "mse_loss");
+  const Reduction r = reduction_of(reduction);
   static std::atomic<bool> shown{false};
   warn_if_broadcast(input, target, shown);
   // PyTorch's kernel computes in the operands' common dtype, a real float one.
@@ -105,7 +106,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
   if (!is_floating_point(common))
     throw Error(fmt::format("\"mse_cpu\" not implemented for '{}'", fe::cpp_type_name(common)));
   return pointwise_loss(
-      "MseLossBackward0", input, target, reduction_of(reduction),
+      "MseLossBackward0", input, target, r,
       [](const Tensor& x, const Tensor& t) {
         Tensor d = x - t;
         return d * d;
@@ -191,7 +192,8 @@ Tensor nll(const Tensor& logp, const Tensor& target, Reduction r, int64_t ignore
                    (ignores ? where(keep, index, zeros_like(index)) : index).unsqueeze(class_dim))
                 .squeeze(class_dim);
   if (classes == 0) picked = picked + logp.sum(); // keeps the graph: a zero, not a constant
-  Tensor losses = ignores ? -where(keep, picked, zeros_like(picked)) : -picked;
+  // An ignored target's loss is +0, as PyTorch's kernel writes it (not a negated zero).
+  Tensor losses = ignores ? where(keep, -picked, zeros_like(picked)) : -picked;
   Tensor out = r == Reduction::None      ? losses
                : r == Reduction::Sum     ? losses.sum()
                : ignores || classes == 0 ? losses.sum() / keep.sum()
@@ -218,8 +220,11 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view
   if (input.dim() == 0) throw Error("Expected 1 or more dimensions (got 0)");
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   // The probabilities of each class where the target has the input's shape; else class indices.
-  if (input.sizes() == target.sizes())
+  if (input.sizes() == target.sizes()) {
+    if (target.is_floating_point() && ignore_index >= 0)
+      throw Error("ignore_index is not supported for floating point target");
     return cross_entropy_probabilities(input, target, class_dim, r);
+  }
   // As PyTorch: log_softmax first (its dtype check speaks first), then the targets' checks.
   Tensor logp = log_softmax(input, class_dim);
   check_class_targets(input, target);
@@ -229,21 +234,23 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view
 Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
                Caller caller) {
   detail::CallSite site(caller, "l1_loss");
+  const Reduction r = reduction_of(reduction);
   static std::atomic<bool> shown{false};
   warn_if_broadcast(input, target, shown);
   // A composite in PyTorch too: its grad_fn is the reduction's.
-  return reduced((input - target).abs(), reduction_of(reduction));
+  return reduced((input - target).abs(), r);
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
                       double beta, Caller caller) {
   detail::CallSite site(caller, "smooth_l1_loss");
+  const Reduction r = reduction_of(reduction);
   static std::atomic<bool> shown{false};
   warn_if_broadcast(input, target, shown);
   if (beta < 0) throw Error("smooth_l1_loss does not support negative values for beta.");
-  if (beta == 0) return l1_loss(input, target, reduction, caller);
+  if (beta == 0) return reduced((input - target).abs(), r); // l1_loss, as PyTorch's
   return pointwise_loss(
-      "SmoothL1LossBackward0", input, target, reduction_of(reduction),
+      "SmoothL1LossBackward0", input, target, r,
       [beta](const Tensor& x, const Tensor& t) {
         Tensor d = x - t, a = d.abs();
         return where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta);
@@ -259,11 +266,12 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
 Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
                   double delta, Caller caller) {
   detail::CallSite site(caller, "huber_loss");
+  const Reduction r = reduction_of(reduction);
   static std::atomic<bool> shown{false};
   warn_if_broadcast(input, target, shown);
   if (delta <= 0) throw Error("huber_loss does not support non-positive values for delta.");
   return pointwise_loss(
-      "HuberLossBackward0", input, target, reduction_of(reduction),
+      "HuberLossBackward0", input, target, r,
       [delta](const Tensor& x, const Tensor& t) {
         Tensor d = x - t, a = d.abs();
         return where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta);
@@ -277,12 +285,12 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view re
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, std::string_view reduction,
                             Caller caller) {
   detail::CallSite site(caller, "binary_cross_entropy");
+  const Reduction r = reduction_of(reduction);
   if (target.sizes() != input.sizes())
     throw Error(fmt::format("Using a target size (torch.Size({})) that is different to the input "
                             "size (torch.Size({})) is deprecated. Please ensure they have the "
                             "same size.",
                             ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
-  const Reduction r = reduction_of(reduction);
   check_float(input, "binary_cross_entropy");
   {
     // PyTorch's kernel checks each element as it computes (NaN fails too): here, before.
@@ -307,11 +315,17 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         std::string_view reduction, const Tensor& pos_weight,
                                         Caller caller) {
   detail::CallSite site(caller, "binary_cross_entropy_with_logits");
+  const Reduction r = reduction_of(reduction);
   if (target.sizes() != input.sizes())
     throw Error(fmt::format("Target size (torch.Size({})) must be the same as input size "
                             "(torch.Size({}))",
                             ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
-  const Reduction r = reduction_of(reduction);
+  // PyTorch weighs the loss in place: pos_weight broadcasts to the input's shape, never beyond.
+  if (pos_weight.defined() &&
+      ir::broadcast_shapes(input.sizes(), pos_weight.sizes()) != input.sizes())
+    throw Error(fmt::format(
+        "output with shape {} doesn't match the broadcast shape {}", ir::shape_str(input.sizes()),
+        ir::shape_str(ir::broadcast_shapes(input.sizes(), pos_weight.sizes()))));
   // softplus(-x) = log(1 + exp(-x)), written so that no exp overflows.
   auto softplus_neg = [](const Tensor& x) { return (-x.abs()).exp().log1p() + (-x).clamp_min(0); };
   if (!pos_weight.defined())
@@ -409,8 +423,10 @@ Tensor one_hot(const Tensor& t, int64_t num_classes, Caller caller) {
   if (t.numel() == 0 && num_classes <= 0)
     throw Error("Can not infer total number of classes from empty tensor.");
   if (t.numel() > 0) {
-    if (t.min().item<int64_t>() < 0) throw Error("Class values must be non-negative.");
-    const int64_t top = t.max().item<int64_t>();
+    const Tensor least = t.min(), top_t = t.max();
+    tj::eval({least, top_t}); // one pass for both
+    if (least.item<int64_t>() < 0) throw Error("Class values must be non-negative.");
+    const int64_t top = top_t.item<int64_t>();
     if (num_classes == -1)
       num_classes = top + 1;
     else if (top >= num_classes)
@@ -422,12 +438,12 @@ Tensor one_hot(const Tensor& t, int64_t num_classes, Caller caller) {
 
 Tensor embedding(const Tensor& input, const Tensor& weight, Caller caller) {
   detail::CallSite site(caller, "embedding");
+  if (weight.dim() != 2) throw Error("'weight' must be 2-D");
   if (input.dtype() != kInt64 && input.dtype() != kInt32)
     throw Error(fmt::format("Expected tensor for argument #1 'indices' to have one of the "
                             "following scalar types: Long, Int; but got {} instead (while "
                             "checking arguments for embedding)",
                             fe::legacy_type_name(input.dtype())));
-  if (weight.dim() != 2) throw Error("'weight' must be 2-D");
   Shape out = input.sizes();
   out.push_back(weight.size(1));
   Tensor rows = weight.index_select(0, input.reshape({-1}));

@@ -665,7 +665,8 @@ Tensor Tensor::detach() const {
 Tensor& Tensor::detach_() {
   detail::check_defined(*this, "detach_");
   // A view's history is rebuilt from its base's after a write through either: it cannot leave it.
-  if (impl_->is_view)
+  // (Views of other dtypes have no history: PyTorch does not count them as views here.)
+  if (impl_->is_view && (is_floating_point() || is_complex()))
     throw Error("Can't detach views in-place. Use detach() instead. If you are using "
                 "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
                 "as True, gradients are views of DDP buckets, and hence detach_() cannot be "

@@ -58,9 +58,9 @@ bool can_cast(DType from, DType to) {
 // Autograd of an in-place write of `value` into `self`: `self` (and, for a
 // view, its base) takes the history of the value written. Called with the
 // value already broadcast and cast; returns the tensor whose node is written.
-// `write` names the node of a plain write (zero_, fill_, copy_: PyTorch names them
+// `plain_write` names the node of a plain write (zero_, fill_, copy_: PyTorch names them
 // after the op), which passes the gradient to the value as it is.
-Tensor record_inplace(const Tensor& self, Tensor value, const char* write) {
+Tensor record_inplace(const Tensor& self, Tensor value, const char* plain_write) {
   using Grads = std::vector<Tensor>;
   using Saved = std::vector<Tensor>;
   if (!GradMode::is_enabled() ||
@@ -72,12 +72,12 @@ Tensor record_inplace(const Tensor& self, Tensor value, const char* write) {
   // gradient to the old value, a leaf one that passes it the gradient.
   if (!value.requires_grad()) {
     value = detail::alias(value);
-    autograd::record(write ? write : "FillBackward0", {self}, {value}, {},
+    autograd::record(plain_write ? plain_write : "FillBackward0", {self}, {value}, {},
                      [](const Grads& g, const Saved&) { return Grads{zeros_like(g[0])}; });
-  } else if (write || value.is_leaf()) {
+  } else if (plain_write || value.is_leaf()) {
     Tensor from = value;
     value = detail::alias(value);
-    autograd::record(write ? write : "CopyBackwards", {from}, {value}, {},
+    autograd::record(plain_write ? plain_write : "CopyBackwards", {from}, {value}, {},
                      [](const Grads& g, const Saved&) { return g; });
   }
   const detail::TensorImpl& impl = *self.impl();
@@ -113,12 +113,12 @@ std::vector<Tensor> tensors_in(const Scalar&) { return {}; }
 
 // Writes the tensor `make_value()` returns into `self`, broadcast to its shape. `inputs` are
 // the tensors the value reads, held to PyTorch's overlap rules (frontend/overlap.h).
-// `write` names a plain write's backward node (record_inplace); any_cast is the write's rule
-// for dtypes (fill_ and copy_ take any value).
+// `plain_write` is set for zero_, fill_ and copy_: the name of the write's backward node
+// (record_inplace). Such a write takes a value of any dtype; an op's result must cast safely.
 template <typename F>
 Tensor& mutate(Tensor& self, const std::vector<Tensor>& inputs, F&& make_value,
-               const char* write = nullptr) {
-  const bool any_cast = write != nullptr;
+               const char* plain_write = nullptr) {
+  const bool any_cast = plain_write != nullptr;
   detail::check_defined(self, "in-place operation");
   detail::assert_no_internal_overlap(self);
   for (const Tensor& in : inputs)
@@ -155,7 +155,8 @@ Tensor& mutate(Tensor& self, const std::vector<Tensor>& inputs, F&& make_value,
   // that cannot happen.
   if (v->may_fail && !v->realized) detail::realize({v});
   if (v->shape != self.sizes()) v = fe::expand(v, self.sizes());
-  Tensor written = record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v), write);
+  Tensor written =
+      record_inplace(self, value.sizes() == self.sizes() ? value : wrap(v), plain_write);
   if (written.impl() != value.impl()) v = node_of(written);
   detail::write(self, fe::cast(v, self.dtype(), /*discard_imag=*/true), exclusive);
   // A parameter updated in place (an optimizer step) is computed now: the
@@ -185,16 +186,16 @@ Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha, Caller caller) {
 namespace {
 // One value for every element is defined however many elements share a location: an
 // expanded tensor is filled through the locations it views, each once.
-Tensor& fill_with(Tensor& self, const Scalar& v, const char* write) {
+Tensor& fill_with(Tensor& self, const Scalar& v, const char* grad_fn_name) {
   fe::check_scalar_fits(v, self.dtype());
   if (detail::has_internal_overlap(self)) {
     Tensor distinct = detail::distinct_locations(self);
-    fill_with(distinct, v, write);
+    fill_with(distinct, v, grad_fn_name);
     return self;
   }
   return mutate(
       self, {}, [&] { return wrap(fe::constant(v, self.dtype(), self.sizes(), self.device())); },
-      write);
+      grad_fn_name);
 }
 } // namespace
 

@@ -462,17 +462,28 @@ void Tables::elementwise() {
     const Value* r = a.get(i, "reduction");
     return r ? a.to_str(*r, "reduction") : std::string("mean");
   };
+  // The arguments the library does not take (a class weight; size_average and reduce, deprecated)
+  // must be None where given, rather than ignored.
+  auto unsupported = [](Args& a, std::initializer_list<std::pair<size_t, const char*>> args) {
+    for (const auto& [i, name] : args)
+      if (a.get(i, name))
+        throw Error(fmt::format("{}(): argument '{}' is not supported", a.fn, name));
+  };
   // Positions as torch's signatures (size_average and reduce, deprecated, stay unset; no weight).
-  def({"mse_loss", "l1_loss"}, kF, [reduction](Args& a) {
+  def({"mse_loss", "l1_loss"}, kF, [reduction, unsupported](Args& a) {
     Tensor x = a.self(), y = a.tensor(1, "target");
+    unsupported(a, {{2, "size_average"}, {3, "reduce"}});
     const std::string r = reduction(a, 4);
     return a.fn == "mse_loss" ? nn::functional::mse_loss(x, y, r)
                               : nn::functional::l1_loss(x, y, r);
   });
-  def({"binary_cross_entropy"}, kF, [reduction](Args& a) {
-    return nn::functional::binary_cross_entropy(a.self(), a.tensor(1, "target"), reduction(a, 5));
+  def({"binary_cross_entropy"}, kF, [reduction, unsupported](Args& a) {
+    Tensor x = a.self(), y = a.tensor(1, "target");
+    unsupported(a, {{2, "weight"}, {3, "size_average"}, {4, "reduce"}});
+    return nn::functional::binary_cross_entropy(x, y, reduction(a, 5));
   });
-  def({"smooth_l1_loss"}, kF, [reduction](Args& a) {
+  def({"smooth_l1_loss"}, kF, [reduction, unsupported](Args& a) {
+    unsupported(a, {{2, "size_average"}, {3, "reduce"}});
     return nn::functional::smooth_l1_loss(a.self(), a.tensor(1, "target"), reduction(a, 4),
                                           a.f64(5, "beta", 1.0));
   });
@@ -480,13 +491,15 @@ void Tables::elementwise() {
     return nn::functional::huber_loss(a.self(), a.tensor(1, "target"), reduction(a, 2),
                                       a.f64(3, "delta", 1.0));
   });
-  def({"binary_cross_entropy_with_logits"}, kF, [reduction](Args& a) {
+  def({"binary_cross_entropy_with_logits"}, kF, [reduction, unsupported](Args& a) {
     Tensor x = a.self(), y = a.tensor(1, "target");
+    unsupported(a, {{2, "weight"}, {3, "size_average"}, {4, "reduce"}});
     return nn::functional::binary_cross_entropy_with_logits(x, y, reduction(a, 5),
                                                             a.opt_tensor(6, "pos_weight"));
   });
-  def({"nll_loss", "cross_entropy"}, kF, [reduction](Args& a) {
+  def({"nll_loss", "cross_entropy"}, kF, [reduction, unsupported](Args& a) {
     Tensor x = a.self(), y = a.tensor(1, "target");
+    unsupported(a, {{2, "weight"}, {3, "size_average"}, {5, "reduce"}});
     const std::string r = reduction(a, 6);
     const int64_t ignore = a.i64(4, "ignore_index", -100);
     return a.fn == "nll_loss" ? nn::functional::nll_loss(x, y, r, ignore)
