@@ -80,6 +80,58 @@ TEST_CASE("complex: printed as PyTorch prints", "[complex]") {
   CHECK(ctensor({{1.5, 2}})[0].item<cd>() == cd(1.5, 2));
 }
 
+namespace {
+
+// Tiny, moderate and huge parts of both signs, zeros of both signs included.
+template <class T> std::vector<std::complex<T>> inverse_grid(double huge) {
+  const std::vector<double> m = {0, 1e-30, 1e-10, 1e-4, 0.5, 1, 2, 1e4, huge};
+  std::vector<std::complex<T>> out;
+  for (double a : m)
+    for (double b : m)
+      for (double sa : {1.0, -1.0})
+        for (double sb : {1.0, -1.0})
+          out.emplace_back(T(sa * a), T(sb * b));
+  return out;
+}
+
+// C's casin, cacos, casinh, catan and catanh (through std::, as PyTorch's CPU kernels) to 4
+// ulps of each part, signs of zeros included.
+template <class T> void check_inverse_functions(DType t, double huge) {
+  using C = std::complex<T>;
+  const std::vector<C> z = inverse_grid<T>(huge);
+  std::vector<cd> zd(z.begin(), z.end());
+  Tensor Z = ctensor(zd, t);
+  const std::vector<std::pair<const char*, std::pair<Tensor, C (*)(const C&)>>> cases = {
+      {"asin", {Z.asin(), [](const C& w) { return std::asin(w); }}},
+      {"acos", {Z.acos(), [](const C& w) { return std::acos(w); }}},
+      {"asinh", {Z.asinh(), [](const C& w) { return std::asinh(w); }}},
+      {"atan", {Z.atan(), [](const C& w) { return std::atan(w); }}},
+      {"atanh", {Z.atanh(), [](const C& w) { return std::atanh(w); }}}};
+  auto close = [](T g, T w) {
+    if (std::signbit(g) != std::signbit(w)) return false;
+    if (g == w) return true;
+    const T eps = std::numeric_limits<T>::epsilon();
+    return std::abs(g - w) <= 4 * eps * std::max(std::abs(w), std::numeric_limits<T>::min());
+  };
+  for (const auto& [name, c] : cases) {
+    const std::vector<C> got = c.first.template to_vector<C>();
+    REQUIRE(got.size() == z.size());
+    for (size_t i = 0; i < z.size(); ++i) {
+      const C want = c.second(z[i]);
+      INFO(name << "(" << z[i] << "): got " << got[i] << ", want " << want);
+      CHECK(close(got[i].real(), want.real()));
+      CHECK(close(got[i].imag(), want.imag()));
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("complex: inverse trigonometric functions to a few ulps of C's", "[complex]") {
+  SECTION("complex128") { check_inverse_functions<double>(kComplex128, 1e200); }
+  SECTION("complex64") { check_inverse_functions<float>(kComplex64, 1e20); }
+}
+
 TEST_CASE("complex: promotion with real dtypes and scalars", "[complex]") {
   Tensor c64 = zeros({2}, kComplex64), c128 = zeros({2}, kComplex128);
   CHECK((ones({2}) + c64).dtype() == kComplex64);

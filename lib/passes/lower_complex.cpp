@@ -229,25 +229,13 @@ private:
     return where(big, scaled(root, 2), root);
   }
 
-  static Parts negated(const Parts& z) { return {un(Op::Neg, z.re), un(Op::Neg, z.im)}; }
-
   static Parts sum(const Parts& a, const Parts& b) {
     return {bin(Op::Add, a.re, b.re), bin(Op::Add, a.im, b.im)};
   }
 
-  // i z, and -i z: a quarter turn each way (the signs of zeros turn with it, as C's casin).
+  // i z, and -i z: a quarter turn each way (the signs of zeros turn with it, as C's catan).
   static Parts times_i(const Parts& z) { return {un(Op::Neg, z.im), z.re}; }
   static Parts times_minus_i(const Parts& z) { return {z.im, un(Op::Neg, z.re)}; }
-
-  // asinh z = log(z + sqrt(z^2 + 1)), as -asinh(-z) left of the imaginary axis, where the sum
-  // would cancel.
-  static Parts inverse_sinh(const Parts& z) {
-    NodePtr left = bin(Op::CmpLt, z.re, num(0, z.re));
-    Parts x = where(left, negated(z), z);
-    Parts sq = multiply(x, x);
-    Parts y = logarithm(sum(x, square_root({bin(Op::Add, sq.re, num(1, sq.re)), sq.im})));
-    return where(left, negated(y), y);
-  }
 
   // acosh z = log(z + sqrt(z + 1) sqrt(z - 1)): the product of roots, not sqrt(z^2 - 1), keeps
   // the principal branch.
@@ -257,12 +245,105 @@ private:
     return logarithm(sum(z, multiply(above, below)));
   }
 
-  // atanh z = (log(1 + z) - log(1 - z)) / 2; 1 - z negates the imaginary part (rather than
-  // subtracting it from 0) so that its zero's sign picks the side of the cut.
+  // a with the sign bit of s, for a >= 0 (there is no copysign op).
+  static NodePtr signed_like(const NodePtr& a, const NodePtr& s) {
+    return fe::where(sign_bit(s), un(Op::Neg, a), a);
+  }
+
+  // asin and acos of u + iv for u, v >= 0, after Hull, Fairgrieve and Tang (1997), in float64:
+  // each part has its own formula that neither cancels near 1 nor overflows or underflows in a
+  // square. Returns Re asin (p), Re acos (r) and Im asin = -Im acos (q).
+  struct Arcsine {
+    NodePtr p, r, q;
+  };
+  static Arcsine arcsine(const NodePtr& u, const NodePtr& v) {
+    NodePtr one = num(1, u), half = num(0.5, u);
+    NodePtr up1 = bin(Op::Add, u, one), um1 = bin(Op::Sub, u, one), omu = bin(Op::Sub, one, u);
+    NodePtr r = bin(Op::Hypot, up1, v), s = bin(Op::Hypot, um1, v);
+    NodePtr a = bin(Op::Add, bin(Op::Mul, half, r), bin(Op::Mul, half, s)); // (|w+1| + |w-1|)/2
+    NodePtr b = bin(Op::Div, u, a);
+    NodePtr rp = bin(Op::Add, r, up1); // r + u + 1
+    NodePtr below = bin(Op::CmpLt, u, one);
+    // A - 1 without cancellation; below 1 its root is v sqrt(...) so that v^2 may underflow.
+    NodePtr vv = bin(Op::Mul, v, v);
+    NodePtr sm = bin(Op::Add, s, omu), sp = bin(Op::Add, s, um1);
+    NodePtr am1_below = bin(Op::Mul, bin(Op::Mul, half, vv),
+                            bin(Op::Add, bin(Op::Div, one, rp), bin(Op::Div, one, sm)));
+    NodePtr root_below =
+        bin(Op::Mul, v,
+            un(Op::Sqrt, bin(Op::Mul, bin(Op::Mul, half, bin(Op::Add, a, one)),
+                             bin(Op::Add, bin(Op::Div, one, rp), bin(Op::Div, one, sm)))));
+    NodePtr am1_above = bin(Op::Mul, half, bin(Op::Add, bin(Op::Div, vv, rp), sp));
+    NodePtr root_above = un(Op::Sqrt, bin(Op::Mul, am1_above, bin(Op::Add, a, one)));
+    NodePtr near_q = un(Op::Log1p, fe::where(below, bin(Op::Add, am1_below, root_below),
+                                             bin(Op::Add, am1_above, root_above)));
+    NodePtr far_q =
+        un(Op::Log, bin(Op::Add, a, un(Op::Sqrt, bin(Op::Sub, bin(Op::Mul, a, a), one))));
+    NodePtr q = fe::where(bin(Op::CmpLe, a, num(1.5, a)), near_q, far_q);
+    // Where B = u / A is near 1, asin B and acos B lose its digits: atan of a quotient instead,
+    // with sqrt(1 - B^2) A found without cancellation.
+    NodePtr apu = bin(Op::Add, a, u);
+    NodePtr c_below =
+        un(Op::Sqrt, bin(Op::Mul, bin(Op::Mul, half, apu), bin(Op::Add, bin(Op::Div, vv, rp), sm)));
+    NodePtr c_above =
+        bin(Op::Mul, v,
+            un(Op::Sqrt,
+               bin(Op::Mul, half, bin(Op::Add, bin(Op::Div, apu, rp), bin(Op::Div, apu, sp)))));
+    NodePtr c = fe::where(bin(Op::CmpLe, u, one), c_below, c_above);
+    NodePtr steep = bin(Op::CmpLt, num(0.6417, b), b);
+    NodePtr p = fe::where(steep, bin(Op::Atan2, u, c), un(Op::Asin, b));
+    NodePtr ra = fe::where(steep, bin(Op::Atan2, c, u), un(Op::Acos, b));
+    // Past 1e10 the terms in 1/w^2 are below a double's precision: asin w = pi/2 - arg w -
+    // i log 2|w|, whose squares would overflow.
+    NodePtr far = bin(Op::CmpLt, num(1e10, u), bin(Op::Max, u, v));
+    NodePtr log2w = bin(Op::Add, un(Op::Log, bin(Op::Hypot, u, v)), num(std::numbers::ln2, u));
+    return {fe::where(far, bin(Op::Atan2, u, v), p), fe::where(far, bin(Op::Atan2, v, u), ra),
+            fe::where(far, log2w, q)};
+  }
+
+  enum class Arc { Asin, Acos, Asinh };
+
+  // asin, acos or asinh of z from the arcsine of the first quadrant and the symmetries of C's
+  // casin, cacos and casinh (signed zeros pick the side of a cut). float32 parts go through
+  // float64.
+  static Parts inverse_sine(const Parts& z, Arc which) {
+    const DType part = z.re->dtype;
+    if (part != kFloat64) return cast(inverse_sine(cast(z, kFloat64), which), part);
+    NodePtr x = z.re, y = z.im, ax = un(Op::Abs, x), ay = un(Op::Abs, y);
+    if (which == Arc::Asinh) { // asinh z = -i asin(iz): asin's parts of |Im z| + i|Re z|, swapped
+      Arcsine a = arcsine(ay, ax);
+      return {signed_like(a.q, x), signed_like(a.p, y)};
+    }
+    Arcsine a = arcsine(ax, ay);
+    if (which == Arc::Asin) return {signed_like(a.p, x), signed_like(a.q, y)};
+    NodePtr re = fe::where(sign_bit(x), bin(Op::Sub, num(std::numbers::pi, a.r), a.r), a.r);
+    return {re, un(Op::Neg, signed_like(a.q, y))};
+  }
+
+  // atanh of the first quadrant, u, v >= 0, signed as C's catanh: Re = log|(1+z)/(1-z)| / 4 as
+  // log1p(4u / |1-z|^2) / 4, which neither cancels for small z nor rounds 1 + z; Im = arg of
+  // (1+z)(1-conj z) / 2. Past 1e18 atanh z = 1/z + i pi/2 to a double's precision. In float64.
   static Parts inverse_tanh(const Parts& z) {
-    Parts p = logarithm({bin(Op::Add, num(1, z.re), z.re), z.im});
-    Parts m = logarithm({bin(Op::Sub, num(1, z.re), z.re), un(Op::Neg, z.im)});
-    return scaled({bin(Op::Sub, p.re, m.re), bin(Op::Sub, p.im, m.im)}, 0.5);
+    const DType part = z.re->dtype;
+    if (part != kFloat64) return cast(inverse_tanh(cast(z, kFloat64)), part);
+    NodePtr u = un(Op::Abs, z.re), v = un(Op::Abs, z.im), one = num(1, u);
+    NodePtr omu = bin(Op::Sub, one, u), vv = bin(Op::Mul, v, v);
+    NodePtr den = bin(Op::Add, bin(Op::Mul, omu, omu), vv);
+    NodePtr re =
+        bin(Op::Mul, num(0.25, u), un(Op::Log1p, bin(Op::Div, bin(Op::Mul, num(4, u), u), den)));
+    // At u = 1, |1-z|^2 = v^2 may underflow: log(4 / v^2) / 4 exactly.
+    NodePtr at_one =
+        bin(Op::Mul, num(0.5, u), bin(Op::Sub, num(std::numbers::ln2, u), un(Op::Log, v)));
+    re = fe::where(bin(Op::And, bin(Op::CmpEq, u, one), bin(Op::CmpLt, v, num(1e-100, v))), at_one,
+                   re);
+    NodePtr im = bin(Op::Mul, num(0.5, u),
+                     bin(Op::Atan2, bin(Op::Mul, num(2, v), v),
+                         bin(Op::Sub, bin(Op::Mul, omu, bin(Op::Add, one, u)), vv)));
+    NodePtr h = bin(Op::Hypot, u, v);
+    NodePtr far = bin(Op::CmpLt, num(1e18, h), h);
+    re = fe::where(far, bin(Op::Div, bin(Op::Div, u, h), h), re);
+    im = fe::where(far, num(std::numbers::pi / 2, u), im);
+    return {signed_like(re, z.re), signed_like(im, z.im)};
   }
 
   NodePtr lower_complex_node(const ir::Node& n) {
@@ -343,19 +424,17 @@ private:
       return pair({t.im, un(Op::Neg, t.re)});
     }
     case Op::Asinh:
-      return pair(inverse_sinh(operand(0)));
+      return pair(inverse_sine(operand(0), Arc::Asinh));
     case Op::Acosh:
       return pair(inverse_cosh(operand(0)));
     case Op::Atanh:
       return pair(inverse_tanh(operand(0)));
-    case Op::Asin: // -i asinh(iz)
-      return pair(times_minus_i(inverse_sinh(times_i(operand(0)))));
+    case Op::Asin:
+      return pair(inverse_sine(operand(0), Arc::Asin));
     case Op::Atan: // -i atanh(iz)
       return pair(times_minus_i(inverse_tanh(times_i(operand(0)))));
-    case Op::Acos: { // pi/2 - asin z
-      Parts s = times_minus_i(inverse_sinh(times_i(operand(0))));
-      return pair({bin(Op::Sub, num(std::numbers::pi / 2, s.re), s.re), un(Op::Neg, s.im)});
-    }
+    case Op::Acos:
+      return pair(inverse_sine(operand(0), Arc::Acos));
     case Op::Where:
       return fe::where(spread(run(n.src[0])), pairs(n.src[1], part), pairs(n.src[2], part));
     case Op::Cast:
