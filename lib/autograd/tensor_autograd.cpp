@@ -1,7 +1,4 @@
 // The autograd members of Tensor.
-
-#include <atomic>
-
 #include "lib/autograd/node.h"
 #include "lib/core/warning.h"
 
@@ -16,14 +13,13 @@ std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
 Tensor Tensor::grad() const {
   detail::check_defined(*this, "grad");
   if (!is_leaf() && !impl_->retains_grad) {
-    static std::atomic<bool> shown{false};
-    core::warn_once(shown,
-                    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
-                    "Its .grad attribute won't be populated during autograd.backward(). If you "
-                    "indeed want the .grad field to be populated for a non-leaf Tensor, use "
-                    ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
-                    "mistake, make sure you access the leaf Tensor instead. See "
-                    "github.com/pytorch/pytorch/pull/30531 for more informations.");
+    static core::WarnOnce warn;
+    warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+         "Its .grad attribute won't be populated during autograd.backward(). If you "
+         "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+         ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+         "mistake, make sure you access the leaf Tensor instead. See "
+         "github.com/pytorch/pytorch/pull/30531 for more informations.");
   }
   return impl_->grad;
 }

@@ -4,9 +4,15 @@
 #include <fmt/format.h>
 
 namespace tj::core {
-
-void warn_once(std::atomic<bool>& shown, std::string_view message) {
-  if (!shown.exchange(true)) fmt::print(stderr, "UserWarning: {}\n", message);
+namespace {
+std::atomic<uint64_t> generation{1};
 }
+
+void WarnOnce::operator()(std::string_view message) {
+  const uint64_t now = generation.load(std::memory_order_relaxed);
+  if (shown_in_.exchange(now) != now) fmt::print(stderr, "UserWarning: {}\n", message);
+}
+
+void reset_warnings() { generation.fetch_add(1); }
 
 } // namespace tj::core

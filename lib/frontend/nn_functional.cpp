@@ -3,7 +3,6 @@
 // recording them, then records itself under PyTorch's grad_fn name with PyTorch's backward.
 #include <fmt/format.h>
 
-#include <atomic>
 #include <cmath>
 #include <string_view>
 
@@ -44,13 +43,13 @@ Tensor per_element(const Tensor& g, Reduction r, const Shape& shape) {
 }
 
 // libtorch's warning where a pointwise loss's target broadcasts against its input.
-void warn_if_broadcast(const Tensor& input, const Tensor& target, std::atomic<bool>& shown) {
+void warn_if_broadcast(const Tensor& input, const Tensor& target, core::WarnOnce& warn) {
   if (input.sizes() == target.sizes()) return;
-  core::warn_once(shown, fmt::format("Using a target size (torch.Size({})) that is different to "
-                                     "the input size (torch.Size({})). This will likely lead to "
-                                     "incorrect results due to broadcasting. Please ensure they "
-                                     "have the same size.",
-                                     ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
+  warn(fmt::format("Using a target size (torch.Size({})) that is different to "
+                   "the input size (torch.Size({})). This will likely lead to "
+                   "incorrect results due to broadcasting. Please ensure they "
+                   "have the same size.",
+                   ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
 }
 
 void check_float(const Tensor& t, const char* kernel) {
@@ -99,8 +98,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
                 Caller caller) {
   detail::CallSite site(caller, "mse_loss");
   const Reduction r = reduction_of(reduction);
-  static std::atomic<bool> shown{false};
-  warn_if_broadcast(input, target, shown);
+  static core::WarnOnce warn;
+  warn_if_broadcast(input, target, warn);
   // PyTorch's kernel computes in the operands' common dtype, a real float one.
   const DType common = fe::result_type({fe::operand(input), fe::operand(target)});
   if (!is_floating_point(common))
@@ -235,8 +234,8 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduc
                Caller caller) {
   detail::CallSite site(caller, "l1_loss");
   const Reduction r = reduction_of(reduction);
-  static std::atomic<bool> shown{false};
-  warn_if_broadcast(input, target, shown);
+  static core::WarnOnce warn;
+  warn_if_broadcast(input, target, warn);
   // A composite in PyTorch too: its grad_fn is the reduction's.
   return reduced((input - target).abs(), r);
 }
@@ -245,8 +244,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
                       double beta, Caller caller) {
   detail::CallSite site(caller, "smooth_l1_loss");
   const Reduction r = reduction_of(reduction);
-  static std::atomic<bool> shown{false};
-  warn_if_broadcast(input, target, shown);
+  static core::WarnOnce warn;
+  warn_if_broadcast(input, target, warn);
   if (beta < 0) throw Error("smooth_l1_loss does not support negative values for beta.");
   if (beta == 0) return reduced((input - target).abs(), r); // l1_loss, as PyTorch's
   return pointwise_loss(
@@ -267,8 +266,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view re
                   double delta, Caller caller) {
   detail::CallSite site(caller, "huber_loss");
   const Reduction r = reduction_of(reduction);
-  static std::atomic<bool> shown{false};
-  warn_if_broadcast(input, target, shown);
+  static core::WarnOnce warn;
+  warn_if_broadcast(input, target, warn);
   if (delta <= 0) throw Error("huber_loss does not support non-positive values for delta.");
   return pointwise_loss(
       "HuberLossBackward0", input, target, r,
