@@ -7,17 +7,12 @@
 
 #include <cmath>
 
+#include "test/support/error_of.h"
+
 using namespace tj;
+using tj::test::error_of;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 const char* kSecondBackward =
     "Trying to backward through the graph a second time (or directly access saved tensors after "
     "they have already been freed). Saved intermediate values of the graph are freed when you call "

@@ -2,9 +2,6 @@
 // edges, against PyTorch 1.13's values, grad_fn names, messages and order of checks.
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
-
-#include "lib/core/warning.h"
-
 #include <unistd.h>
 
 #include <cmath>
@@ -12,18 +9,14 @@
 #include <functional>
 #include <string>
 
+#include "lib/core/warning.h"
+#include "test/support/error_of.h"
+
 using namespace tj;
+using tj::test::error_of;
 namespace F = tj::nn::functional;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 TensorOptions f64() { return TensorOptions().dtype(kFloat64); }
 
 // What `f` prints on stderr (warnings go through C stdio): the descriptor is pointed at a
