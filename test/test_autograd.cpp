@@ -452,28 +452,6 @@ TEST_CASE("a two-layer MLP trained with SGD converges", "[autograd][mlp]") {
     CHECK(p.is_leaf());
 }
 
-TEST_CASE("optim::SGD with momentum and weight decay follows torch.optim.SGD", "[autograd]") {
-  Tensor p = tensor({1.0, -2.0}, TensorOptions().dtype(kFloat64).requires_grad(true));
-  optim::SGD opt({p}, 0.1, 0.9, 0.01);
-  std::vector<double> v{1.0, -2.0}, buf{0, 0};
-  for (int step = 0; step < 3; ++step) {
-    opt.zero_grad();
-    (p * p * p).sum().backward(); // grad 3p^2
-    opt.step();
-    for (size_t i = 0; i < 2; ++i) {
-      double g = 3 * v[i] * v[i] + 0.01 * v[i];
-      buf[i] = step == 0 ? g : 0.9 * buf[i] + g;
-      v[i] -= 0.1 * buf[i];
-    }
-    std::vector<double> got = p.to_vector<double>();
-    CHECK(got[0] == Approx(v[0]).epsilon(1e-14));
-    CHECK(got[1] == Approx(v[1]).epsilon(1e-14));
-    CHECK(p.is_leaf());
-  }
-  opt.zero_grad();
-  CHECK_FALSE(p.grad().defined());
-}
-
 TEST_CASE("max and min share the gradient among ties as PyTorch does", "[autograd]") {
   Tensor x = tensor({{1.0, 3.0, 3.0}, {2.0, 2.0, 0.5}},
                     TensorOptions().dtype(kFloat64).requires_grad(true));

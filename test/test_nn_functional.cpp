@@ -163,14 +163,17 @@ TEST_CASE("cross_entropy checks in PyTorch's order with its messages", "[nn]") {
   CHECK(std::isnan(F::cross_entropy(zeros({3, 0}), tensor({-100, -100, -100})).item<double>()));
 }
 
-TEST_CASE("optim::SGD takes dampening, nesterov and maximize as torch.optim.SGD", "[autograd]") {
-  for (int variant = 0; variant < 3; ++variant) {
+TEST_CASE("optim::SGD follows torch.optim.SGD: momentum, weight decay, dampening, nesterov and "
+          "maximize",
+          "[autograd]") {
+  // Variant 3: momentum and weight decay alone, through the positional constructor.
+  for (int variant = 0; variant < 4; ++variant) {
     auto opts = optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01);
     if (variant == 0) opts.dampening(0.3);
     if (variant == 1) opts.nesterov(true);
     if (variant == 2) opts.maximize(true);
     Tensor p = tensor({1.0, -2.0}, f64().requires_grad(true));
-    optim::SGD opt({p}, opts);
+    optim::SGD opt = variant == 3 ? optim::SGD({p}, 0.1, 0.9, 0.01) : optim::SGD({p}, opts);
     std::vector<double> v{1.0, -2.0}, buf{0, 0};
     for (int step = 0; step < 3; ++step) {
       opt.zero_grad();
