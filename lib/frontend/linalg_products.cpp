@@ -55,9 +55,8 @@ Tensor matrix_power(const Tensor& A, int64_t n, Caller caller) {
                             "are {} by {} matrices",
                             A.size(-2), A.size(-1)));
   if (n == 0) { // A's clone written over, as PyTorch does: the result stays in A's graph
-    Tensor r = A.clone().copy_(eye(A.size(-1), TensorOptions(A.dtype()).device(A.device())));
-    autograd::rename(r, "CopyBackwards"); // PyTorch's name for a copy_ of a constant
-    return r;
+    Tensor r = A.clone();
+    return r.copy_(eye(A.size(-1), TensorOptions(A.dtype()).device(A.device())));
   }
   if (n == 1) return A.clone();
   if (n == -1) return inv(A);
