@@ -331,7 +331,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
     return pointwise_loss(
         "BinaryCrossEntropyWithLogitsBackward0", input, target, r,
         [softplus_neg](const Tensor& x, const Tensor& t) { return (1 - t) * x + softplus_neg(x); },
-        [softplus_neg](const Tensor& g, const Tensor& x, const Tensor& t) {
+        [](const Tensor& g, const Tensor& x, const Tensor& t) {
           return std::pair{g * (x.sigmoid() - t), g * -x};
         });
   // The positive examples weighed by pos_weight (broadcast along the last dim, the classes).
