@@ -17,16 +17,6 @@
 namespace tj::autograd {
 namespace {
 
-// Whether a tensor of shape `from` broadcasts to `to`.
-bool expandable(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  for (size_t k = 1; k <= from.size(); ++k) {
-    const int64_t f = from[from.size() - k], t = to[to.size() - k];
-    if (f != t && f != 1) return false;
-  }
-  return true;
-}
-
 std::string torch_size(const Shape& s) {
   return fmt::format("torch.Size([{}])", fmt::join(s, ", "));
 }
@@ -201,7 +191,7 @@ private:
       Tensor g = out[i];
       // A gradient of the shape the input broadcasts to is summed back to it, as PyTorch's
       // engine does (an op whose inputs broadcast need not reduce its gradients itself).
-      if (g.sizes() != m.sizes && expandable(m.sizes, g.sizes())) g = sum_to(g, m.sizes);
+      if (g.sizes() != m.sizes && ir::expandable_to(m.sizes, g.sizes())) g = sum_to(g, m.sizes);
       if (g.sizes() != m.sizes)
         throw Error(fmt::format("Function {} returned an invalid gradient at index {} - got {} but "
                                 "expected shape compatible with {}",

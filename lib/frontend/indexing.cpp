@@ -488,12 +488,6 @@ void copy_to(Tensor view, const Tensor& value) {
     view.copy_(without_leading_ones(value).expand(view.sizes()));
 }
 
-// Whether `from` broadcasts to `to` (PyTorch's is_expandable_to).
-bool expandable_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  return std::equal(from.rbegin(), from.rend(), to.rbegin(),
-                    [](int64_t f, int64_t t) { return f == t || f == 1; });
-}
 } // namespace
 
 Tensor Tensor::index(std::initializer_list<TensorIndex> indices, Caller caller) const {
@@ -562,7 +556,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
       detail::assert_no_overlap(*this, a.index);
     const IntIndices idx = integer_indices(p.advanced);
     const Layout l = layout_of(p.view.sizes(), idx);
-    if (!expandable_to(v.sizes(), l.shape))
+    if (!ir::expandable_to(v.sizes(), l.shape))
       throw Error(fmt::format("shape mismatch: value tensor of shape {} cannot be broadcast to "
                               "indexing result of shape {}",
                               ir::shape_str(v.sizes()), ir::shape_str(l.shape)));

@@ -55,6 +55,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
+bool expandable_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  return std::equal(from.rbegin(), from.rend(), to.rbegin(),
+                    [](int64_t f, int64_t t) { return f == t || f == 1; });
+}
+
 int64_t wrap_dim(int64_t dim, int64_t ndim) {
   int64_t n = std::max<int64_t>(ndim, 1);
   if (dim < -n || dim >= n)

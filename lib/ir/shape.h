@@ -16,6 +16,8 @@ std::vector<int64_t> contiguous_strides(const Shape& s);
 std::vector<int64_t> dense_strides(const Shape& s, const std::vector<int64_t>& order);
 // PyTorch's broadcast of two shapes, with its error message.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
+// Whether `from` broadcasts to `to` (PyTorch's is_expandable_to).
+bool expandable_to(const Shape& from, const Shape& to);
 // A dim in [-ndim, ndim) made non-negative, with PyTorch's IndexError text.
 int64_t wrap_dim(int64_t dim, int64_t ndim);
 // "[2, 3]" and "(2, 3)" forms for messages.
