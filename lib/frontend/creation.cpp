@@ -202,15 +202,10 @@ Tensor randn(IntArrayRef size, TensorOptions o, Caller caller) {
 // PyTorch's check_from_to_in_range: both ends of a random integer range must be values of the
 // dtype; its words name the dtype as C++ does ("unsigned char").
 void check_random_range(int64_t from, int64_t to_inc, DType t) {
-  // The dtypes whose range an int64 can leave, by their C++ names.
-  const char* name = t == kBool      ? "bool"
-                     : t == kUInt8   ? "unsigned char"
-                     : t == kInt8    ? "signed char"
-                     : t == kInt16   ? "short int"
-                     : t == kInt32   ? "int"
-                     : t == kFloat16 ? "c10::Half"
-                                     : nullptr;
-  if (!name) return;
+  // Only these dtypes' ranges can an int64 leave.
+  if (t != kBool && t != kUInt8 && t != kInt8 && t != kInt16 && t != kInt32 && t != kFloat16)
+    return;
+  const char* name = fe::type_meta_name(t);
   const auto [lo, hi] = fe::finite_range(t);
   if (double(from) < lo || double(from) > hi)
     throw Error(fmt::format("from is out of bounds for {}", name));

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <functional>
-#include <iterator>
 #include <ostream>
 
 #include "lib/autograd/formulas.h"
@@ -74,19 +73,6 @@ Tensor matrix_power(const Tensor& A, int64_t n, Caller caller) {
   return result;
 }
 
-namespace {
-// The name PyTorch's caffe2::TypeMeta gives a dtype (GCC's spelling of its C++ type), as
-// multi_dot prints it.
-const char* type_meta_name(DType t) {
-  static const char* names[] = {
-      "bool",  "unsigned char", "signed char",         "short int",
-      "int",   "long int",      "c10::Half",           "c10::BFloat16",
-      "float", "double",        "c10::complex<float>", "c10::complex<double>"};
-  static_assert(std::size(names) == kNumDTypes);
-  return names[static_cast<int>(t)];
-}
-} // namespace
-
 Tensor multi_dot(const std::vector<Tensor>& tensors, Caller caller) {
   detail::CallSite site(caller, "linalg.multi_dot");
   const size_t n = tensors.size();
@@ -107,7 +93,8 @@ Tensor multi_dot(const std::vector<Tensor>& tensors, Caller caller) {
     if (m[i].dtype() != m[0].dtype())
       throw Error(fmt::format("multi_dot(): all tensors must have be the same dtype but tensor 0 "
                               "is {} and tensor {} {}",
-                              type_meta_name(m[0].dtype()), i, type_meta_name(m[i].dtype())));
+                              fe::type_meta_name(m[0].dtype()), i,
+                              fe::type_meta_name(m[i].dtype())));
     if (m[i - 1].size(-1) != m[i].size(0))
       throw Error(fmt::format("multi_dot(): tensors {} and {} with shapes {} and {} cannot be "
                               "multiplied",

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -46,6 +47,15 @@ const char* cpp_type_name(DType t) {
   static const char* names[] = {"Bool",  "Byte",   "Char",         "Short",
                                 "Int",   "Long",   "Half",         "BFloat16",
                                 "Float", "Double", "ComplexFloat", "ComplexDouble"};
+  static_assert(std::size(names) == kNumDTypes);
+  return names[static_cast<int>(t)];
+}
+
+const char* type_meta_name(DType t) {
+  static const char* names[] = {
+      "bool",  "unsigned char", "signed char",         "short int",
+      "int",   "long int",      "c10::Half",           "c10::BFloat16",
+      "float", "double",        "c10::complex<float>", "c10::complex<double>"};
   static_assert(std::size(names) == kNumDTypes);
   return names[static_cast<int>(t)];
 }

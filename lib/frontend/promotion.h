@@ -25,6 +25,9 @@ Operand operand(const Scalar& s);
 DType result_type(std::initializer_list<Operand> ops);
 // "Float", "Long", ...: PyTorch's C++ names used in "not implemented for" errors.
 const char* cpp_type_name(DType t);
+// "float", "unsigned char", "c10::Half", ...: the names caffe2::TypeMeta gives (GCC's spelling of
+// the C++ types), which some of PyTorch's messages print.
+const char* type_meta_name(DType t);
 // "torch.FloatTensor", ...: the legacy type names some of PyTorch's messages use.
 std::string legacy_type_name(DType t);
 
