@@ -611,6 +611,36 @@ TEST_CASE("gradcheck: nn losses with every reduction and activations", "[autogra
         "cross_entropy probabilities",
         [r](const auto& t) { return F::cross_entropy(t[0], t[1], r); }, {x, F::softmax(y, 1)},
         true);
+    // Class weights and label smoothing, with an ignored target.
+    const Tensor w = tensor({0.5, 2.0, 1.0, 3.0}, dtype(kFloat64));
+    gradcheck("nll_loss weight",
+              [r, target, w](const auto& t) { return F::nll_loss(t[0], target, r, -100, w); }, {x});
+    gradcheck("cross_entropy weight label_smoothing",
+              [r, target, w](const auto& t) {
+                return F::cross_entropy(
+                    t[0], target,
+                    F::CrossEntropyFuncOptions().reduction(r).weight(w).label_smoothing(0.2));
+              },
+              {x});
+    gradcheck("cross_entropy probabilities weight label_smoothing",
+              [r, w](const auto& t) { return F::cross_entropy(t[0], t[1], r, -100, w, 0.3); },
+              {x, F::softmax(y, 1)});
+    gradcheck("binary_cross_entropy weight",
+              [r, w](const auto& t) { return F::binary_cross_entropy(t[0], t[1], r, w); },
+              {uniform({3, 4}, 0.05, 0.95), uniform({3, 4}, 0, 1)});
+    gradcheck("binary_cross_entropy_with_logits weight",
+              [r, w](const auto& t) {
+                return F::binary_cross_entropy_with_logits(t[0], t[1], r, t[2], w);
+              },
+              {x, uniform({3, 4}, 0, 1), uniform({4}, 0.5, 2)});
+    for (const char* kr : {"mean", "sum", "none", "batchmean"}) {
+      gradcheck(
+          "kl_div", [kr](const auto& t) { return F::kl_div(t[0], t[1], kr); },
+          {x, uniform({3, 4}, 0.1, 1)}, true);
+      gradcheck(
+          "kl_div log_target", [kr](const auto& t) { return F::kl_div(t[0], t[1], kr, true); },
+          {x, y}, true);
+    }
   }
   gradcheck(
       "leaky_relu", [](const auto& t) { return F::leaky_relu(t[0], 0.2); }, {x}, true);

@@ -351,6 +351,105 @@ TEST_CASE("losses: values, reductions and grad_fn names as PyTorch's", "[nn]") {
         Approx(-logp.to_vector<double>()[2] - logp.to_vector<double>()[3]).epsilon(1e-14));
 }
 
+TEST_CASE("losses: class weights, label smoothing, element weights and kl_div", "[nn]") {
+  // Log-probabilities written out, so the weighted sums are exact: targets 0 and 2.
+  Tensor logp = tensor({{-1.0, -2.0, -3.0}, {-0.5, -1.5, -2.5}}, f64());
+  Tensor w = tensor({1.0, 2.0, 3.0}, f64()), target = tensor({0, 2});
+  CHECK(F::nll_loss(logp, target, "none", -100, w).to_vector<double>() ==
+        std::vector<double>{1.0, 7.5});
+  CHECK(F::nll_loss(logp, target, "sum", -100, w).item<double>() == 8.5);
+  // The mean divides by the weights of the targets counted: (1 + 7.5) / (1 + 3).
+  CHECK(F::nll_loss(logp, target, F::NLLLossFuncOptions().weight(w)).item<double>() == 2.125);
+  CHECK(F::nll_loss(logp, target, "mean", 2, w).item<double>() == 1.0);
+  // (N, C, d) inputs weigh the same way.
+  CHECK(F::nll_loss(logp.unsqueeze(2), target.unsqueeze(1), "mean", -100, w).item<double>() ==
+        2.125);
+
+  // Label smoothing: (1 - e) * nll + e / C * the loss against the uniform distribution, its mean
+  // over the targets counted (weighed as nll's).
+  Tensor x = tensor({{0.3, -1.2, 2.0}, {1.1, 0.4, -0.7}, {0.0, 0.5, 0.25}}, f64());
+  std::vector<double> lp = F::log_softmax(x, 1).to_vector<double>();
+  const std::vector<int64_t> t = {2, -100, 1};
+  const std::vector<double> wv = {0.5, 2.0, 1.5};
+  const double e = 0.2;
+  double nll = 0, smooth = 0, counted = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    if (t[i] == -100) continue;
+    nll -= wv[static_cast<size_t>(t[i])] * lp[i * 3 + static_cast<size_t>(t[i])];
+    for (size_t c = 0; c < 3; ++c)
+      smooth -= wv[c] * lp[i * 3 + c];
+    counted += wv[static_cast<size_t>(t[i])];
+  }
+  const Tensor wt = tensor(wv, f64()), tt = tensor(t);
+  CHECK(F::cross_entropy(x, tt, "mean", -100, wt, e).item<double>() ==
+        Approx((1 - e) * nll / counted + e / 3 * smooth / counted).epsilon(1e-14));
+  CHECK(F::cross_entropy(x, tt, "sum", -100, wt, e).item<double>() ==
+        Approx((1 - e) * nll + e / 3 * smooth).epsilon(1e-14));
+  CHECK(F::cross_entropy(x, tt, "none", -100, wt, e).to_vector<double>()[1] == 0.0);
+  CHECK(F::cross_entropy(x.requires_grad_(), tt, "mean", -100, wt, e).grad_fn()->name() ==
+        "AddBackward0");
+  // Class probabilities: the target mixed with the uniform distribution, weighed per class; the
+  // mean is over the rows whatever the weights.
+  Tensor probs = F::softmax(x.detach() * 2, 1);
+  std::vector<double> pv = probs.to_vector<double>();
+  double soft = 0;
+  for (size_t i = 0; i < 9; ++i)
+    soft -= wv[i % 3] * ((1 - e) * pv[i] + e / 3) * lp[i];
+  CHECK(F::cross_entropy(x, probs, F::CrossEntropyFuncOptions().weight(wt).label_smoothing(e))
+            .item<double>() == Approx(soft / 3).epsilon(1e-14));
+
+  // Element weights of the binary losses, broadcast to the target's shape.
+  Tensor p = tensor({{0.2, 0.9}, {0.6, 0.5}}, f64()), y = tensor({{0.0, 1.0}, {1.0, 0.0}}, f64());
+  Tensor ew = tensor({2.0, 0.5}, f64());
+  CHECK(F::binary_cross_entropy(p, y, "none", ew).to_vector<double>() ==
+        (F::binary_cross_entropy(p, y, "none") * ew).to_vector<double>());
+  CHECK(F::binary_cross_entropy_with_logits(p, y, "sum", {}, ew).item<double>() ==
+        Approx((F::binary_cross_entropy_with_logits(p, y, "none") * ew).sum().item<double>())
+            .epsilon(1e-15));
+
+  // kl_div: target * (log(target) - input), 0 where the target is 0; batchmean divides by N.
+  Tensor in = tensor({{-1.0, -2.0}, {-0.5, -3.0}}, f64()),
+         tg = tensor({{0.25, 0.75}, {0.0, 1.0}}, f64());
+  const double k0 = 0.25 * (std::log(0.25) + 1), k1 = 0.75 * (std::log(0.75) + 2), k3 = 3.0;
+  CHECK(F::kl_div(in, tg, "sum").item<double>() == Approx(k0 + k1 + k3).epsilon(1e-15));
+  CHECK(F::kl_div(in, tg, "batchmean").item<double>() == Approx((k0 + k1 + k3) / 2).epsilon(1e-15));
+  CHECK(F::kl_div(in, tg, "none").to_vector<double>()[2] == 0.0);
+  // With log_target, exp(target) * (target - input): a target of log(0) gives NaN, as PyTorch's.
+  Tensor half = full({2, 2}, 0.5, f64());
+  CHECK(F::kl_div(in, half.log(), "sum", true).item<double>() ==
+        Approx(F::kl_div(in, half, "sum").item<double>()).epsilon(1e-15));
+  CHECK(std::isnan(F::kl_div(in, tg.log(), "sum", true).item<double>()));
+  const std::string warned = stderr_of([&] {
+    core::reset_warnings();
+    CHECK(F::kl_div(in, tg).item<double>() == Approx((k0 + k1 + k3) / 4).epsilon(1e-15));
+  });
+  CHECK(warned.find("reduction: 'mean' divides the total loss by both the batch size and the "
+                    "support size.") != std::string::npos);
+  CHECK(F::kl_div(in.requires_grad_(), tg, "none").grad_fn()->name() == "SubBackward0");
+
+  // PyTorch's messages.
+  CHECK(error_of([&] { F::nll_loss(logp, target, "mean", -100, ones({2}, f64())); }) ==
+        "weight tensor should be defined either for all 3 classes or no classes but got weight "
+        "tensor of shape: [2]");
+  CHECK(error_of([&] {
+          F::nll_loss(logp.unsqueeze(2), target.unsqueeze(1), "mean", -100, ones({2}, f64()));
+        }) == "weight tensor should be defined either for all or no classes");
+  CHECK(error_of([&] { F::nll_loss(logp, target, "mean", -100, ones({3})); }) ==
+        "expected scalar type Double but found Float");
+  CHECK(error_of([&] {
+          F::cross_entropy(x, probs, "mean", -100, ones({2, 3}, f64()));
+        }) ==
+        "cross_entropy: weight tensor should be defined either for all 3 classes or no classes "
+        "but got weight tensor of shape: [2, 3]");
+  CHECK(error_of([&] { F::cross_entropy(x, tt, "mean", -100, {}, 1.5); }) ==
+        "label_smoothing must be between 0.0 and 1.0. Got: 1.5");
+  CHECK(error_of([&] {
+          F::kl_div(tensor({1, 2}), tensor({1, 2}));
+        }) == "kl_div: Integral inputs not supported.");
+  CHECK(error_of([&] { F::kl_div(in, tg, "batch"); }) ==
+        "batch is not a valid value for reduction");
+}
+
 TEST_CASE("losses: PyTorch's messages", "[nn]") {
   Tensor x = ones({2, 3});
   CHECK(error_of([&] { F::mse_loss(x, x, "avg"); }) == "avg is not a valid value for reduction");

@@ -472,13 +472,17 @@ print(F.cross_entropy(x, torch.tensor([2, 0]), None, None, 0))
 print(F.huber_loss(x, torch.zeros(2, 3), delta=0.5))
 print(F.one_hot(torch.tensor([0, 2])))
 print(F.leaky_relu(torch.tensor([-1., 2.]), 0.5))
+print(F.cross_entropy(x, torch.tensor([2, 0]), weight=torch.tensor([1., 2., 3.]), label_smoothing=0.1))
+print(F.kl_div(torch.tensor([[-1., -2.], [-0.5, -3.]]), torch.tensor([[0.25, 0.75], [0., 1.]]), reduction='batchmean'))
 )";
   CHECK(run(program) == "tensor(2.1489, grad_fn=<NllLossBackward0>)\n"
                         "tensor(0.4076, grad_fn=<NllLossBackward0>)\n"
                         "tensor(0.4076, grad_fn=<NllLossBackward0>)\n"
                         "tensor(0.6667, grad_fn=<HuberLossBackward0>)\n"
                         "tensor([[1, 0, 0],\n        [0, 0, 1]])\n"
-                        "tensor([-0.5000,  2.0000])\n");
+                        "tensor([-0.5000,  2.0000])\n"
+                        "tensor(0.7952, grad_fn=<AddBackward0>)\n"
+                        "tensor(2.0938)\n");
   CHECK_THAT(error_of("F.mse_loss(torch.ones(2), torch.ones(2), reduction='avg')"),
              StartsWith("<expr>:1:3: error: avg is not a valid value for reduction"));
 }

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <optional>
 #include <source_location>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -202,21 +203,75 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
                       std::string_view reduction = "mean", double beta = 1.0, Caller where = {});
 Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
                   double delta = 1.0, Caller where = {});
-// input: probabilities in [0, 1]; target of the same shape.
+// input: probabilities in [0, 1]; target of the same shape. weight (optional) rescales each
+// element's loss, broadcast to the target's shape.
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
-                            std::string_view reduction = "mean", Caller where = {});
-// input: logits; pos_weight (optional) weighs the positive examples of each class.
+                            std::string_view reduction = "mean", const Tensor& weight = {},
+                            Caller where = {});
+// input: logits; pos_weight (optional) weighs the positive examples of each class; weight
+// (optional) rescales each element's loss.
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         std::string_view reduction = "mean",
-                                        const Tensor& pos_weight = {}, Caller where = {});
+                                        const Tensor& pos_weight = {}, const Tensor& weight = {},
+                                        Caller where = {});
 // input (C), (N, C) or (N, C, d1, ...) log-probabilities; target class indices (int64 or uint8)
-// of the input's shape without C, those equal to ignore_index counting for nothing.
+// of the input's shape without C, those equal to ignore_index counting for nothing. weight
+// (optional, C values) weighs each class: the mean divides by the weights of the targets counted.
 Tensor nll_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
-                int64_t ignore_index = -100, Caller where = {});
+                int64_t ignore_index = -100, const Tensor& weight = {}, Caller where = {});
 // nll_loss of log_softmax(input) over the classes; or, where the target has the input's shape,
-// -sum(target * log_softmax(input)) over the classes (class probabilities).
+// -sum(weight * target * log_softmax(input)) over the classes (class probabilities). With
+// label_smoothing in (0, 1], the target mixes with the uniform distribution over the classes.
 Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
-                     int64_t ignore_index = -100, Caller where = {});
+                     int64_t ignore_index = -100, const Tensor& weight = {},
+                     double label_smoothing = 0.0, Caller where = {});
+// libtorch's option objects for the same: F::cross_entropy(x, y,
+// F::CrossEntropyFuncOptions().weight(w).label_smoothing(0.1)).
+struct NLLLossFuncOptions {
+  NLLLossFuncOptions& weight(const Tensor& v) { return weight_ = v, *this; }
+  NLLLossFuncOptions& ignore_index(int64_t v) { return ignore_index_ = v, *this; }
+  NLLLossFuncOptions& reduction(std::string_view v) { return reduction_ = v, *this; }
+  const Tensor& weight() const { return weight_; }
+  int64_t ignore_index() const { return ignore_index_; }
+  const std::string& reduction() const { return reduction_; }
+
+private:
+  Tensor weight_;
+  int64_t ignore_index_ = -100;
+  std::string reduction_ = "mean";
+};
+struct CrossEntropyFuncOptions {
+  CrossEntropyFuncOptions& weight(const Tensor& v) { return weight_ = v, *this; }
+  CrossEntropyFuncOptions& ignore_index(int64_t v) { return ignore_index_ = v, *this; }
+  CrossEntropyFuncOptions& reduction(std::string_view v) { return reduction_ = v, *this; }
+  CrossEntropyFuncOptions& label_smoothing(double v) { return label_smoothing_ = v, *this; }
+  const Tensor& weight() const { return weight_; }
+  int64_t ignore_index() const { return ignore_index_; }
+  const std::string& reduction() const { return reduction_; }
+  double label_smoothing() const { return label_smoothing_; }
+
+private:
+  Tensor weight_;
+  int64_t ignore_index_ = -100;
+  std::string reduction_ = "mean";
+  double label_smoothing_ = 0.0;
+};
+inline Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options,
+                       Caller where = {}) {
+  return nll_loss(input, target, options.reduction(), options.ignore_index(), options.weight(),
+                  where);
+}
+inline Tensor cross_entropy(const Tensor& input, const Tensor& target,
+                            const CrossEntropyFuncOptions& options, Caller where = {}) {
+  return cross_entropy(input, target, options.reduction(), options.ignore_index(), options.weight(),
+                       options.label_smoothing(), where);
+}
+// The Kullback-Leibler divergence of input (log-probabilities) from target (probabilities, or
+// log-probabilities with log_target): target * (log(target) - input), 0 where target is 0.
+// reduction "batchmean" divides the sum by the batch size (input.size(0)), the divergence's
+// definition; "mean" divides by every element, and says so in a warning.
+Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+              bool log_target = false, Caller where = {});
 
 // Activations with PyTorch's derivatives at their kinks.
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01, Caller where = {});

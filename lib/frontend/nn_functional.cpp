@@ -118,24 +118,60 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
 
 namespace {
 
-// -sum(target * log_softmax(input)) over the classes, reduced over the other elements
-// (PyTorch's loss for class probabilities: a target of the input's shape).
+// The class weights along `class_dim` of a `ndim`-dim input: weight viewed as (1, C, 1, ...).
+Tensor class_weights(const Tensor& weight, int64_t ndim, int64_t class_dim) {
+  Shape shape(static_cast<size_t>(ndim), 1);
+  shape[static_cast<size_t>(class_dim)] = weight.size(0);
+  return weight.view(shape);
+}
+
+void check_label_smoothing(double label_smoothing) {
+  if (label_smoothing > 1.0)
+    throw Error(
+        fmt::format("label_smoothing must be between 0.0 and 1.0. Got: {}", label_smoothing));
+}
+
+// -sum(weight * target * log_softmax(input)) over the classes, reduced over the other elements
+// (PyTorch's loss for class probabilities: a target of the input's shape). The mean divides by
+// the number of rows, whatever the weights.
 Tensor cross_entropy_probabilities(const Tensor& input, const Tensor& target, int64_t class_dim,
-                                   Reduction r) {
+                                   Reduction r, const Tensor& weight, double label_smoothing) {
   if (!target.is_floating_point())
     throw Error(fmt::format("Expected floating point type for target with class probabilities, "
                             "got {}",
                             fe::cpp_type_name(target.dtype())));
-  const Tensor terms = log_softmax(input, class_dim) * target;
+  const int64_t classes = input.size(class_dim);
+  if (weight.defined() && (weight.dim() != 1 || weight.numel() != classes))
+    throw Error(fmt::format("cross_entropy: weight tensor should be defined either for all {} "
+                            "classes or no classes but got weight tensor of shape: {}",
+                            classes, ir::shape_str(weight.sizes())));
+  const Tensor logp = log_softmax(input, class_dim);
+  Tensor smoothed = target;
+  if (label_smoothing > 0) {
+    check_label_smoothing(label_smoothing);
+    smoothed = target * (1 - label_smoothing) + label_smoothing / static_cast<double>(classes);
+  }
+  Tensor terms = logp * smoothed;
+  if (weight.defined()) terms = terms * class_weights(weight, input.dim(), class_dim);
   if (r == Reduction::None) return -terms.sum(class_dim);
   if (r == Reduction::Sum) return -terms.sum();
-  const double rows =
-      static_cast<double>(input.numel() / std::max<int64_t>(1, input.size(class_dim)));
+  const double rows = static_cast<double>(input.numel() / std::max<int64_t>(1, classes));
   return -terms.sum() / rows;
 }
 
 // PyTorch's nll_loss_nd checks of class-index targets against the input, in its order.
-void check_class_targets(const Tensor& input, const Tensor& target) {
+void check_class_targets(const Tensor& input, const Tensor& target, const Tensor& weight) {
+  // nll_loss's message (1-d and 2-d inputs), and nll_loss2d's (the others, viewed as 4-d).
+  auto check_weight = [&](bool spatial) {
+    if (!weight.defined()) return;
+    const int64_t classes = input.size(input.dim() == 1 ? 0 : 1);
+    if (spatial ? weight.numel() != classes : weight.dim() != 1 || weight.numel() != classes)
+      throw Error(spatial ? std::string("weight tensor should be defined either for all or no "
+                                        "classes")
+                          : fmt::format("weight tensor should be defined either for all {} "
+                                        "classes or no classes but got weight tensor of shape: {}",
+                                        classes, ir::shape_str(weight.sizes())));
+  };
   if (input.dim() == 0) throw Error("Expected 1 or more dimensions (got 0)");
   if (input.dim() != 1 && (target.dim() == 0 || input.size(0) != target.size(0)))
     throw Error(fmt::format("Expected input batch_size ({}) to match target batch_size ({}).",
@@ -146,11 +182,13 @@ void check_class_targets(const Tensor& input, const Tensor& target) {
     if (input.dim() == 1 && target.dim() != 0)
       throw Error(fmt::format("size mismatch (got input: {}, target: {})",
                               ir::shape_str(input.sizes()), ir::shape_str(target.sizes())));
+    check_weight(false);
   } else if (input.dim() == 4) { // nll_loss2d's own checks (its message lacks a parenthesis)
     if (target.dim() != 3)
       throw Error(fmt::format("only batches of spatial targets supported (3D tensors) but got "
                               "targets of dimension: {}",
                               target.dim()));
+    check_weight(true);
     if (target.size(0) != input.size(0) || target.size(1) != input.size(2) ||
         target.size(2) != input.size(3))
       throw Error(fmt::format("size mismatch (got input: {} , target: {}",
@@ -161,16 +199,22 @@ void check_class_targets(const Tensor& input, const Tensor& target) {
     if (target.sizes() != expected)
       throw Error(fmt::format("Expected target size {}, got {}", ir::shape_str(expected),
                               ir::shape_str(target.sizes())));
+    check_weight(true);
   }
-  // The kernel reads int64 targets, or uint8 ones.
+  // The kernel reads the weights in the input's type, then int64 targets (or uint8 ones).
+  if (weight.defined() && weight.dtype() != input.dtype())
+    throw Error(fmt::format("expected scalar type {} but found {}",
+                            fe::cpp_type_name(input.dtype()), fe::cpp_type_name(weight.dtype())));
   if (target.dtype() != kInt64 && target.dtype() != kUInt8)
     throw Error(
         fmt::format("expected scalar type Long but found {}", fe::cpp_type_name(target.dtype())));
 }
 
-// -logp[..., target, ...] along the class dim, reduced; targets equal to ignore_index count for
-// nothing (the mean is over the others: NaN when none is left). Checked as check_class_targets.
-Tensor nll(const Tensor& logp, const Tensor& target, Reduction r, int64_t ignore_index) {
+// -weight[target] * logp[..., target, ...] along the class dim, reduced; targets equal to
+// ignore_index count for nothing (the mean divides by the weights of the others: NaN when none is
+// left). Checked as check_class_targets.
+Tensor nll(const Tensor& logp, const Tensor& target, Reduction r, int64_t ignore_index,
+           const Tensor& weight) {
   const int64_t class_dim = logp.dim() == 1 ? 0 : 1, classes = logp.size(class_dim);
   const Tensor index = target.to(kInt64);
   bool ignores = false;
@@ -184,19 +228,29 @@ Tensor nll(const Tensor& logp, const Tensor& target, Reduction r, int64_t ignore
   const Tensor keep = index != ignore_index;
   // Ignored targets pick class 0 (any would do: the pick is masked); with no class at all, every
   // target was ignored and nothing is picked.
-  Tensor picked =
-      classes == 0
-          ? zeros(index.sizes(), logp.options())
-          : gather(logp, class_dim,
-                   (ignores ? where(keep, index, zeros_like(index)) : index).unsqueeze(class_dim))
-                .squeeze(class_dim);
+  const Tensor safe = ignores ? where(keep, index, zeros_like(index)) : index;
+  Tensor picked = classes == 0
+                      ? zeros(index.sizes(), logp.options())
+                      : gather(logp, class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim);
   if (classes == 0) picked = picked + logp.sum(); // keeps the graph: a zero, not a constant
+  Tensor losses = -picked;
+  // Each target's class weight (none when there is no class to weigh).
+  Tensor w;
+  if (weight.defined() && classes > 0) {
+    w = weight.index_select(0, safe.flatten()).view(index.sizes());
+    losses = losses * w;
+  }
   // An ignored target's loss is +0, as PyTorch's kernel writes it (not a negated zero).
-  Tensor losses = ignores ? where(keep, -picked, zeros_like(picked)) : -picked;
-  Tensor out = r == Reduction::None      ? losses
-               : r == Reduction::Sum     ? losses.sum()
-               : ignores || classes == 0 ? losses.sum() / keep.sum()
-                                         : losses.mean();
+  if (ignores) losses = where(keep, losses, zeros_like(losses));
+  Tensor out;
+  if (r == Reduction::None)
+    out = losses;
+  else if (r == Reduction::Sum)
+    out = losses.sum();
+  else if (w.defined())
+    out = losses.sum() / (ignores ? where(keep, w, zeros_like(w)) : w).sum();
+  else
+    out = ignores || classes == 0 ? losses.sum() / keep.sum() : losses.mean();
   ag::rename(out, "NllLossBackward0");
   return out;
 }
@@ -204,16 +258,17 @@ Tensor nll(const Tensor& logp, const Tensor& target, Reduction r, int64_t ignore
 } // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
-                int64_t ignore_index, Caller caller) {
+                int64_t ignore_index, const Tensor& weight, Caller caller) {
   detail::CallSite site(caller, "nll_loss");
   const Reduction r = reduction_of(reduction);
-  check_class_targets(input, target);
+  check_class_targets(input, target, weight);
   check_float(input, input.dim() <= 2 ? "nll_loss_out_frame" : "nll_loss2d_forward_out_frame");
-  return nll(input, target, r, ignore_index);
+  return nll(input, target, r, ignore_index, weight);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view reduction,
-                     int64_t ignore_index, Caller caller) {
+                     int64_t ignore_index, const Tensor& weight, double label_smoothing,
+                     Caller caller) {
   detail::CallSite site(caller, "cross_entropy");
   const Reduction r = reduction_of(reduction);
   if (input.dim() == 0) throw Error("Expected 1 or more dimensions (got 0)");
@@ -222,12 +277,34 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view
   if (input.sizes() == target.sizes()) {
     if (target.is_floating_point() && ignore_index >= 0)
       throw Error("ignore_index is not supported for floating point target");
-    return cross_entropy_probabilities(input, target, class_dim, r);
+    return cross_entropy_probabilities(input, target, class_dim, r, weight, label_smoothing);
   }
+  if (label_smoothing > 0) check_label_smoothing(label_smoothing);
   // As PyTorch: log_softmax first (its dtype check speaks first), then the targets' checks.
-  Tensor logp = log_softmax(input, class_dim);
-  check_class_targets(input, target);
-  return nll(logp, target, r, ignore_index);
+  const Tensor logp = log_softmax(input, class_dim);
+  check_class_targets(input, target, weight);
+  const Tensor loss = nll(logp, target, r, ignore_index, weight);
+  if (label_smoothing <= 0) return loss;
+  // PyTorch's smoothing: the loss against the uniform distribution over the classes (weighted),
+  // 0 at ignored targets, reduced as the nll loss is (the mean over the weights counted).
+  Tensor smooth = weight.defined()
+                      ? -(logp * class_weights(weight, input.dim(), class_dim)).sum(class_dim)
+                      : -logp.sum(class_dim);
+  const Tensor index = target.to(kInt64), keep = index != ignore_index;
+  smooth = where(keep, smooth, zeros_like(smooth));
+  if (r == Reduction::Sum) {
+    smooth = smooth.sum();
+  } else if (r == Reduction::Mean) {
+    // The weights of the targets counted, as the nll loss's mean divides by.
+    Tensor counted = keep.to(smooth.dtype());
+    if (weight.defined() && weight.numel() > 0) {
+      const Tensor safe = where(keep, index, zeros_like(index));
+      counted = where(keep, weight.index_select(0, safe.flatten()).view(index.sizes()), 0.0);
+    }
+    smooth = smooth.sum() / counted.sum();
+  }
+  const double classes = static_cast<double>(input.size(class_dim));
+  return (1 - label_smoothing) * loss + smooth * (label_smoothing / classes);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
@@ -282,7 +359,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view re
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, std::string_view reduction,
-                            Caller caller) {
+                            const Tensor& weight, Caller caller) {
   detail::CallSite site(caller, "binary_cross_entropy");
   const Reduction r = reduction_of(reduction);
   if (target.sizes() != input.sizes())
@@ -290,6 +367,10 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, std::stri
                             "size (torch.Size({})) is deprecated. Please ensure they have the "
                             "same size.",
                             ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
+  // torch.nn.functional expands the weight to the target's shape (its broadcast error if not).
+  const Tensor w = weight.defined()
+                       ? weight.expand(ir::broadcast_shapes(target.sizes(), weight.sizes()))
+                       : weight;
   check_float(input, "binary_cross_entropy");
   {
     // PyTorch's kernel checks each element as it computes (NaN fails too): here, before.
@@ -297,59 +378,96 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, std::stri
     if ((~((input >= 0) & (input <= 1))).any().item<bool>())
       throw Error("all elements of input should be between 0 and 1");
   }
+  // The weight takes no gradient (PyTorch has no derivative for it).
+  auto weighed = [w](const Tensor& e) { return w.defined() ? e * w : e; };
   return pointwise_loss(
       "BinaryCrossEntropyBackward0", input, target, r,
-      [](const Tensor& x, const Tensor& t) {
+      [weighed](const Tensor& x, const Tensor& t) {
         // Each log is held at -100, as PyTorch's, so that a 0 or 1 gives a finite loss.
-        return (t - 1) * (-x).log1p().clamp_min(-100) - t * x.log().clamp_min(-100);
+        return weighed((t - 1) * (-x).log1p().clamp_min(-100) - t * x.log().clamp_min(-100));
       },
-      [](const Tensor& g, const Tensor& x, const Tensor& t) {
-        Tensor gx = g * (x - t) / ((1 - x) * x).clamp_min(1e-12);
-        Tensor gt = g * -(x / (1 - x)).log(); // -logit(x)
+      [weighed](const Tensor& g, const Tensor& x, const Tensor& t) {
+        Tensor gx = weighed(g * (x - t) / ((1 - x) * x).clamp_min(1e-12));
+        Tensor gt = weighed(g * -(x / (1 - x)).log()); // -logit(x)
         return std::pair{gx, gt};
       });
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         std::string_view reduction, const Tensor& pos_weight,
-                                        Caller caller) {
+                                        const Tensor& weight, Caller caller) {
   detail::CallSite site(caller, "binary_cross_entropy_with_logits");
   const Reduction r = reduction_of(reduction);
   if (target.sizes() != input.sizes())
     throw Error(fmt::format("Target size (torch.Size({})) must be the same as input size "
                             "(torch.Size({}))",
                             ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
-  // PyTorch weighs the loss in place: pos_weight broadcasts to the input's shape, never beyond.
-  if (pos_weight.defined() &&
-      ir::broadcast_shapes(input.sizes(), pos_weight.sizes()) != input.sizes())
-    throw Error(fmt::format(
-        "output with shape {} doesn't match the broadcast shape {}", ir::shape_str(input.sizes()),
-        ir::shape_str(ir::broadcast_shapes(input.sizes(), pos_weight.sizes()))));
+  // PyTorch weighs the loss in place: the weights broadcast to the input's shape, never beyond.
+  for (const Tensor* w : {&pos_weight, &weight})
+    if (w->defined() && ir::broadcast_shapes(input.sizes(), w->sizes()) != input.sizes())
+      throw Error(fmt::format("output with shape {} doesn't match the broadcast shape {}",
+                              ir::shape_str(input.sizes()),
+                              ir::shape_str(ir::broadcast_shapes(input.sizes(), w->sizes()))));
   // softplus(-x) = log(1 + exp(-x)), written so that no exp overflows.
   auto softplus_neg = [](const Tensor& x) { return (-x.abs()).exp().log1p() + (-x).clamp_min(0); };
+  // The weight rescales each element's loss and takes no gradient (PyTorch has no derivative
+  // for it).
+  auto weighed = [weight](const Tensor& e) { return weight.defined() ? e * weight : e; };
   if (!pos_weight.defined())
     return pointwise_loss(
         "BinaryCrossEntropyWithLogitsBackward0", input, target, r,
-        [softplus_neg](const Tensor& x, const Tensor& t) { return (1 - t) * x + softplus_neg(x); },
-        [](const Tensor& g, const Tensor& x, const Tensor& t) {
-          return std::pair{g * (x.sigmoid() - t), g * -x};
+        [softplus_neg, weighed](const Tensor& x, const Tensor& t) {
+          return weighed((1 - t) * x + softplus_neg(x));
+        },
+        [weighed](const Tensor& g, const Tensor& x, const Tensor& t) {
+          return std::pair{weighed(g * (x.sigmoid() - t)), weighed(g * -x)};
         });
   // The positive examples weighed by pos_weight (broadcast along the last dim, the classes).
   Tensor out;
   {
     NoGradGuard no_grad;
-    out = reduced((1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg(input), r);
+    out = reduced(
+        weighed((1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg(input)), r);
   }
   ag::record("BinaryCrossEntropyWithLogitsBackward0", {input, target, pos_weight}, {out},
-             {input, target, pos_weight}, [r, softplus_neg](const Grads& g, const Saved& s) {
+             {input, target, pos_weight},
+             [r, softplus_neg, weighed](const Grads& g, const Saved& s) {
                const Tensor &x = s[0], &t = s[1], &pw = s[2];
-               const Tensor ge = per_element(g[0], r, x.sizes());
+               const Tensor ge = weighed(per_element(g[0], r, x.sizes()));
                const Tensor wt = pw * t;
                Tensor gx = ge * ((wt + 1 - t) * x.sigmoid() - wt);
                Tensor gt = ge * (-x + (pw - 1) * softplus_neg(x));
                Tensor gw = ge * t * softplus_neg(x);
                return Grads{gx, gt, gw};
              });
+  return out;
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction,
+              bool log_target, Caller caller) {
+  detail::CallSite site(caller, "kl_div");
+  const bool batchmean = reduction == "batchmean";
+  const Reduction r = batchmean ? Reduction::Sum : reduction_of(reduction);
+  if (r == Reduction::Mean) {
+    static core::WarnOnce warn;
+    warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+         "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+         "'mean' will be changed to behave the same as 'batchmean' in the next major release.");
+  }
+  if (input.is_complex() || target.is_complex())
+    throw Error("kl_div: Complex inputs not supported.");
+  if (!input.is_floating_point() || !target.is_floating_point())
+    throw Error("kl_div: Integral inputs not supported.");
+  // A composite, as PyTorch's: its grad_fn is the last op's. xlogy(t, t) is 0 where t is 0.
+  Tensor loss;
+  if (log_target) {
+    loss = target.exp() * (target - input);
+  } else {
+    const Tensor t_log_t = where(target == 0, zeros_like(target), target * target.log());
+    loss = t_log_t - target * input;
+  }
+  Tensor out = reduced(loss, r);
+  if (batchmean && input.dim() != 0) out = out / static_cast<double>(input.size(0));
   return out;
 }
 

@@ -462,14 +462,14 @@ void Tables::elementwise() {
     const Value* r = a.get(i, "reduction");
     return r ? a.to_str(*r, "reduction") : std::string("mean");
   };
-  // The arguments the library does not take (a class weight; size_average and reduce, deprecated)
-  // must be None where given, rather than ignored.
+  // The arguments the library does not take (size_average and reduce, deprecated) must be None
+  // where given, rather than ignored.
   auto unsupported = [](Args& a, std::initializer_list<std::pair<size_t, const char*>> args) {
     for (const auto& [i, name] : args)
       if (a.get(i, name))
         throw Error(fmt::format("{}(): argument '{}' is not supported", a.fn, name));
   };
-  // Positions as torch's signatures (size_average and reduce, deprecated, stay unset; no weight).
+  // Positions as torch's signatures (size_average and reduce, deprecated, stay unset).
   def({"mse_loss", "l1_loss"}, kF, [reduction, unsupported](Args& a) {
     Tensor x = a.self(), y = a.tensor(1, "target");
     unsupported(a, {{2, "size_average"}, {3, "reduce"}});
@@ -479,8 +479,8 @@ void Tables::elementwise() {
   });
   def({"binary_cross_entropy"}, kF, [reduction, unsupported](Args& a) {
     Tensor x = a.self(), y = a.tensor(1, "target");
-    unsupported(a, {{2, "weight"}, {3, "size_average"}, {4, "reduce"}});
-    return nn::functional::binary_cross_entropy(x, y, reduction(a, 5));
+    unsupported(a, {{3, "size_average"}, {4, "reduce"}});
+    return nn::functional::binary_cross_entropy(x, y, reduction(a, 5), a.opt_tensor(2, "weight"));
   });
   def({"smooth_l1_loss"}, kF, [reduction, unsupported](Args& a) {
     unsupported(a, {{2, "size_average"}, {3, "reduce"}});
@@ -493,17 +493,24 @@ void Tables::elementwise() {
   });
   def({"binary_cross_entropy_with_logits"}, kF, [reduction, unsupported](Args& a) {
     Tensor x = a.self(), y = a.tensor(1, "target");
-    unsupported(a, {{2, "weight"}, {3, "size_average"}, {4, "reduce"}});
-    return nn::functional::binary_cross_entropy_with_logits(x, y, reduction(a, 5),
-                                                            a.opt_tensor(6, "pos_weight"));
+    unsupported(a, {{3, "size_average"}, {4, "reduce"}});
+    return nn::functional::binary_cross_entropy_with_logits(
+        x, y, reduction(a, 5), a.opt_tensor(6, "pos_weight"), a.opt_tensor(2, "weight"));
   });
   def({"nll_loss", "cross_entropy"}, kF, [reduction, unsupported](Args& a) {
     Tensor x = a.self(), y = a.tensor(1, "target");
-    unsupported(a, {{2, "weight"}, {3, "size_average"}, {5, "reduce"}});
+    unsupported(a, {{3, "size_average"}, {5, "reduce"}});
     const std::string r = reduction(a, 6);
     const int64_t ignore = a.i64(4, "ignore_index", -100);
-    return a.fn == "nll_loss" ? nn::functional::nll_loss(x, y, r, ignore)
-                              : nn::functional::cross_entropy(x, y, r, ignore);
+    const Tensor w = a.opt_tensor(2, "weight");
+    return a.fn == "nll_loss" ? nn::functional::nll_loss(x, y, r, ignore, w)
+                              : nn::functional::cross_entropy(x, y, r, ignore, w,
+                                                              a.f64(7, "label_smoothing", 0.0));
+  });
+  def({"kl_div"}, kF, [reduction, unsupported](Args& a) {
+    Tensor x = a.self(), y = a.tensor(1, "target");
+    unsupported(a, {{2, "size_average"}, {3, "reduce"}});
+    return nn::functional::kl_div(x, y, reduction(a, 4), a.flag(5, "log_target", false));
   });
   def({"leaky_relu"}, kF, [](Args& a) {
     return nn::functional::leaky_relu(a.self(), a.f64(1, "negative_slope", 0.01));
