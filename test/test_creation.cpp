@@ -31,6 +31,40 @@ TEST_CASE("ranges", "[creation]") {
   CHECK_THROWS_WITH(zeros({-1, 2}), "Trying to create tensor with negative dimension -1: [-1, 2]");
 }
 
+TEST_CASE("integer ranges take their bounds in the dtype first, as PyTorch's kernels",
+          "[creation]") {
+  // arange: start, end and step truncated to int64 (the accumulate type); int64 counts its length
+  // from the truncated values, the other integer types from the values as given.
+  CHECK(arange(0, 5, 1.5, dtype(kInt64)).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 1, 2, 3, 4});
+  CHECK(arange(0, 5, 1.5, dtype(kInt32)).to_vector<int32_t>() == std::vector<int32_t>{0, 1, 2, 3});
+  CHECK(arange(-0.5, 3, 1, dtype(kInt64)).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2});
+  CHECK_THROWS_WITH(arange(0, 5, 0.5, dtype(kInt64)), "step must be nonzero");
+  CHECK_THROWS_WITH(arange(0, 5, 0.5, dtype(kInt32)), "step must be nonzero");
+  // linspace and logspace: start and end truncated, the step in double.
+  CHECK(linspace(0.9, 5.9, 3, dtype(kInt64)).to_vector<int64_t>() == std::vector<int64_t>{0, 2, 5});
+  CHECK(logspace(0.5, 2.5, 3, 10.0, dtype(kInt64)).to_vector<int64_t>() ==
+        std::vector<int64_t>{1, 10, 100});
+  CHECK(logspace(0.5, 2.5, 1, 10.0, dtype(kInt64)).to_vector<int64_t>() == std::vector<int64_t>{3});
+  CHECK(linspace(0, 1, 1, dtype(kBool)).str() == "tensor([False])");
+  CHECK_THROWS_WITH(linspace(0, 1, 5, dtype(kBool)), "\"linspace_cpu\" not implemented for 'Bool'");
+  CHECK_THROWS_WITH(logspace(0, 1, 3, 10.0, dtype(kBool)),
+                    "\"logspace_cpu\" not implemented for 'Bool'");
+}
+
+TEST_CASE("randperm checks its dtype as PyTorch", "[creation]") {
+  CHECK(randperm(256, dtype(kUInt8)).to(kInt64).sum().item<int64_t>() == 255 * 128);
+  CHECK_THROWS_WITH(randperm(300, dtype(kUInt8)),
+                    "value cannot be converted to type uint8_t without overflow");
+  CHECK_THROWS_WITH(randperm(2050, dtype(kFloat16)),
+                    "n cannot be greater than 2049 for Half type.");
+  CHECK(randperm(2049, dtype(kFloat16)).to(kInt64).sum().item<int64_t>() == 2049 * 1024);
+  CHECK_THROWS_WITH(randperm(5, dtype(kBool)), "\"randperm\" not implemented for 'Bool'");
+  CHECK_THROWS_WITH(rand({2}, dtype(kInt16)),
+                    "\"check_uniform_bounds\" not implemented for 'Short'");
+  CHECK_THROWS_WITH(randn({2}, dtype(kInt8)), "\"normal_kernel_cpu\" not implemented for 'Char'");
+}
+
 TEST_CASE("manual_seed makes random numbers reproducible", "[random]") {
   manual_seed(1729);
   Tensor r1 = rand({2, 3});

@@ -38,6 +38,16 @@ TEST_CASE("views answer stride, storage_offset and is_contiguous as PyTorch", "[
   CHECK(a.permute({2, 0, 1}).stride() == std::vector<int64_t>{1, 12, 4});
   CHECK(a.unsqueeze(1).stride() == std::vector<int64_t>{12, 12, 4, 1});
   CHECK(a.unsqueeze(3).stride() == std::vector<int64_t>{12, 4, 1, 1});
+  // expand: a new dim of size 1 strides over the dims inside it; broadcast dims read one element.
+  Tensor v = arange(3);
+  CHECK(v.expand({1, 3}).stride() == std::vector<int64_t>{3, 1});
+  CHECK(v.expand({2, 1, 3}).stride() == std::vector<int64_t>{0, 3, 1});
+  CHECK(zeros({4, 1}).expand({3, 1, 4, 1}).stride() == std::vector<int64_t>{0, 4, 1, 1});
+  CHECK(v.expand({1, 3}).t().stride() == std::vector<int64_t>{1, 3});
+  // A view of an empty tensor to its own shape keeps its strides.
+  Tensor e = empty({0, 3}).t();
+  CHECK(e.view({3, 0}).stride() == std::vector<int64_t>{1, 3});
+  CHECK(e.reshape({3, 0}).stride() == std::vector<int64_t>{1, 3});
   CHECK(a.expand({5, 2, 3, 4}).stride() == std::vector<int64_t>{0, 12, 4, 1});
   CHECK(a[0].diagonal().stride() == std::vector<int64_t>{5});
   CHECK(values(a[0].diagonal()) == std::vector<double>{0, 5, 10});
@@ -680,7 +690,10 @@ TEST_CASE("joining and selection ops", "[views][indexing]") {
         std::vector<double>{0.5, 2, 3, 0.5, 5, 6, 0.5, 8, 9});
   CHECK(x.masked_fill(ones({2, 3, 3}, dtype(kBool)), 0).sizes() == Shape{2, 3, 3});
   CHECK_THROWS_WITH(x.masked_fill(x, 0),
-                    "masked_fill_ only supports boolean masks, but got mask with dtype Float");
+                    "masked_fill_ only supports boolean masks, but got mask with dtype float");
+  CHECK_THROWS_WITH(x.masked_fill(tensor({1, 0, 1}).to(kUInt8), 0),
+                    "masked_fill_ only supports boolean masks, but got mask with dtype unsigned "
+                    "char");
   CHECK_THROWS_WITH(x.masked_fill(x > 1, tensor({1.0f})),
                     "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                     "1 dimension(s).");
@@ -1179,6 +1192,13 @@ TEST_CASE("joining and selection errors use PyTorch's wording", "[views][errors]
   CHECK_THROWS_WITH(flip(a, {1, -1}), "dim 1 appears multiple times in the list of dims");
   CHECK_THROWS_WITH(roll(a, {1, 2}, {0}), "shifts and dimensions must align. shifts: 2, dims:1");
   CHECK_THROWS_WITH(roll(a, {1, 2}), "shifts and dimensions must align. shifts: 2, dims:0");
+  CHECK_THROWS_WITH(roll(a, {}), "`shifts` required");
+  // Negative sizes are named before the sum is checked.
+  CHECK_THROWS_WITH(split(a, std::vector<int64_t>{-1, 4}, 0),
+                    "split_with_sizes expects split_sizes have only non-negative entries, but got "
+                    "split_sizes=[-1, 4]");
+  CHECK_THROWS_WITH(a.to(kBool).trace(), "\"trace\" not implemented for 'Bool'");
+  CHECK_THROWS_WITH(a.to(kFloat16).trace(), "\"trace\" not implemented for 'Half'");
   CHECK_THROWS_WITH(a.repeat({2}), "Number of dimensions of repeat dims can not be smaller than "
                                    "number of dimensions of tensor");
   CHECK_THROWS_WITH(split(a, std::vector<int64_t>{1, 1}, 0),

@@ -98,11 +98,7 @@ NodePtr uniform(const Shape& shape, DType t, uint64_t seed, uint64_t off, int w0
 DType float_dtype(const TensorOptions& o, const char* fn) {
   DType t = o.dtype_or(default_dtype());
   if (!is_floating_point(t))
-    throw Error(fmt::format("\"{}\" not implemented for '{}'", fn,
-                            t == kInt64   ? "Long"
-                            : t == kInt32 ? "Int"
-                            : t == kBool  ? "Bool"
-                                          : "Integral"));
+    throw Error(fmt::format("\"{}\" not implemented for '{}'", fn, fe::cpp_type_name(t)));
   return t;
 }
 
@@ -241,6 +237,16 @@ Tensor randint(int64_t high, IntArrayRef size, TensorOptions o, Caller caller) {
 Tensor randperm(int64_t n, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "randperm");
   if (n < 0) throw Error(fmt::format("n must be non-negative, got{}", n));
+  // PyTorch's checks: n - 1 must fit the dtype, and a float dtype must hold every integer below n.
+  const DType t = o.dtype_or(kInt64);
+  fe::check_scalar_fits(Scalar(n > 0 ? n - 1 : n), t);
+  if (t == kFloat16 && n > 2049) throw Error("n cannot be greater than 2049 for Half type.");
+  if (t == kFloat32 && n > (int64_t{1} << 24) + 1)
+    throw Error("n cannot be greater than 2^24+1 for Float type.");
+  if (t == kFloat64 && n > (int64_t{1} << 53) + 1)
+    throw Error("n cannot be greater than 2^53+1 for Double type.");
+  if (t == kBool || t == kBFloat16 || is_complex(t))
+    throw Error(fmt::format("\"randperm\" not implemented for '{}'", fe::cpp_type_name(t)));
   // Sort random keys: a permutation drawn from the same Philox stream.
   std::vector<int64_t> keys = randint(0, int64_t{1} << 62, {n}).to_vector<int64_t>();
   std::vector<int64_t> perm(static_cast<size_t>(n));
@@ -248,7 +254,7 @@ Tensor randperm(int64_t n, TensorOptions o, Caller caller) {
     perm[i] = i;
   std::stable_sort(perm.begin(), perm.end(),
                    [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
-  return tensor<int64_t>(perm, {n}, o.dtype(o.dtype_or(kInt64)));
+  return tensor<int64_t>(perm, {n}, o.dtype(t));
 }
 
 Tensor arange(const Scalar& end, TensorOptions o, Caller caller) {
@@ -267,21 +273,32 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   DType t = o.dtype_or(floating ? default_dtype() : kInt64);
   if (t == kBool || is_complex(t))
     throw Error(fmt::format("\"arange_cpu\" not implemented for '{}'", fe::cpp_type_name(t)));
+  // PyTorch checks the bounds in the dtype's accumulate type: an integer dtype's is int64, so a
+  // fractional start, end or step is truncated first (a step of 0.5 is zero).
+  const bool integral = is_integral(t, true);
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  if (integral) {
+    s = static_cast<double>(start.to_int());
+    e = static_cast<double>(end.to_int());
+    st = static_cast<double>(step.to_int());
+  }
   if (st == 0) throw Error("step must be nonzero");
   if (!std::isfinite(s) || !std::isfinite(e))
     throw Error(fmt::format("unsupported range: {} -> {}", start.str(), end.str()));
   if ((st > 0 && e < s) || (st < 0 && e > s))
     throw Error("upper bound and larger bound inconsistent with step sign");
-  const double size = std::ceil((e - s) / st);
+  // The length is counted in double from the values as given, except for int64, whose length
+  // comes from the truncated ones.
+  const double size = t == kInt64
+                          ? std::ceil((e - s) / st)
+                          : std::ceil((end.to_double() - start.to_double()) / step.to_double());
   // The largest double below 2^63 converts to int64 exactly.
   if (!(size >= 0 && size < 9.2233720368547748e18)) throw Error("invalid size, possible overflow?");
   const auto n = static_cast<int64_t>(size);
   NodePtr idx = iota({n}, {1}, dev);
   NodePtr v;
-  if (is_integral(t, true)) {
-    // An integer dtype's accumulate type is int64: start and step are taken to it first (a
-    // step of 1.5 is 1), the length still counted in double.
+  if (integral) {
+    // In the accumulate type, int64: start and step truncated (a step of 1.5 is 1).
     v = fe::binary(Op::Add, fe::constant(start.to_int(), kInt64),
                    fe::binary(Op::Mul, idx, fe::constant(step.to_int(), kInt64)));
   } else {
@@ -292,16 +309,22 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   return finish(fe::cast(v, t), o);
 }
 
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions o,
-                Caller caller) {
-  detail::CallSite site(caller, "linspace");
-  Device dev = check_device(o);
-  if (steps < 0) throw Error("number of steps must be non-negative");
-  DType t = o.dtype_or(default_dtype());
-  double s = start.to_double(), e = end.to_double();
-  if (steps == 1) return full({1}, start, o.dtype(t));
-  double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
-  // PyTorch's symmetric form: the first half counts up from start, the second down from end.
+namespace {
+
+// linspace's and logspace's bounds as PyTorch's kernels take them: converted to the dtype first
+// (an integer dtype truncates them, float32 rounds them), then to double for the step.
+std::pair<double, double> range_in(const Scalar& start, const Scalar& end, DType t) {
+  auto in = [t](const Scalar& v) {
+    if (is_integral(t, true)) return static_cast<double>(v.to_int());
+    if (t == kFloat32) return static_cast<double>(static_cast<float>(v.to_double()));
+    return v.to_double();
+  };
+  return {in(start), in(end)};
+}
+
+// `steps` values from s to e (float64), PyTorch's symmetric form: the first half counts up from
+// s, the second down from e, so that both ends are exact.
+NodePtr symmetric_range(double s, double e, double step, int64_t steps, Device dev) {
   NodePtr idx = fe::cast(iota({steps}, {1}, dev), kFloat64);
   NodePtr up = fe::binary(Op::Add, fe::constant(s, kFloat64),
                           fe::binary(Op::Mul, idx, fe::constant(step, kFloat64)));
@@ -310,15 +333,37 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
       fe::binary(Op::Mul, fe::binary(Op::Sub, fe::constant(double(steps - 1), kFloat64), idx),
                  fe::constant(step, kFloat64)));
   NodePtr first_half = fe::binary(Op::CmpLt, idx, fe::constant(double(steps / 2), kFloat64));
-  return finish(fe::cast(fe::where(first_half, up, down), t), o);
+  return fe::where(first_half, up, down);
+}
+
+} // namespace
+
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions o,
+                Caller caller) {
+  detail::CallSite site(caller, "linspace");
+  Device dev = check_device(o);
+  if (steps < 0) throw Error("number of steps must be non-negative");
+  DType t = o.dtype_or(default_dtype());
+  if (steps == 1) return full({1}, start, o.dtype(t));
+  if (t == kBool && steps > 1) throw Error("\"linspace_cpu\" not implemented for 'Bool'");
+  auto [s, e] = range_in(start, end, t);
+  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
+  return finish(fe::cast(symmetric_range(s, e, step, steps, dev), t), o);
 }
 
 Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base, TensorOptions o,
                 Caller caller) {
   detail::CallSite site(caller, "logspace");
+  Device dev = check_device(o);
+  if (steps < 0) throw Error("number of steps must be non-negative");
   DType t = o.dtype_or(default_dtype());
-  Tensor exps = linspace(start, end, steps, o.dtype(kFloat64));
-  return finish(fe::cast(fe::binary(Op::Pow, fe::constant(base, kFloat64), node_of(exps)), t), o);
+  if (t == kBool && steps > 1) throw Error("\"logspace_cpu\" not implemented for 'Bool'");
+  // One step is base ** start, start as given; more take start and end in the dtype first.
+  auto [s, e] =
+      steps == 1 ? std::pair{start.to_double(), start.to_double()} : range_in(start, end, t);
+  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
+  NodePtr exps = symmetric_range(s, e, step, steps, dev);
+  return finish(fe::cast(fe::binary(Op::Pow, fe::constant(base, kFloat64), exps), t), o);
 }
 
 Tensor eye(int64_t n, TensorOptions o, Caller caller) {

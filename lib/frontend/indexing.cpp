@@ -709,7 +709,7 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value, Cal
   detail::CallSite site(caller, "masked_fill");
   if (mask.dtype() != kBool)
     throw Error(fmt::format("masked_fill_ only supports boolean masks, but got mask with dtype {}",
-                            fe::cpp_type_name(mask.dtype())));
+                            fe::type_meta_name(mask.dtype())));
   if (value.dim() != 0)
     throw Error(fmt::format("masked_fill_ only supports a 0-dimensional value tensor, but got "
                             "tensor with {} dimension(s).",

@@ -72,17 +72,26 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
       at += t.size(d);
     }
   }
-  // Each part's gradient is its slice of the result's.
-  autograd::record("CatBackward0", parts, {out}, {},
-                   [d, lengths](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
-                     std::vector<Tensor> out;
-                     int64_t at = 0;
-                     for (int64_t n : lengths) {
-                       out.push_back(g[0].narrow(d, at, n));
-                       at += n;
-                     }
-                     return out;
-                   });
+  // Each part's gradient is its slice of the result's; a skipped placeholder's is empty, as
+  // PyTorch's.
+  std::vector<int64_t> skipped_or_length(tensors.size(), -1);
+  for (size_t i = 0; i < positions.size(); ++i)
+    skipped_or_length[positions[i]] = lengths[i];
+  autograd::record(
+      "CatBackward0", tensors, {out}, {},
+      [d, skipped_or_length](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+        std::vector<Tensor> out;
+        int64_t at = 0;
+        for (int64_t n : skipped_or_length) {
+          if (n < 0) {
+            out.push_back(zeros({0}, g[0].options()));
+            continue;
+          }
+          out.push_back(g[0].narrow(d, at, n));
+          at += n;
+        }
+        return out;
+      });
   return out;
 }
 
@@ -137,8 +146,14 @@ std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, in
   if (t.dim() == 0) throw Error("split expects at least a 1-dimensional tensor");
   int64_t d = ir::wrap_dim(dim, t.dim());
   int64_t total = 0;
-  for (int64_t s : sizes)
+  for (int64_t s : sizes) {
+    if (s < 0)
+      throw Error(
+          fmt::format("split_with_sizes expects split_sizes have only non-negative entries, "
+                      "but got split_sizes=[{}]",
+                      fmt::join(sizes, ", ")));
     total += s;
+  }
   if (total != t.size(d))
     throw Error(fmt::format("split_with_sizes expects split_sizes to sum exactly to {} (input "
                             "tensor's size at dimension {}), but got split_sizes=[{}]",
@@ -187,6 +202,7 @@ Tensor flip(const Tensor& t, IntArrayRef dims, Caller caller) {
 
 Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims, Caller caller) {
   detail::CallSite site(caller, "roll");
+  if (shifts.empty()) throw Error("`shifts` required");
   if (dims.empty() && shifts.size() != 1)
     throw Error(fmt::format("shifts and dimensions must align. shifts: {}, dims:0", shifts.size()));
   if (!dims.empty() && shifts.size() != dims.size())
@@ -269,6 +285,10 @@ Tensor trace(const Tensor& t, Caller caller) {
   detail::CallSite site(caller, "trace");
   if (t.dim() != 2)
     throw Error(fmt::format("trace: expected a matrix, but got tensor with dim {}", t.dim()));
+  // The CPU kernel's dispatch: every real and complex type but bool and the 16-bit floats.
+  if (t.device().is_cpu() &&
+      (t.dtype() == kBool || t.dtype() == kFloat16 || t.dtype() == kBFloat16))
+    throw Error(fmt::format("\"trace\" not implemented for '{}'", fe::cpp_type_name(t.dtype())));
   // PyTorch's CPU kernel adds a float32 diagonal in float64 (its accumulate type), in order:
   // the trace of diag(1e8, 1, -1e8) is 1.
   Tensor out = t.dtype() == kFloat32 && t.device().is_cpu()
