@@ -3,6 +3,7 @@
 // backward graph (accumulation, retain_graph, grad modes, views, in-place
 // ops, higher order).
 #include <catch2/catch.hpp>
+#include <functional>
 #include <tensorjit/tensorjit.h>
 
 #include <cmath>
@@ -285,6 +286,33 @@ TEST_CASE("grad_fn names follow PyTorch's", "[autograd]") {
   CHECK(name(x > 0.5) == "None");
   CHECK_FALSE((x > 0.5).requires_grad());
   CHECK_FALSE(x.argmax().requires_grad());
+}
+
+TEST_CASE("in-place view ops have grad_fn names of their own", "[autograd]") {
+  Tensor g = ones({2, 1, 3}).requires_grad_();
+  auto name_after = [&](const std::function<void(Tensor&)>& op) {
+    Tensor x = g * 1;
+    op(x);
+    return x.grad_fn()->name();
+  };
+  CHECK(name_after([](Tensor& x) { x.squeeze_(); }) == "SqueezeBackward2");
+  CHECK(name_after([](Tensor& x) { x.squeeze_(1); }) == "SqueezeBackward3");
+  CHECK(name_after([](Tensor& x) { x.unsqueeze_(0); }) == "UnsqueezeBackward1");
+  CHECK(name_after([](Tensor& x) { x.transpose_(0, 2); }) == "TransposeBackward1");
+  CHECK(name_after([](Tensor& x) { x.squeeze_(1).t_(); }) == "TBackward1");
+  // The gradient still flows back through them.
+  Tensor x = g * 2;
+  x.squeeze_(1).t_();
+  x.sum().backward();
+  CHECK(g.grad().to_vector<float>() == std::vector<float>(6, 2.0f));
+}
+
+TEST_CASE("cat gives a skipped empty placeholder an empty gradient", "[autograd]") {
+  Tensor x = ones({2}).requires_grad_(), e = zeros({0}).requires_grad_();
+  cat({x, e, x}).sum().backward();
+  REQUIRE(e.grad().defined());
+  CHECK(e.grad().sizes() == Shape{0});
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{2, 2});
 }
 
 TEST_CASE("NoGradGuard, EnableGradGuard and GradMode", "[autograd]") {

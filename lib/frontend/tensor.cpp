@@ -846,12 +846,15 @@ void check_t(int64_t dim, const char* name) {
     throw Error(
         fmt::format("{}() expects a tensor with <= 2 dimensions, but self is {}D", name, dim));
 }
-// An in-place view op: this tensor becomes the view, history included.
-void become(Tensor& self, const Tensor& v) {
+// An in-place view op: this tensor becomes the view, history included, under the in-place op's
+// own grad_fn name (PyTorch numbers them after the out-of-place overloads: TBackward1).
+void become(Tensor& self, const Tensor& v, const char* name) {
   detail::TensorImpl& impl = *self.impl();
   impl.sizes = v.sizes();
   impl.strides = v.stride();
-  if (v.impl()->grad_fn) autograd::set_history(self, v.impl()->grad_fn, v.impl()->output_nr);
+  if (!v.impl()->grad_fn) return;
+  autograd::rename(v, name);
+  autograd::set_history(self, v.impl()->grad_fn, v.impl()->output_nr);
 }
 } // namespace
 Tensor Tensor::transpose(int64_t d0, int64_t d1, Caller caller) const {
@@ -900,40 +903,46 @@ Tensor& Tensor::t_(Caller caller) {
   detail::CallSite site(caller, "t_");
   check_t(dim(), "t_");
   detail::check_inplace_grad(*this);
-  become(*this, t());
+  become(*this, t(), "TBackward1");
   return *this;
 }
 Tensor& Tensor::transpose_(int64_t d0, int64_t d1, Caller caller) {
   detail::CallSite site(caller, "transpose_");
   detail::check_inplace_grad(*this);
-  become(*this, transpose(d0, d1));
+  become(*this, transpose(d0, d1), "TransposeBackward1");
   return *this;
 }
 Tensor& Tensor::squeeze_(Caller caller) {
   detail::CallSite site(caller, "squeeze_");
   detail::check_inplace_grad(*this);
-  become(*this, squeeze());
+  become(*this, squeeze(), "SqueezeBackward2");
   return *this;
 }
 Tensor& Tensor::squeeze_(int64_t dim, Caller caller) {
   detail::CallSite site(caller, "squeeze_");
   detail::check_inplace_grad(*this);
-  become(*this, squeeze(dim));
+  become(*this, squeeze(dim), "SqueezeBackward3");
   return *this;
 }
 Tensor& Tensor::unsqueeze_(int64_t dim, Caller caller) {
   detail::CallSite site(caller, "unsqueeze_");
   detail::check_inplace_grad(*this);
-  become(*this, unsqueeze(dim));
+  become(*this, unsqueeze(dim), "UnsqueezeBackward1");
   return *this;
 }
 Tensor Tensor::expand(IntArrayRef shape, Caller caller) const {
   detail::CallSite site(caller, "expand");
   Shape s = fe::expanded_shape(sizes(), shape, dtype());
   size_t lead = s.size() - sizes().size();
-  std::vector<int64_t> st(s.size(), 0); // new and broadcast dims read one element
-  for (size_t i = lead; i < s.size(); ++i)
-    if (s[i] == sizes()[i - lead]) st[i] = stride()[i - lead];
+  // Broadcast dims read one element (stride 0); a new dim of size 1 takes the stride it would
+  // have over the dims inside it, as PyTorch's inferExpandGeometry gives it.
+  std::vector<int64_t> st(s.size(), 0);
+  for (size_t i = s.size(); i-- > 0;) {
+    if (i >= lead)
+      st[i] = s[i] == sizes()[i - lead] ? stride()[i - lead] : 0;
+    else if (s[i] == 1 && i + 1 < s.size())
+      st[i] = s[i + 1] * st[i + 1];
+  }
   Tensor v = detail::make_view(*this, s, st, storage_offset());
   // Elements read many times: their gradients add up.
   autograd::record("ExpandBackward0", {*this}, {v}, {},

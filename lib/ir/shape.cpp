@@ -89,7 +89,8 @@ view_strides(const Shape& old_shape, const std::vector<int64_t>& old_strides, co
   // PyTorch's computeStride: walk chunks of old dims that are contiguous among
   // themselves and match them against groups of new dims with the same size.
   std::vector<int64_t> strides(shape.size());
-  if (ir::numel(old_shape) == 0) return ir::contiguous_strides(shape);
+  if (ir::numel(old_shape) == 0)
+    return old_shape == shape ? old_strides : ir::contiguous_strides(shape);
   if (old_shape.empty()) return std::vector<int64_t>(shape.size(), 1); // 0-d: sizes all 1
   int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
   int64_t chunk_base_stride = old_strides.empty() ? 1 : old_strides.back();
