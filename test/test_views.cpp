@@ -44,6 +44,18 @@ TEST_CASE("views answer stride, storage_offset and is_contiguous as PyTorch", "[
   CHECK(v.expand({2, 1, 3}).stride() == std::vector<int64_t>{0, 3, 1});
   CHECK(zeros({4, 1}).expand({3, 1, 4, 1}).stride() == std::vector<int64_t>{0, 4, 1, 1});
   CHECK(v.expand({1, 3}).t().stride() == std::vector<int64_t>{1, 3});
+  // The *_like functions, clone and flip lay their result out as their input (preserve_format).
+  Tensor tt = arange(6, dtype(kFloat32)).view({2, 3}).t();
+  Tensor p = zeros({2, 3, 4}).permute({2, 0, 1});
+  for (const Tensor& x : {empty_like(tt), zeros_like(tt), ones_like(tt), full_like(tt, 2),
+                          rand_like(tt), randn_like(tt), tt.clone(), flip(tt, {0})})
+    CHECK(x.stride() == std::vector<int64_t>{1, 3});
+  CHECK(empty_like(p).stride() == std::vector<int64_t>{1, 12, 4});
+  CHECK(flip(p, {0}).stride() == std::vector<int64_t>{1, 12, 4});
+  CHECK(values(flip(tt, {0})) == std::vector<double>{2, 5, 1, 4, 0, 3});
+  CHECK(values(full_like(tt, 2)) == std::vector<double>(6, 2));
+  CHECK(ones_like(tt, requires_grad()).is_leaf());
+  CHECK(ones_like(tt, requires_grad()).requires_grad());
   // A view of an empty tensor to its own shape keeps its strides.
   Tensor e = empty({0, 3}).t();
   CHECK(e.view({3, 0}).stride() == std::vector<int64_t>{1, 3});

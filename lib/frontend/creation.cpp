@@ -385,29 +385,43 @@ static TensorOptions like(const Tensor& t, const TensorOptions& o) {
   return o.dtype(o.dtype_or(t.dtype())).device(o.device_opt().value_or(t.device()));
 }
 
+// PyTorch's preserve_format: the result of make(sizes, options) laid out as t is (see
+// detail::preserved_layout), its elements made in memory order.
+template <typename Make> Tensor like_layout(const Tensor& t, const TensorOptions& o, Make make) {
+  const auto layout = detail::preserved_layout(t);
+  if (!layout) return make(t.sizes(), like(t, o));
+  Shape in_memory_order;
+  for (int64_t d : layout->order)
+    in_memory_order.push_back(t.size(d));
+  Tensor out =
+      detail::with_layout(make(in_memory_order, like(t, o).requires_grad(false)), t, *layout);
+  set_requires_grad(out, o);
+  return out;
+}
+
 Tensor empty_like(const Tensor& t, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "empty_like");
-  return empty(t.sizes(), like(t, o));
+  return like_layout(t, o, [](const Shape& s, TensorOptions p) { return empty(s, p); });
 }
 Tensor zeros_like(const Tensor& t, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "zeros_like");
-  return zeros(t.sizes(), like(t, o));
+  return like_layout(t, o, [](const Shape& s, TensorOptions p) { return zeros(s, p); });
 }
 Tensor ones_like(const Tensor& t, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "ones_like");
-  return ones(t.sizes(), like(t, o));
+  return like_layout(t, o, [](const Shape& s, TensorOptions p) { return ones(s, p); });
 }
 Tensor full_like(const Tensor& t, const Scalar& v, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "full_like");
-  return full(t.sizes(), v, like(t, o));
+  return like_layout(t, o, [&v](const Shape& s, TensorOptions p) { return full(s, v, p); });
 }
 Tensor rand_like(const Tensor& t, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "rand_like");
-  return rand(t.sizes(), like(t, o));
+  return like_layout(t, o, [](const Shape& s, TensorOptions p) { return rand(s, p); });
 }
 Tensor randn_like(const Tensor& t, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "randn_like");
-  return randn(t.sizes(), like(t, o));
+  return like_layout(t, o, [](const Shape& s, TensorOptions p) { return randn(s, p); });
 }
 
 // --- over user memory ---

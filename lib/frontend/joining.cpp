@@ -193,6 +193,10 @@ Tensor flip(const Tensor& t, IntArrayRef dims, Caller caller) {
     if (t.dim() > 0) n = fe::slice(n, d, t.size(d) - 1, -1, -1);
   }
   Tensor out = detail::wrap(ir::make_node(ir::Op::Cast, n->dtype, n->shape, {n}));
+  if (const auto layout = detail::preserved_layout(t)) { // laid out as t is, as PyTorch's
+    NoGradGuard no_grad;
+    out = detail::with_layout(out.permute(layout->order).contiguous(), t, *layout);
+  }
   autograd::record("FlipBackward0", {t}, {out}, {},
                    [dims](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
                      return std::vector<Tensor>{flip(g[0], dims)};

@@ -631,23 +631,34 @@ Tensor Tensor::contiguous(Caller caller) const {
   detail::CallSite site(caller, "contiguous");
   return is_contiguous() ? *this : copy_of(*this);
 }
+namespace detail {
+std::optional<PreservedLayout> preserved_layout(const Tensor& t) {
+  if (t.numel() == 0 || t.is_contiguous()) return std::nullopt;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) == 0 && t.size(d) > 1) return std::nullopt;
+  std::vector<int64_t> order = stride_order(t);
+  std::vector<int64_t> strides =
+      is_dense(t, order) ? t.stride() : ir::dense_strides(t.sizes(), order);
+  return PreservedLayout{std::move(order), std::move(strides)};
+}
+
+Tensor with_layout(const Tensor& fresh, const Tensor& t, const PreservedLayout& layout) {
+  Tensor out = make_view(fresh, t.sizes(), layout.strides, 0);
+  out.impl()->is_view = false;
+  out.impl()->base = nullptr;
+  return out;
+}
+} // namespace detail
+
 Tensor Tensor::clone(Caller caller) const {
   detail::CallSite site(caller, "clone");
-  // PyTorch's preserve_format: a dense layout keeps its strides (read in
-  // memory order, the copy holds each element where the original does); any
-  // other layout without broadcast dims gets dense strides in the same order.
-  if (numel() == 0 || is_contiguous()) return copy_of(*this);
-  for (int64_t d = 0; d < dim(); ++d)
-    if (stride(d) == 0 && size(d) > 1) return copy_of(*this);
-  std::vector<int64_t> order = stride_order(*this);
+  // Read in memory order, the copy holds each element where the original does.
+  const auto layout = detail::preserved_layout(*this);
+  if (!layout) return copy_of(*this);
   Tensor out;
   {
     NoGradGuard no_grad; // one node for the whole copy
-    Tensor copy = copy_of(permute(order));
-    out = detail::make_view(
-        copy, sizes(), is_dense(*this, order) ? stride() : ir::dense_strides(sizes(), order), 0);
-    out.impl()->is_view = false;
-    out.impl()->base = nullptr;
+    out = detail::with_layout(copy_of(permute(layout->order)), *this, *layout);
   }
   autograd::record(
       "CloneBackward0", {*this}, {out}, {},

@@ -6,6 +6,9 @@
 // node by one that includes the write (functionalization), so every alias
 // reads the new version and graphs built before keep the old one.
 #pragma once
+#include <optional>
+#include <vector>
+
 #include "lib/core/free_list.h"
 #include "lib/ir/node.h"
 #include "tensorjit/tensor.h"
@@ -74,6 +77,17 @@ Tensor make_parts_view(const Tensor& base, Shape sizes, std::vector<int64_t> str
                        int64_t offset);
 // A new handle on the same view of the same storage.
 Tensor alias(const Tensor& t);
+// PyTorch's preserve_format, as clone and the *_like functions lay out their result: a dense,
+// non-overlapping `t` lends its strides; another layout without broadcast dims gets dense strides
+// in the same order (dims from the largest stride, in `order`); nullopt where the result is plain
+// contiguous.
+struct PreservedLayout {
+  std::vector<int64_t> order, strides;
+};
+std::optional<PreservedLayout> preserved_layout(const Tensor& t);
+// `fresh` (a new tensor of t's sizes permuted by `layout.order`, in memory order) seen with t's
+// sizes and the layout's strides: a tensor of its own, not a view.
+Tensor with_layout(const Tensor& fresh, const Tensor& t, const PreservedLayout& layout);
 // The value the tensor reads now: its cell's node seen through its view.
 ir::NodePtr node_of(const Tensor& t);
 // The tensor's values in contiguous host memory (a Buffer node over it).
