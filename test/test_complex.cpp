@@ -602,7 +602,7 @@ TEST_CASE("complex: errors in PyTorch's words", "[complex][errors]") {
   CHECK_THROWS_WITH(c.remainder(c), "\"remainder_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(floor_divide(c, c), "\"div_floor_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(c.erf(), "\"erf_cpu\" not implemented for 'ComplexFloat'");
-  CHECK_THROWS_WITH(c.max(), Contains("does not support complex input"));
+  CHECK_THROWS_WITH(c.max(), "\"max_all\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(unique(c), "\"unique\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(unique(c.to(kComplex128)), "\"unique\" not implemented for 'ComplexDouble'");
   // A complex element has no one real or integer value: reading one as such is a bug, refused.
