@@ -15,6 +15,7 @@
 
 #include "lib/frontend/tensor_impl.h"
 #include "lib/interp/interpreter.h"
+#include "lib/ir/scalar_semantics.h"
 
 using namespace tj;
 using Catch::Contains;
@@ -601,7 +602,13 @@ TEST_CASE("complex: errors in PyTorch's words", "[complex][errors]") {
   CHECK_THROWS_WITH(c.remainder(c), "\"remainder_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(floor_divide(c, c), "\"div_floor_cpu\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(c.erf(), "\"erf_cpu\" not implemented for 'ComplexFloat'");
-  CHECK_THROWS_WITH(c.max(), Contains("does not support complex input"));
+  CHECK_THROWS_WITH(c.max(), "\"max_all\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(unique(c), "\"unique\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(unique(c.to(kComplex128)), "\"unique\" not implemented for 'ComplexDouble'");
+  // A complex element has no one real or integer value: reading one as such is a bug, refused.
+  const std::complex<float> one{1, 2};
+  CHECK_THROWS_WITH(ir::load_int(&one, kComplex64), Contains("internal error"));
+  CHECK_THROWS_WITH(ir::load_float(&one, kComplex64), Contains("internal error"));
   CHECK_THROWS_WITH(linalg::inv(zeros({2, 2}, kComplex128)).eval(),
                     Contains("The diagonal element 1 is zero"));
 }

@@ -265,6 +265,8 @@ TEST_CASE("gradcheck: reductions", "[autograd][gradcheck]") {
   Tensor two_zeros = one_zero.clone();
   two_zeros[1][0] = 0;
   gradcheck("prod with two zeros", [](const auto& t) { return t[0].prod(1); }, {two_zeros});
+  gradcheck("prod of all with a zero", [](const auto& t) { return t[0].prod(); }, {one_zero});
+  gradcheck("prod of all with two zeros", [](const auto& t) { return t[0].prod(); }, {two_zeros});
   gradcheck(
       "cumsum", [](const auto& t) { return t[0].cumsum(1); }, {x}, true);
   gradcheck(

@@ -2,41 +2,22 @@
 // edges, against PyTorch 1.13's values, grad_fn names, messages and order of checks.
 #include <catch2/catch.hpp>
 #include <tensorjit/tensorjit.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <string>
 
 #include "lib/core/warning.h"
 #include "test/support/error_of.h"
+#include "test/support/stderr_of.h"
 
 using namespace tj;
 using tj::test::error_of;
+using tj::test::stderr_of;
 namespace F = tj::nn::functional;
 
 namespace {
 TensorOptions f64() { return TensorOptions().dtype(kFloat64); }
-
-// What `f` prints on stderr (warnings go through C stdio): the descriptor is pointed at a
-// temporary file meanwhile.
-std::string stderr_of(const std::function<void()>& f) {
-  std::fflush(stderr);
-  FILE* tmp = std::tmpfile();
-  const int saved = dup(fileno(stderr));
-  dup2(fileno(tmp), fileno(stderr));
-  f();
-  std::fflush(stderr);
-  dup2(saved, fileno(stderr));
-  close(saved);
-  std::rewind(tmp);
-  std::string out;
-  for (int c; (c = std::fgetc(tmp)) != EOF;)
-    out += static_cast<char>(c);
-  std::fclose(tmp);
-  return out;
-}
 } // namespace
 
 TEST_CASE("layer_norm checks normalized_shape, weight and bias as PyTorch", "[nn]") {

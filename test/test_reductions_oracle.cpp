@@ -11,10 +11,13 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "lib/core/warning.h"
 #include "tensorjit/tensorjit.h"
 #include "test/support/dtypes.h"
+#include "test/support/stderr_of.h"
 #include "test/support/tolerance.h"
 
 using namespace tj;
@@ -23,6 +26,7 @@ using tj::test::cpp_name;
 using tj::test::dname;
 using tj::test::kDTypes;
 using tj::test::OracleBatch;
+using tj::test::stderr_of;
 using tj::test::Tolerance;
 
 namespace {
@@ -210,9 +214,9 @@ std::vector<ReduceOp> reduce_ops() {
                  },
                  same,
                  [](DType t) {
-                   return floats_only(t, "norm(): input dtype should be either floating point or "
-                                         "complex. Got " +
-                                             cpp_name(t) + " instead.");
+                   return floats_only(t, "linalg.vector_norm: Expected a floating point or "
+                                         "complex tensor as input. Got " +
+                                             cpp_name(t));
                  },
                  false});
   ops.push_back({"logsumexp", true,
@@ -363,11 +367,11 @@ TEST_CASE("reductions of empty inputs follow PyTorch 1.13", "[reduce][empty]") {
                       std::string(fn) +
                           "(): Expected reduction dim to be specified for input.numel() == 0. "
                           "Specify the reduction dim with the 'dim' argument.");
-  CHECK_THROWS_WITH(e.amax(), "amax(): Expected reduction dim to be specified for input.numel() "
-                              "== 0. Specify the reduction dim with the 'dim' argument.");
-  CHECK_THROWS_WITH(e.amin({}), "amin(): Expected reduction dim to be specified for "
-                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
-                                "argument.");
+  // amax and amin without advice (PyTorch 2's words; 1.13 read past the end of the dims).
+  CHECK_THROWS_WITH(e.amax(),
+                    "amax(): Expected reduction dim to be specified for input.numel() == 0.");
+  CHECK_THROWS_WITH(e.amin({}),
+                    "amin(): Expected reduction dim to be specified for input.numel() == 0.");
   CHECK_THROWS_WITH(e.argmax(),
                     "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
   CHECK_THROWS_WITH(e.argmin(),
@@ -379,6 +383,17 @@ TEST_CASE("reductions of empty inputs follow PyTorch 1.13", "[reduce][empty]") {
   CHECK_THROWS_WITH(e.amax({0}), "amax(): Expected reduction dim 0 to have non-zero size.");
   CHECK_THROWS_WITH(zeros({2, 0}).amax({0, 1}),
                     "amax(): Expected reduction dim 1 to have non-zero size.");
+  // amax and amin name the dim as given, in the order given; max(dim) and argmax wrap it.
+  CHECK_THROWS_WITH(zeros({2, 0}).amax({-1}),
+                    "amax(): Expected reduction dim -1 to have non-zero size.");
+  CHECK_THROWS_WITH(zeros({2, 0}).amin({0, -1}),
+                    "amin(): Expected reduction dim -1 to have non-zero size.");
+  CHECK_THROWS_WITH(zeros({0, 2, 0}).amin({2, 0}),
+                    "amin(): Expected reduction dim 2 to have non-zero size.");
+  CHECK_THROWS_WITH(zeros({2, 0}).amax({-1, 1}),
+                    "amax(): Expected reduction dim -1 to have non-zero size.");
+  CHECK_THROWS_WITH(zeros({2, 0}).max(-1),
+                    "max(): Expected reduction dim 1 to have non-zero size.");
   // The emptiness errors come before bool's.
   CHECK_THROWS_WITH(zeros({2, 0}, dtype(kBool)).argmax(1),
                     "argmax(): Expected reduction dim 1 to have non-zero size.");
@@ -397,10 +412,33 @@ TEST_CASE("reductions of empty inputs follow PyTorch 1.13", "[reduce][empty]") {
   CHECK(e.std({0}, 0).str() == "tensor([nan, nan, nan])");
   CHECK(e.var({0}, 2).str() == "tensor([nan, nan, nan])");
   CHECK(e.logsumexp({0}).str() == "tensor([-inf, -inf, -inf])");
-  for (double p : {2.0, 1.0, 0.0, 3.0, 0.5, -1.0, kInf, -kInf}) {
+  for (double p : {2.0, 1.0, 0.0, 3.0, 0.5}) {
     INFO("p " << p);
     CHECK(e.norm(p, {0}).str() == "tensor([0., 0., 0.])");
     CHECK(e.norm(p).str() == "tensor(0.)");
+  }
+  // Max, min and negative powers have no identity: linalg.vector_norm refuses them over no
+  // elements (its words lack a space before "because").
+  const std::vector<std::pair<double, std::string>> no_identity{
+      {kInf, "inf"}, {-kInf, "-inf"}, {-1.0, "-1"}, {-0.5, "-0.5"}};
+  for (const auto& [p, name] : no_identity) {
+    INFO("p " << p);
+    CHECK_THROWS_WITH(e.norm(p), fmt::format("linalg.vector_norm cannot compute the {} norm on an "
+                                             "empty tensor because the operation does not have "
+                                             "an identity",
+                                             name));
+    CHECK_THROWS_WITH(e.norm(p, {1, -2}),
+                      fmt::format("linalg.vector_norm cannot compute the {} norm on the dimension "
+                                  "-2because this dimension is empty and the operation does not "
+                                  "have an identity",
+                                  name));
+    CHECK_THROWS_WITH(zeros({2, 0}).norm(p, {1}),
+                      fmt::format("linalg.vector_norm cannot compute the {} norm on the dimension "
+                                  "1because this dimension is empty and the operation does not "
+                                  "have an identity",
+                                  name));
+    // Along a dim that is not empty the result is empty.
+    CHECK(e.norm(p, {1}).sizes() == Shape{0});
   }
   CHECK(e.all(0).str() == "tensor([True, True, True])");
   CHECK(e.any(0).str() == "tensor([False, False, False])");
@@ -467,14 +505,24 @@ TEST_CASE("reduction result dtypes and dtype errors follow PyTorch 1.13", "[redu
     CHECK_THROWS_WITH(x.mean(), "mean(): could not infer output dtype. Input dtype must be either "
                                 "a floating point or complex dtype. Got: " +
                                     cpp_name(t));
+    // A dtype= is checked, and named, in place of the input's.
+    CHECK_THROWS_WITH(ones({2}).mean(t), "mean(): could not infer output dtype. Optional dtype "
+                                         "must be either a floating point or complex dtype. Got: " +
+                                             cpp_name(t));
+    CHECK_THROWS_WITH(ones({2}).mean({0}, false, t),
+                      "mean(): could not infer output dtype. Optional dtype must be either a "
+                      "floating point or complex dtype. Got: " +
+                          cpp_name(t));
+    CHECK(x.mean(kFloat64).str() == "tensor(1., dtype=torch.float64)");
     CHECK_THROWS_WITH(x.var(), "std and var only support floating point and complex dtypes");
     CHECK_THROWS_WITH(x.std({1}), "std and var only support floating point and complex dtypes");
-    CHECK_THROWS_WITH(x.norm(), "norm(): input dtype should be either floating point or complex. "
-                                "Got " +
-                                    cpp_name(t) + " instead.");
-    CHECK_THROWS_WITH(x.norm(kInf, {1}), "norm(): input dtype should be either floating point or "
-                                         "complex. Got " +
-                                             cpp_name(t) + " instead.");
+    // norm is linalg.vector_norm, as PyTorch's torch.norm routes it.
+    CHECK_THROWS_WITH(x.norm(), "linalg.vector_norm: Expected a floating point or complex tensor "
+                                "as input. Got " +
+                                    cpp_name(t));
+    CHECK_THROWS_WITH(x.norm(kInf, {1}), "linalg.vector_norm: Expected a floating point or "
+                                         "complex tensor as input. Got " +
+                                             cpp_name(t));
   }
   CHECK_THROWS_WITH(ones({2}, dtype(kBool)).argmax(), "\"argmax_cpu\" not implemented for 'Bool'");
   CHECK_THROWS_WITH(ones({2}, dtype(kBool)).argmin(0), "\"argmin_cpu\" not implemented for 'Bool'");
@@ -516,4 +564,102 @@ TEST_CASE("a reduction of a view computed with its source", "[reduce][schedule]"
   Tensor n = b.transpose(0, 2).sum({1, 2});
   b.eval();
   CHECK(allclose(n, b.transpose(0, 2).contiguous().sum({1, 2})));
+}
+
+namespace {
+// The gradient of f(x).sum() at float64 values `x`.
+std::vector<double> grad_of(const std::vector<double>& x, const Shape& shape,
+                            const std::function<Tensor(const Tensor&)>& f) {
+  Tensor t = tensor(x, shape, dtype(kFloat64)).requires_grad_();
+  f(t).sum().backward();
+  return t.grad().to_vector<double>();
+}
+
+// Elementwise equal, NaN equal to NaN.
+void check_same(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+    CHECK((std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i]));
+  }
+}
+} // namespace
+
+TEST_CASE("std, var and prod gradients at degenerate inputs follow PyTorch's formulas",
+          "[reduce][grad]") {
+  // std_backward: no gradient where std is 0 (a NaN std, of one element, stays NaN).
+  check_same(grad_of({2, 2, 2}, {3}, [](const Tensor& x) { return x.std(); }), {0, 0, 0});
+  check_same(grad_of({2, 2, 2, 1, 2, 3}, {2, 3}, [](const Tensor& x) { return x.std({1}); }),
+             {0, 0, 0, -0.5, 0, 0.5});
+  check_same(grad_of({1, 1}, {2}, [](const Tensor& x) { return x.std({}, 0); }), {0, 0});
+  check_same(grad_of({3}, {1}, [](const Tensor& x) { return x.std(); }), {kNaN});
+  // var_backward (PyTorch 2) with the correction at or past the count: along a dim, 2 / (N -
+  // correction) unclamped; over every element, NaN where x is the mean and inf elsewhere.
+  check_same(grad_of({1, 3}, {2}, [](const Tensor& x) { return x.var({0}, 3); }), {2, -2});
+  check_same(grad_of({1, 3}, {1, 2}, [](const Tensor& x) { return x.var({1}, 2); }), {-kInf, kInf});
+  check_same(grad_of({1, 3}, {2}, [](const Tensor& x) { return x.var({}, 3); }), {kInf, kInf});
+  check_same(grad_of({1, 3, 2}, {3}, [](const Tensor& x) { return x.var({}, 3); }),
+             {kInf, kInf, kNaN});
+  check_same(grad_of({3}, {1}, [](const Tensor& x) { return x.var(); }), {kNaN});
+  check_same(grad_of({3}, {1}, [](const Tensor& x) { return x.var({}, 2); }), {kNaN});
+  check_same(grad_of({5}, {}, [](const Tensor& x) { return x.var({0}, 0); }), {0});
+  check_same(grad_of({1, 3}, {2}, [](const Tensor& x) { return x.std({0}, 3); }), {0, 0});
+  // The values keep the count clamped at 0.
+  CHECK(tensor({1.0, 3.0}).var({}, 3).str() == "tensor(inf)");
+  CHECK(tensor({1.0, 3.0}).var({0}, 3).str() == "tensor(inf)");
+  // prod_backward: with a zero, the products of the others (prefix times suffix), so a NaN or
+  // inf elsewhere reaches the zero's neighbours too; along a dim, every slice takes them once
+  // any slice has a zero. Over every element two zeros give 0.
+  auto prod = [](const Tensor& x) { return x.prod(); };
+  auto prod1 = [](const Tensor& x) { return x.prod(1); };
+  check_same(grad_of({kNaN, 0, 2}, {3}, prod), {0, kNaN, kNaN});
+  check_same(grad_of({kInf, 0, 2}, {3}, prod), {0, kInf, kNaN});
+  check_same(grad_of({kInf, 2, 0, 3}, {2, 2}, prod1), {2, kInf, 3, 0});
+  check_same(grad_of({kInf, 0, 0}, {1, 3}, prod1), {0, kNaN, kNaN});
+  check_same(grad_of({kInf, 0, 0}, {3}, prod), {0, 0, 0});
+  check_same(grad_of({kInf, 2}, {2}, prod), {kNaN, kInf});
+  check_same(grad_of({kInf, 2, 1, 3}, {2, 2}, prod1), {kNaN, kInf, 3, 1});
+  // Finite values as before.
+  check_same(grad_of({2, 0, 3}, {3}, prod), {0, 6, 0});
+  check_same(grad_of({2, 0, 0}, {3}, prod), {0, 0, 0});
+  check_same(grad_of({2, 4, 0, 3, 5, 0}, {2, 3}, prod1), {0, 0, 8, 0, 0, 15});
+  check_same(grad_of({2, 4, 0, 3, 0, 0}, {2, 3}, prod1), {0, 0, 8, 0, 0, 0});
+  check_same(grad_of({7}, {}, prod), {1});
+  check_same(grad_of({7}, {}, [](const Tensor& x) { return x.prod(0); }), {1});
+}
+
+TEST_CASE("complex inputs to reductions as PyTorch 1.13 takes or refuses them", "[reduce]") {
+  Tensor z = complex(tensor({3.0, 1.0}), tensor({4.0, -2.0}));
+  // A real dtype= takes the real parts, with PyTorch's warning (once).
+  core::reset_warnings();
+  Tensor s;
+  CHECK(stderr_of([&] { s = z.sum(kFloat32); }) ==
+        "UserWarning: Casting complex values to real discards the imaginary part\n");
+  CHECK(s.str() == "tensor(4.)");
+  CHECK(stderr_of([&] { s = z.mean(kFloat32); }).empty());
+  CHECK(s.str() == "tensor(2.)");
+  CHECK(z.sum({0}, false, kFloat64).str() == "tensor(4., dtype=torch.float64)");
+  CHECK(z.mean({0}, true, kFloat64).str() == "tensor([2.], dtype=torch.float64)");
+  CHECK_THROWS_WITH(z.mean(kInt64), "mean(): could not infer output dtype. Optional dtype must be "
+                                    "either a floating point or complex dtype. Got: Long");
+  // The gradient reaches the real parts.
+  Tensor w = z.detach().requires_grad_();
+  w.sum(kFloat64).backward();
+  CHECK(w.grad().str() == "tensor([1.+0.j, 1.+0.j])");
+  // Each kernel's refusal in its words.
+  CHECK_THROWS_WITH(z.max(), "\"max_all\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(z.min(), "\"min_all\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(z.amax(), "\"max_values_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(z.amin({0}), "\"min_values_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(z.argmax(), "\"argmax_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(z.argmin(0), "\"argmin_cpu\" not implemented for 'ComplexFloat'");
+  CHECK_THROWS_WITH(z.max(0), "max(): does not support complex input");
+  CHECK_THROWS_WITH(z.min(0), "min(): does not support complex input");
+  CHECK_THROWS_WITH(z.logsumexp({0}), "logsumexp(): Expected floating point type for result "
+                                      "tensor, but got: ComplexFloat");
+  CHECK_THROWS_WITH(z.to(kComplex128).argmax(),
+                    "\"argmax_cpu\" not implemented for 'ComplexDouble'");
+  // Emptiness is checked first.
+  CHECK_THROWS_WITH(zeros({0}, kComplex64).amax(),
+                    "amax(): Expected reduction dim to be specified for input.numel() == 0.");
 }

@@ -789,6 +789,9 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& 
 
 Tensor unique(const Tensor& t, Caller caller) {
   detail::CallSite site(caller, "unique");
+  // PyTorch's unique kernel takes no complex dtype.
+  if (t.is_complex())
+    throw Error(fmt::format("\"unique\" not implemented for '{}'", fe::cpp_type_name(t.dtype())));
   TensorOptions o = TensorOptions().dtype(t.dtype()).device(t.device());
   if (t.is_floating_point()) {
     std::vector<double> v = t.to_vector<double>();

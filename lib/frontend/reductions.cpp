@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "lib/autograd/formulas.h"
+#include "lib/core/warning.h"
 #include "lib/frontend/graph_builders.h"
 #include "lib/frontend/promotion.h"
 #include "lib/frontend/tensor_impl.h"
@@ -153,6 +154,15 @@ Tensor finish(const NodePtr& kept, const ir::Shape& in_shape, const std::vector<
   return wrap(n);
 }
 
+// The input taken to a reduction's requested dtype. As PyTorch (self.to(dtype)), a complex input
+// asked for a real dtype loses its imaginary part, with its warning.
+NodePtr to_requested(const NodePtr& x, DType t) {
+  if (!is_complex(x->dtype) || is_complex(t)) return fe::cast(x, t);
+  static core::WarnOnce warn;
+  warn("Casting complex values to real discards the imaginary part");
+  return fe::cast(x, t, /*discard_imag=*/true);
+}
+
 // sum and prod accumulate integers in int64 and 16-bit floats in float32.
 DType accumulate_type(DType t, std::optional<DType> requested) {
   if (requested) return *requested;
@@ -178,6 +188,19 @@ Tensor complex_product(Tensor z, int64_t d) {
   return z;
 }
 
+// The product of the other elements along d: the products before each element times those after
+// it (PyTorch's prod_safe_zeros_backward), right with zeros, where y / x is not.
+Tensor exclusive_products(const Tensor& v, int64_t d) {
+  const int64_t n = v.size(d);
+  if (n <= 1) return ones_like(v);
+  std::vector<int64_t> one = v.sizes();
+  one[static_cast<size_t>(d)] = 1;
+  Tensor start = ones(one, v.options());
+  Tensor before = cat({start, v.narrow(d, 0, n - 1)}, d).cumprod(d);
+  Tensor after = cat({start, v.narrow(d, 1, n - 1).flip({d})}, d).cumprod(d).flip({d});
+  return before * after;
+}
+
 Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
                 const char* grad_name) {
   NodePtr x = node_of(t);
@@ -194,7 +217,7 @@ Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::opt
   } else {
     // As PyTorch, the input is first taken to the requested dtype (a float32 tensor summed as
     // float16 adds float16 values), then accumulated.
-    y = finish(reduce(op, fe::cast(fe::cast(x, out), acc), axes), x->shape, axes, keepdim, out);
+    y = finish(reduce(op, fe::cast(to_requested(x, out), acc), axes), x->shape, axes, keepdim, out);
   }
   if (op == Op::ReduceSum) {
     ag::record(grad_name, {t}, {y}, {},
@@ -202,40 +225,47 @@ Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::opt
                  return Grads{ag::unreduce(g[0], in, axes, keepdim)};
                });
   } else {
-    // The product of the other elements: y / x without zeros; with one zero,
-    // the product of the rest at the zero and 0 elsewhere; with more, 0. Conjugated for
-    // complex values.
-    ag::record(grad_name, {t}, {y}, {t, y},
-               [in = x->shape, axes, keepdim](const Grads& g, const Saved& s) {
-                 const Tensor& v = s[0];
-                 Tensor is_zero = v == 0;
-                 Tensor zeros_n = ag::unreduce(is_zero.sum(axes, true), in, axes, true);
-                 Tensor rest = where(is_zero, 1.0, v);
-                 for (int64_t a : axes)
-                   rest = rest.prod(a, true);
-                 rest = ag::unreduce(rest, in, axes, true);
-                 Tensor y_in = ag::unreduce(s[1], in, axes, keepdim);
-                 Tensor d = where(zeros_n == 0, y_in / v,
-                                  where(logical_and(zeros_n == 1, is_zero), rest, zeros_like(v)));
-                 return Grads{ag::unreduce(g[0], in, axes, keepdim) * d.conj()};
-               });
+    // The product of the other elements, as PyTorch's prod_backward: y / x without zeros, else
+    // the exclusive products (a NaN or inf elsewhere reaches the zero's gradient, and a zero
+    // makes the others' 0 or NaN). Over every element two zeros or more give 0; along a dim, a
+    // zero anywhere takes every slice to the exclusive products. Conjugated for complex values.
+    ag::record(
+        grad_name, {t}, {y}, {t, y},
+        [in = x->shape, axes, keepdim, every = dims.empty()](const Grads& g, const Saved& s) {
+          const Tensor& v = s[0];
+          Tensor gi = ag::unreduce(g[0], in, axes, keepdim);
+          if (v.dim() == 0) return Grads{gi};
+          Tensor quotient = ag::unreduce(s[1], in, axes, keepdim) / v;
+          Tensor zeros_n = (v == 0).sum();
+          Tensor d;
+          if (every) {
+            Tensor others = exclusive_products(v.reshape({-1}), 0).reshape(in);
+            d = where(zeros_n == 0, quotient, where(zeros_n == 1, others, zeros_like(v)));
+          } else {
+            d = where(zeros_n == 0, quotient, exclusive_products(v, axes[0]));
+          }
+          return Grads{gi * d.conj()};
+        });
   }
   return y;
 }
 
-// PyTorch's errors for a reduction with no identity (max, min and their arg forms) over no
-// elements: of an empty input when no dim is given (max's words add advice, argmax's do not),
-// or along a given dim of size 0.
-void check_nonempty(const NodePtr& x, const std::vector<int64_t>& axes, bool every_dim,
-                    const char* fn) {
-  const bool arg = std::string_view(fn).substr(0, 3) == "arg";
+// PyTorch's errors for a reduction with no identity (max, min, amax, amin and the arg forms)
+// over no elements: of an empty input when no dim is given (only max's and min's words add
+// advice), or along a given dim of size 0, checked in the order given (before repeated dims).
+// amax and amin name that dim as given, the others wrapped.
+void check_nonempty(const NodePtr& x, IntArrayRef dims, bool every_dim, const char* fn) {
+  const std::string_view f(fn);
   if (every_dim && x->numel() == 0)
-    throw Error(
-        fmt::format("{}(): Expected reduction dim to be specified for input.numel() == 0.{}", fn,
-                    arg ? "" : " Specify the reduction dim with the 'dim' argument."));
-  for (int64_t a : axes)
-    if (x->shape[a] == 0)
-      throw Error(fmt::format("{}(): Expected reduction dim {} to have non-zero size.", fn, a));
+    throw Error(fmt::format(
+        "{}(): Expected reduction dim to be specified for input.numel() == 0.{}", fn,
+        f == "max" || f == "min" ? " Specify the reduction dim with the 'dim' argument." : ""));
+  for (int64_t d : dims) {
+    const int64_t a = ir::wrap_dim(d, x->ndim());
+    if (x->ndim() > 0 && x->shape[a] == 0)
+      throw Error(fmt::format("{}(): Expected reduction dim {} to have non-zero size.", fn,
+                              f.starts_with("am") ? d : a));
+  }
 }
 
 // The gradient of a max/min/amax/amin shared evenly by the elements equal to the result, as
@@ -259,8 +289,16 @@ Grads evenly_distributed(const Tensor& g, const Tensor& x, const Tensor& y,
 Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const char* fn,
                 const char* grad_name, bool scaled_by_count) {
   NodePtr x = node_of(t);
+  check_nonempty(x, dims, dims.empty(), fn);
   auto axes = normalize_dims(dims, x->ndim());
-  check_nonempty(x, axes, dims.empty(), fn);
+  // PyTorch's kernels for these take no complex dtype: max() and min() name theirs (max_all),
+  // amax and amin theirs (max_values_cpu); max(dim) and min(dim) refuse it in their words.
+  if (is_complex(x->dtype)) {
+    const char* kernel = op == Op::ReduceMax ? "max" : "min";
+    if (!grad_name) throw Error(fmt::format("{}(): does not support complex input", kernel));
+    throw Error(fmt::format("\"{}_{}\" not implemented for '{}'", kernel,
+                            scaled_by_count ? "values_cpu" : "all", fe::cpp_type_name(x->dtype)));
+  }
   // bool reduces as 0/1 bytes.
   NodePtr src = x->dtype == kBool ? fe::cast(x, kUInt8) : x;
   DType out = x->dtype;
@@ -277,10 +315,12 @@ Tensor extremum(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, const ch
 // argmax and argmin reject bool, as PyTorch has no kernel for it (max(dim) takes it).
 Tensor arg_extremum(Op op, const Tensor& t, std::optional<int64_t> dim, bool keepdim,
                     const char* fn, bool bool_ok) {
-  std::vector<int64_t> axes = dim ? normalize_dims({*dim}, t.dim()) : normalize_dims({}, t.dim());
-  check_nonempty(node_of(t), axes, !dim, fn);
-  if (t.dtype() == kBool && !bool_ok)
-    throw Error(fmt::format("\"{}_cpu\" not implemented for 'Bool'", fn));
+  std::vector<int64_t> given = dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{};
+  check_nonempty(node_of(t), given, !dim, fn);
+  std::vector<int64_t> axes = normalize_dims(given, t.dim());
+  if ((t.dtype() == kBool && !bool_ok) || t.is_complex())
+    throw Error(
+        fmt::format("\"{}_cpu\" not implemented for '{}'", fn, fe::cpp_type_name(t.dtype())));
   // x is read twice (for its extremum, then to find where it is): it must be the same
   // values both times, so it is computed once. (A libm function can round differently in
   // two kernels, one vectorized and one not, and then no element would equal the maximum.)
@@ -362,6 +402,20 @@ NodePtr var_node(const NodePtr& x, const std::vector<int64_t>& axes, int64_t cor
   return fe::cast(fe::binary(Op::Div, ss, fe::constant(denom, acc)), x->dtype);
 }
 
+// PyTorch's var_backward: 2 (x - mean) / (N - correction) times g, the count unclamped (a
+// correction past it flips the sign). Over every element (no dims, or a 0-d input) with
+// N <= correction, g times NaN where x is the mean and inf elsewhere.
+Tensor var_backward(const Tensor& g, const Tensor& v, const std::vector<int64_t>& axes, bool every,
+                    int64_t correction, bool keepdim) {
+  Tensor gi = ag::unreduce(g, v.sizes(), axes, keepdim);
+  Tensor mean = v.mean(axes, true);
+  const double dof = static_cast<double>(count(v.sizes(), axes) - correction);
+  if ((every || v.dim() == 0) && dof <= 0)
+    return gi * where(v == mean, std::numeric_limits<double>::quiet_NaN(),
+                      full_like(v, std::numeric_limits<double>::infinity()));
+  return gi * (v - mean) * (2.0 / dof);
+}
+
 // Throws `msg`, its {} the dtype's C++ name, when x is not floating.
 void check_float(const NodePtr& x, fmt::format_string<const char*> msg) {
   if (!is_floating_point(x->dtype)) throw Error(fmt::format(msg, fe::cpp_type_name(x->dtype)));
@@ -387,12 +441,14 @@ namespace {
 Tensor mean_impl(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
                  const char* grad_name) {
   NodePtr x = node_of(t);
-  if (dtype) x = fe::cast(x, *dtype);
-  if (!is_floating_point(x->dtype) && !is_complex(x->dtype))
+  // PyTorch checks, and names, the requested dtype ("Optional") or else the input's.
+  const DType out = dtype.value_or(x->dtype);
+  if (!is_floating_point(out) && !is_complex(out))
     throw Error(fmt::format(
-        "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+        "mean(): could not infer output dtype. {} dtype must be either a floating point or "
         "complex dtype. Got: {}",
-        fe::cpp_type_name(x->dtype)));
+        dtype ? "Optional" : "Input", fe::cpp_type_name(out)));
+  x = to_requested(x, out);
   auto axes = normalize_dims(dims, x->ndim());
   Tensor y = finish(mean_node(x, axes), x->shape, axes, keepdim);
   ag::record(
@@ -462,14 +518,10 @@ Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, 
       throw Error("std and var only support floating point and complex dtypes");
     y = finish(var_node(x, axes, correction, moments_accumulator(x)), x->shape, axes, keepdim);
   }
-  // 2 (x - mean) / (N - correction)
-  ag::record(
-      "VarBackward0", {t}, {y}, {t}, [axes, keepdim, correction](const Grads& g, const Saved& s) {
-        const Tensor& v = s[0];
-        double n = std::max<double>(0.0, static_cast<double>(count(v.sizes(), axes) - correction));
-        Tensor d = v - v.mean(axes, true);
-        return Grads{ag::unreduce(g[0], v.sizes(), axes, keepdim) * d * (2.0 / n)};
-      });
+  ag::record("VarBackward0", {t}, {y}, {t},
+             [axes, keepdim, correction, every = dims.empty()](const Grads& g, const Saved& s) {
+               return Grads{var_backward(g[0], s[0], axes, every, correction, keepdim)};
+             });
   return y;
 }
 Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, Caller caller) {
@@ -489,15 +541,11 @@ Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim, 
         fe::cast(fe::unary(Op::Sqrt, var_node(fe::cast(x, acc), axes, correction, acc)), x->dtype),
         x->shape, axes, keepdim);
   }
-  // (x - mean) / ((N - correction) std)
+  // The variance's gradient times g / (2 std), 0 where std is 0 (PyTorch's std_backward).
   ag::record("StdBackward0", {t}, {y}, {t, y},
-             [axes, keepdim, correction](const Grads& g, const Saved& s) {
-               const Tensor& v = s[0];
-               double n =
-                   std::max<double>(0.0, static_cast<double>(count(v.sizes(), axes) - correction));
-               Tensor d = v - v.mean(axes, true);
-               Tensor sd = ag::unreduce(s[1], v.sizes(), axes, keepdim);
-               return Grads{ag::unreduce(g[0], v.sizes(), axes, keepdim) * d / (sd * n)};
+             [axes, keepdim, correction, every = dims.empty()](const Grads& g, const Saved& s) {
+               Tensor g_var = where(s[1] == 0, 0.0, g[0] / (s[1] * 2.0));
+               return Grads{var_backward(g_var, s[0], axes, every, correction, keepdim)};
              });
   return y;
 }
@@ -506,12 +554,28 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim, Caller ca
   detail::CallSite site(caller, "norm");
   if (t.is_complex()) return norm(t.abs(), p, dims, keepdim); // the magnitudes' norm
   NodePtr x = node_of(t);
-  check_float(x, "norm(): input dtype should be either floating point or complex. Got {} instead.");
+  // PyTorch's norm is linalg.vector_norm: its checks and words.
+  check_float(x,
+              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}");
   auto axes = normalize_dims(dims, x->ndim());
+  // Over no elements, max, min and negative powers have no identity (the norm of nothing is 0
+  // only for p in [0, inf)). p prints as C++ streams a double.
+  if (x->numel() == 0 && (p < 0 || p == std::numeric_limits<double>::infinity())) {
+    if (dims.empty())
+      throw Error(fmt::format("linalg.vector_norm cannot compute the {:g} norm on an empty tensor "
+                              "because the operation does not have an identity",
+                              p));
+    for (int64_t d : dims)
+      if (x->shape[ir::wrap_dim(d, x->ndim())] == 0)
+        throw Error(fmt::format("linalg.vector_norm cannot compute the {:g} norm on the dimension "
+                                "{}because this dimension is empty and the operation does not "
+                                "have an identity",
+                                p, d));
+  }
   const DType out = x->dtype, dt = fe::float_accumulator(out);
   x = fe::cast(x, dt);
   NodePtr a = fe::unary(Op::Abs, x), r;
-  if (count(x->shape, axes) == 0) // the norm of no elements is 0, whatever p
+  if (count(x->shape, axes) == 0) // the norm of no elements is 0 (p checked above)
     r = fe::constant(0, dt, kept_shape(x->shape, axes), x->device);
   else if (p == 2)
     r = fe::unary(Op::Sqrt, reduce(Op::ReduceSum, fe::binary(Op::Mul, x, x), axes));
@@ -555,6 +619,11 @@ Tensor norm(const Tensor& t, double p, IntArrayRef dims, bool keepdim, Caller ca
 
 Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim, Caller caller) {
   detail::CallSite site(caller, "logsumexp");
+  // PyTorch 1.13's logsumexp takes real values only.
+  if (t.is_complex())
+    throw Error(
+        fmt::format("logsumexp(): Expected floating point type for result tensor, but got: {}",
+                    fe::cpp_type_name(t.dtype())));
   NodePtr x = float_input(t);
   auto axes = normalize_dims(dims, x->ndim());
   const DType out = x->dtype, dt = fe::float_accumulator(out);

@@ -1,12 +1,15 @@
 // Scalar semantics of the primitives: conversions, integer and float ops, Philox.
 #include "lib/ir/scalar_semantics.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cmath>
 #include <complex>
 #include <limits>
 
 #include "lib/ir/scalar_rules.h"
+#include "tensorjit/error.h"
 
 namespace tj::ir {
 
@@ -260,8 +263,15 @@ double load_float(const void* p, DType t) {
     return half_bits_to_float(get(uint16_t{}));
   case kBFloat16:
     return bfloat_bits_to_float(get(uint16_t{}));
-  default:
+  case kBool:
+  case kUInt8:
+  case kInt8:
+  case kInt16:
+  case kInt32:
+  case kInt64:
     return static_cast<double>(load_int(p, t));
+  default: // complex: no one real value (load_complex reads it)
+    throw Error(fmt::format("internal error: load_float of a {} value", dtype_name(t)));
   }
 }
 
@@ -297,8 +307,13 @@ int64_t load_int(const void* p, DType t) {
     return get(int32_t{});
   case kInt64:
     return get(int64_t{});
-  default:
+  case kFloat16:
+  case kBFloat16:
+  case kFloat32:
+  case kFloat64:
     return float_to_int(load_float(p, t), kInt64);
+  default: // complex: no one real value (load_complex reads it)
+    throw Error(fmt::format("internal error: load_int of a {} value", dtype_name(t)));
   }
 }
 
