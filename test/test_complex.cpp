@@ -605,6 +605,9 @@ TEST_CASE("complex: errors in PyTorch's words", "[complex][errors]") {
   CHECK_THROWS_WITH(c.max(), "\"max_all\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(unique(c), "\"unique\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(unique(c.to(kComplex128)), "\"unique\" not implemented for 'ComplexDouble'");
+  // nonzero counts an element where either part is nonzero.
+  CHECK(nonzero(complex(tensor({0.0, 0.0, 1.0}), tensor({0.0, 2.0, 0.0}))).str() ==
+        "tensor([[1],\n        [2]])");
   // A complex element has no one real or integer value: reading one as such is a bug, refused.
   const std::complex<float> one{1, 2};
   CHECK_THROWS_WITH(ir::load_int(&one, kComplex64), Contains("internal error"));

@@ -41,6 +41,14 @@ TEST_CASE("integer ranges take their bounds in the dtype first, as PyTorch's ker
   CHECK(arange(-0.5, 3, 1, dtype(kInt64)).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2});
   CHECK_THROWS_WITH(arange(0, 5, 0.5, dtype(kInt64)), "step must be nonzero");
   CHECK_THROWS_WITH(arange(0, 5, 0.5, dtype(kInt32)), "step must be nonzero");
+  CHECK_THROWS_WITH(arange(0, INFINITY, 1, dtype(kInt64)),
+                    "value cannot be converted to type int64_t without overflow");
+  // int64's length comes from the exact difference of its bounds.
+  const int64_t big = int64_t{1} << 62;
+  CHECK(arange(big, big + 3, dtype(kInt64)).to_vector<int64_t>() ==
+        std::vector<int64_t>{big, big + 1, big + 2});
+  CHECK_THROWS_WITH(linspace(0, 200, 3, dtype(kInt8)),
+                    "value cannot be converted to type int8_t without overflow");
   // linspace and logspace: start and end truncated, the step in double.
   CHECK(linspace(0.9, 5.9, 3, dtype(kInt64)).to_vector<int64_t>() == std::vector<int64_t>{0, 2, 5});
   CHECK(logspace(0.5, 2.5, 3, 10.0, dtype(kInt64)).to_vector<int64_t>() ==

@@ -408,6 +408,15 @@ TEST_CASE("losses: class weights, label smoothing, element weights and kl_div", 
                     "support size.") != std::string::npos);
   CHECK(F::kl_div(in.requires_grad_(), tg, "none").grad_fn()->name() == "SubBackward0");
 
+  // A weight that would grow the loss is refused; a weight of another dtype keeps the input's.
+  CHECK(error_of([&] {
+          F::binary_cross_entropy(p[0], y[0], "mean", ones({2, 2}, f64()));
+        }) == "output with shape [2] doesn't match the broadcast shape [2, 2]");
+  CHECK(F::binary_cross_entropy(p.to(kFloat32), y.to(kFloat32), "none", ew).dtype() == kFloat32);
+  // nll_loss2d takes any weight of C elements.
+  CHECK(F::nll_loss(logp.unsqueeze(2), target.unsqueeze(1), "mean", -100, w.view({1, 3}))
+            .item<double>() == 2.125);
+
   // PyTorch's messages.
   CHECK(error_of([&] { F::nll_loss(logp, target, "mean", -100, ones({2}, f64())); }) ==
         "weight tensor should be defined either for all 3 classes or no classes but got weight "

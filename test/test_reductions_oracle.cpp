@@ -367,11 +367,10 @@ TEST_CASE("reductions of empty inputs follow PyTorch 1.13", "[reduce][empty]") {
                       std::string(fn) +
                           "(): Expected reduction dim to be specified for input.numel() == 0. "
                           "Specify the reduction dim with the 'dim' argument.");
-  // amax and amin without advice (PyTorch 2's words; 1.13 read past the end of the dims).
-  CHECK_THROWS_WITH(e.amax(),
-                    "amax(): Expected reduction dim to be specified for input.numel() == 0.");
-  CHECK_THROWS_WITH(e.amin({}),
-                    "amin(): Expected reduction dim to be specified for input.numel() == 0.");
+  CHECK_THROWS_WITH(e.amax(), "amax(): Expected reduction dim to be specified for input.numel() "
+                              "== 0. Specify the reduction dim with the 'dim' argument.");
+  CHECK_THROWS_WITH(e.amin({}), "amin(): Expected reduction dim to be specified for input.numel() "
+                                "== 0. Specify the reduction dim with the 'dim' argument.");
   CHECK_THROWS_WITH(e.argmax(),
                     "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
   CHECK_THROWS_WITH(e.argmin(),
@@ -619,7 +618,7 @@ TEST_CASE("std, var and prod gradients at degenerate inputs follow PyTorch's for
   check_same(grad_of({kInf, 0, 0}, {3}, prod), {0, 0, 0});
   check_same(grad_of({kInf, 2}, {2}, prod), {kNaN, kInf});
   check_same(grad_of({kInf, 2, 1, 3}, {2, 2}, prod1), {kNaN, kInf, 3, 1});
-  // Finite values as before.
+  // Finite values: the product of the others, 0 beside two zeros.
   check_same(grad_of({2, 0, 3}, {3}, prod), {0, 6, 0});
   check_same(grad_of({2, 0, 0}, {3}, prod), {0, 0, 0});
   check_same(grad_of({2, 4, 0, 3, 5, 0}, {2, 3}, prod1), {0, 0, 8, 0, 0, 15});
@@ -646,6 +645,11 @@ TEST_CASE("complex inputs to reductions as PyTorch 1.13 takes or refuses them", 
   Tensor w = z.detach().requires_grad_();
   w.sum(kFloat64).backward();
   CHECK(w.grad().str() == "tensor([1.+0.j, 1.+0.j])");
+  // prod of the real parts: each one's gradient is the other real part.
+  Tensor p = complex(tensor({3.0, 1.0}), tensor({4.0, -2.0})).requires_grad_();
+  CHECK(p.prod(kFloat64).item<double>() == 3.0);
+  p.prod(kFloat64).backward();
+  CHECK(p.grad().str() == "tensor([1.+0.j, 3.+0.j])");
   // Each kernel's refusal in its words.
   CHECK_THROWS_WITH(z.max(), "\"max_all\" not implemented for 'ComplexFloat'");
   CHECK_THROWS_WITH(z.min(), "\"min_all\" not implemented for 'ComplexFloat'");
@@ -661,5 +665,6 @@ TEST_CASE("complex inputs to reductions as PyTorch 1.13 takes or refuses them", 
                     "\"argmax_cpu\" not implemented for 'ComplexDouble'");
   // Emptiness is checked first.
   CHECK_THROWS_WITH(zeros({0}, kComplex64).amax(),
-                    "amax(): Expected reduction dim to be specified for input.numel() == 0.");
+                    "amax(): Expected reduction dim to be specified for input.numel() == 0. "
+                    "Specify the reduction dim with the 'dim' argument.");
 }

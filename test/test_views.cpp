@@ -950,7 +950,8 @@ TEST_CASE("gathers check their index at the call, and write in place safely", "[
                     "index out of range in self");
   CHECK_THROWS_WITH(index_select(x, 0, tensor(std::vector<int64_t>{-1})),
                     "index out of range in self");
-  CHECK(index_select(tensor(5.0), 0, tensor(std::vector<int64_t>{0, 0})).str() == "tensor(5.)");
+  CHECK_THROWS_WITH(index_select(tensor(5.0), 0, tensor(std::vector<int64_t>{0, 0})),
+                    "index_select(): Index to scalar can have only 1 value, got 2 value(s)");
   CHECK_THROWS_WITH(gather(x, 1, tensor(std::vector<int64_t>{0, -5}).reshape({1, 2})),
                     "index -5 is out of bounds for dimension 1 with size 4");
   // A permutation of x's rows written back into x: the kernel must not read rows it wrote.
@@ -1297,6 +1298,10 @@ TEST_CASE("gather, scatter and index_select take and check indices as PyTorch 1.
   CHECK(tensor({4.0, 5.0, 6.0}).gather(0, tensor(2)).str() == "tensor(6.)");
   CHECK_THROWS_WITH(tensor(5.0).gather(0, tensor({1})),
                     "index 1 is out of bounds for dimension 0 with size 1");
+  // index_select of a 0-d tensor takes exactly one index.
+  CHECK(tensor(5.0).index_select(0, tensor({0})).str() == "tensor(5.)");
+  CHECK_THROWS_WITH(tensor(5.0).index_select(0, tensor({0, 0})),
+                    "index_select(): Index to scalar can have only 1 value, got 2 value(s)");
   CHECK(tensor(5.0).scatter(0, tensor({0}), tensor({7.0})).str() == "tensor(7.)");
   CHECK(tensor(5.0).scatter(0, tensor({0}), 7.0).str() == "tensor(7.)");
   CHECK(tensor(5.0).scatter(0, tensor(0), tensor(7.0)).str() == "tensor(7.)");

@@ -277,10 +277,12 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   // fractional start, end or step is truncated first (a step of 0.5 is zero).
   const bool integral = is_integral(t, true);
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  int64_t is = 0, ie = 0, ist = 0;
   if (integral) {
-    s = static_cast<double>(start.to_int());
-    e = static_cast<double>(end.to_int());
-    st = static_cast<double>(step.to_int());
+    for (const Scalar* v : {&start, &end, &step})
+      fe::check_scalar_fits(*v, kInt64);
+    is = start.to_int(), ie = end.to_int(), ist = step.to_int();
+    s = static_cast<double>(is), e = static_cast<double>(ie), st = static_cast<double>(ist);
   }
   if (st == 0) throw Error("step must be nonzero");
   if (!std::isfinite(s) || !std::isfinite(e))
@@ -288,10 +290,12 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   if ((st > 0 && e < s) || (st < 0 && e > s))
     throw Error("upper bound and larger bound inconsistent with step sign");
   // The length is counted in double from the values as given, except for int64, whose length
-  // comes from the truncated ones.
-  const double size = t == kInt64
-                          ? std::ceil((e - s) / st)
-                          : std::ceil((end.to_double() - start.to_double()) / step.to_double());
+  // comes from the truncated ones, their difference taken exactly.
+  int64_t span = 0;
+  const double size =
+      t != kInt64 ? std::ceil((end.to_double() - start.to_double()) / step.to_double())
+      : __builtin_sub_overflow(ie, is, &span) ? std::ceil((e - s) / st)
+                                              : std::ceil(static_cast<double>(span) / st);
   // The largest double below 2^63 converts to int64 exactly.
   if (!(size >= 0 && size < 9.2233720368547748e18)) throw Error("invalid size, possible overflow?");
   const auto n = static_cast<int64_t>(size);
@@ -312,12 +316,13 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
 namespace {
 
 // linspace's and logspace's bounds as PyTorch's kernels take them: converted to the dtype first
-// (an integer dtype truncates them, float32 rounds them), then to double for the step.
+// (checked; an integer dtype truncates them, a narrower float rounds them), then to double for
+// the step.
 std::pair<double, double> range_in(const Scalar& start, const Scalar& end, DType t) {
   auto in = [t](const Scalar& v) {
-    if (is_integral(t, true)) return static_cast<double>(v.to_int());
-    if (t == kFloat32) return static_cast<double>(static_cast<float>(v.to_double()));
-    return v.to_double();
+    if (is_complex(t)) return v.to_double();
+    fe::check_scalar_fits(v, t);
+    return ir::to_dtype(v, t).to_double();
   };
   return {in(start), in(end)};
 }

@@ -599,6 +599,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
 
 Tensor nonzero(const Tensor& t, Caller caller) {
   detail::CallSite site(caller, "nonzero");
+  if (t.is_complex()) return nonzero(t != 0); // nonzero where either part is
   HostValues v(t);
   std::vector<int64_t> hits;
   const bool is_float = t.is_floating_point();
@@ -659,10 +660,13 @@ void check_scatter_shapes(const Tensor& t, int64_t d, const Tensor& index, const
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {
   detail::CallSite site(caller, "index_select");
   if (index.dim() > 1) throw Error("index_select(): Index is supposed to be a vector");
+  if (t.dim() == 0 && index.numel() != 1)
+    throw Error(fmt::format(
+        "index_select(): Index to scalar can have only 1 value, got {} value(s)", index.numel()));
   if (index.dtype() != kInt64 && index.dtype() != kInt32)
     throw Error("index_select(): Expected dtype int32 or int64 for index");
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
-  if (t.dim() == 0) { // PyTorch's result is t's element, whatever the index's length
+  if (t.dim() == 0) { // the one index must be 0 (or -1)
     checked_indices(index, 1, 0, IndexRule::Select, t.device());
     Tensor first = zeros({1}, TensorOptions().dtype(kInt64).device(t.device()));
     Tensor out = autograd::gather_at(t.reshape({1}), 0, first, "IndexSelectBackward0").reshape({});

@@ -125,6 +125,12 @@ Tensor class_weights(const Tensor& weight, int64_t ndim, int64_t class_dim) {
   return weight.view(shape);
 }
 
+// The class weight of each target; ignored targets (`safe` holds 0 there) read class 0's, for the
+// caller to mask.
+Tensor target_weights(const Tensor& weight, const Tensor& safe) {
+  return weight.index_select(0, safe.flatten()).view(safe.sizes());
+}
+
 void check_label_smoothing(double label_smoothing) {
   if (label_smoothing > 1.0)
     throw Error(
@@ -237,7 +243,7 @@ Tensor nll(const Tensor& logp, const Tensor& target, Reduction r, int64_t ignore
   // Each target's class weight (none when there is no class to weigh).
   Tensor w;
   if (weight.defined() && classes > 0) {
-    w = weight.index_select(0, safe.flatten()).view(index.sizes());
+    w = target_weights(weight, safe);
     losses = losses * w;
   }
   // An ignored target's loss is +0, as PyTorch's kernel writes it (not a negated zero).
@@ -263,11 +269,11 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, std::string_view redu
   const Reduction r = reduction_of(reduction);
   check_class_targets(input, target, weight);
   check_float(input, input.dim() <= 2 ? "nll_loss_out_frame" : "nll_loss2d_forward_out_frame");
-  return nll(input, target, r, ignore_index, weight);
+  return nll(input, target, r, ignore_index, weight.defined() ? weight.reshape({-1}) : weight);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view reduction,
-                     int64_t ignore_index, const Tensor& weight, double label_smoothing,
+                     int64_t ignore_index, const Tensor& weight_in, double label_smoothing,
                      Caller caller) {
   detail::CallSite site(caller, "cross_entropy");
   const Reduction r = reduction_of(reduction);
@@ -277,12 +283,14 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view
   if (input.sizes() == target.sizes()) {
     if (target.is_floating_point() && ignore_index >= 0)
       throw Error("ignore_index is not supported for floating point target");
-    return cross_entropy_probabilities(input, target, class_dim, r, weight, label_smoothing);
+    return cross_entropy_probabilities(input, target, class_dim, r, weight_in, label_smoothing);
   }
   if (label_smoothing > 0) check_label_smoothing(label_smoothing);
   // As PyTorch: log_softmax first (its dtype check speaks first), then the targets' checks.
   const Tensor logp = log_softmax(input, class_dim);
-  check_class_targets(input, target, weight);
+  check_class_targets(input, target, weight_in);
+  // nll_loss2d takes any weight of C elements.
+  const Tensor weight = weight_in.defined() ? weight_in.reshape({-1}) : weight_in;
   const Tensor loss = nll(logp, target, r, ignore_index, weight);
   if (label_smoothing <= 0) return loss;
   // PyTorch's smoothing: the loss against the uniform distribution over the classes (weighted),
@@ -298,8 +306,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view
     // The weights of the targets counted, as the nll loss's mean divides by.
     Tensor counted = keep.to(smooth.dtype());
     if (weight.defined() && weight.numel() > 0) {
-      const Tensor safe = where(keep, index, zeros_like(index));
-      counted = where(keep, weight.index_select(0, safe.flatten()).view(index.sizes()), 0.0);
+      counted = where(keep, target_weights(weight, where(keep, index, zeros_like(index))), 0.0);
     }
     smooth = smooth.sum() / counted.sum();
   }
@@ -367,10 +374,16 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, std::stri
                             "size (torch.Size({})) is deprecated. Please ensure they have the "
                             "same size.",
                             ir::shape_str(target.sizes()), ir::shape_str(input.sizes())));
-  // torch.nn.functional expands the weight to the target's shape (its broadcast error if not).
-  const Tensor w = weight.defined()
-                       ? weight.expand(ir::broadcast_shapes(target.sizes(), weight.sizes()))
-                       : weight;
+  // torch.nn.functional expands the weight to its broadcast with the target (its error if they do
+  // not broadcast); the kernel then weighs the loss in place, in the input's dtype.
+  Tensor w;
+  if (weight.defined()) {
+    const Shape shape = ir::broadcast_shapes(target.sizes(), weight.sizes());
+    if (shape != input.sizes())
+      throw Error(fmt::format("output with shape {} doesn't match the broadcast shape {}",
+                              ir::shape_str(input.sizes()), ir::shape_str(shape)));
+    w = weight.to(input.dtype()).expand(shape);
+  }
   check_float(input, "binary_cross_entropy");
   {
     // PyTorch's kernel checks each element as it computes (NaN fails too): here, before.
@@ -412,7 +425,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   auto softplus_neg = [](const Tensor& x) { return (-x.abs()).exp().log1p() + (-x).clamp_min(0); };
   // The weight rescales each element's loss and takes no gradient (PyTorch has no derivative
   // for it).
-  auto weighed = [weight](const Tensor& e) { return weight.defined() ? e * weight : e; };
+  const Tensor w = weight.defined() ? weight.to(input.dtype()) : weight;
+  auto weighed = [w](const Tensor& e) { return w.defined() ? e * w : e; };
   if (!pos_weight.defined())
     return pointwise_loss(
         "BinaryCrossEntropyWithLogitsBackward0", input, target, r,

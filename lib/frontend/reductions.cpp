@@ -154,13 +154,13 @@ Tensor finish(const NodePtr& kept, const ir::Shape& in_shape, const std::vector<
   return wrap(n);
 }
 
-// The input taken to a reduction's requested dtype. As PyTorch (self.to(dtype)), a complex input
-// asked for a real dtype loses its imaginary part, with its warning.
-NodePtr to_requested(const NodePtr& x, DType t) {
-  if (!is_complex(x->dtype) || is_complex(t)) return fe::cast(x, t);
+// As PyTorch (self.to(dtype)), a complex input asked for a real dtype is reduced as its real
+// part, with PyTorch's warning; the gradient flows back through that part.
+bool discards_imag(const Tensor& t, std::optional<DType> dtype) {
+  if (!dtype || !t.is_complex() || is_complex(*dtype)) return false;
   static core::WarnOnce warn;
   warn("Casting complex values to real discards the imaginary part");
-  return fe::cast(x, t, /*discard_imag=*/true);
+  return true;
 }
 
 // sum and prod accumulate integers in int64 and 16-bit floats in float32.
@@ -203,6 +203,7 @@ Tensor exclusive_products(const Tensor& v, int64_t d) {
 
 Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
                 const char* grad_name) {
+  if (discards_imag(t, dtype)) return sum_prod(op, t.real(), dims, keepdim, dtype, grad_name);
   NodePtr x = node_of(t);
   DType out = accumulate_type(x->dtype, dtype);
   DType acc = fe::float_accumulator(out);
@@ -217,7 +218,7 @@ Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::opt
   } else {
     // As PyTorch, the input is first taken to the requested dtype (a float32 tensor summed as
     // float16 adds float16 values), then accumulated.
-    y = finish(reduce(op, fe::cast(to_requested(x, out), acc), axes), x->shape, axes, keepdim, out);
+    y = finish(reduce(op, fe::cast(fe::cast(x, out), acc), axes), x->shape, axes, keepdim, out);
   }
   if (op == Op::ReduceSum) {
     ag::record(grad_name, {t}, {y}, {},
@@ -251,7 +252,7 @@ Tensor sum_prod(Op op, const Tensor& t, IntArrayRef dims, bool keepdim, std::opt
 }
 
 // PyTorch's errors for a reduction with no identity (max, min, amax, amin and the arg forms)
-// over no elements: of an empty input when no dim is given (only max's and min's words add
+// over no elements: of an empty input when no dim is given (argmax's and argmin's words add no
 // advice), or along a given dim of size 0, checked in the order given (before repeated dims).
 // amax and amin name that dim as given, the others wrapped.
 void check_nonempty(const NodePtr& x, IntArrayRef dims, bool every_dim, const char* fn) {
@@ -259,7 +260,7 @@ void check_nonempty(const NodePtr& x, IntArrayRef dims, bool every_dim, const ch
   if (every_dim && x->numel() == 0)
     throw Error(fmt::format(
         "{}(): Expected reduction dim to be specified for input.numel() == 0.{}", fn,
-        f == "max" || f == "min" ? " Specify the reduction dim with the 'dim' argument." : ""));
+        f.starts_with("arg") ? "" : " Specify the reduction dim with the 'dim' argument."));
   for (int64_t d : dims) {
     const int64_t a = ir::wrap_dim(d, x->ndim());
     if (x->ndim() > 0 && x->shape[a] == 0)
@@ -440,6 +441,7 @@ Tensor prod(const Tensor& t, std::optional<DType> dtype, Caller caller) {
 namespace {
 Tensor mean_impl(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype,
                  const char* grad_name) {
+  if (discards_imag(t, dtype)) return mean_impl(t.real(), dims, keepdim, dtype, grad_name);
   NodePtr x = node_of(t);
   // PyTorch checks, and names, the requested dtype ("Optional") or else the input's.
   const DType out = dtype.value_or(x->dtype);
@@ -448,7 +450,7 @@ Tensor mean_impl(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<
         "mean(): could not infer output dtype. {} dtype must be either a floating point or "
         "complex dtype. Got: {}",
         dtype ? "Optional" : "Input", fe::cpp_type_name(out)));
-  x = to_requested(x, out);
+  x = fe::cast(x, out);
   auto axes = normalize_dims(dims, x->ndim());
   Tensor y = finish(mean_node(x, axes), x->shape, axes, keepdim);
   ag::record(
