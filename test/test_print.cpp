@@ -258,6 +258,10 @@ TEST_CASE("repr rounds as Python's format does", "[print]") {
   tj::reset_printoptions();
   tj::set_printoptions(0);
   CHECK(repr(floats({2.5, 0.5, 1.5}, {3})) == "tensor([2, 0, 2])");
+  // As torch.set_printoptions, a call without sci_mode chooses it from the values again.
+  tj::set_printoptions(std::nullopt, std::nullopt, std::nullopt, std::nullopt, true);
+  tj::set_printoptions(2);
+  CHECK(repr(floats({1.5, 2}, {2})) == "tensor([1.50, 2.00])");
 }
 
 TEST_CASE("repr dtype suffixes", "[print]") {
@@ -371,12 +375,8 @@ TEST_CASE("print options", "[print]") {
           "tensor([        100.0000,       46415.8867,    21544346.0000, 10000000000.0000])");
     CHECK(repr(floats({1e-5, 1}, {2})) == "tensor([0.0000, 1.0000])");
     CHECK(repr(floats({1, 2000}, {2})) == "tensor([   1., 2000.])");
-    // Another option leaves sci_mode as it is.
+    // A call that leaves sci_mode out goes back to choosing it from the values (PyTorch's rule).
     tj::set_printoptions(4);
-    CHECK(opts.sci_mode == std::optional<bool>(false));
-    // An explicit nullopt goes back to choosing from the values.
-    tj::set_printoptions(std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                         std::optional<bool>());
     CHECK_FALSE(opts.sci_mode.has_value());
     CHECK(repr(floats({1e-5, 1}, {2})) == "tensor([1.0000e-05, 1.0000e+00])");
   }

@@ -331,11 +331,13 @@ struct PrintOptions {
   int64_t linewidth = 80;
   std::optional<bool> sci_mode; // nullopt: chosen from the values, as PyTorch does
 };
+// As torch.set_printoptions: an option left out keeps its value, except sci_mode, which every
+// call sets (left out: chosen from the values again).
 void set_printoptions(std::optional<int> precision = std::nullopt,
                       std::optional<int64_t> threshold = std::nullopt,
                       std::optional<int64_t> edgeitems = std::nullopt,
                       std::optional<int64_t> linewidth = std::nullopt,
-                      std::optional<std::optional<bool>> sci_mode = std::nullopt);
+                      std::optional<bool> sci_mode = std::nullopt);
 const PrintOptions& get_printoptions();
 // Restores PyTorch's defaults.
 void reset_printoptions();

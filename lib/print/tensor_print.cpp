@@ -24,7 +24,7 @@ PrintOptions g_print_options;
 
 void set_printoptions(std::optional<int> precision, std::optional<int64_t> threshold,
                       std::optional<int64_t> edgeitems, std::optional<int64_t> linewidth,
-                      std::optional<std::optional<bool>> sci_mode) {
+                      std::optional<bool> sci_mode) {
   if (precision && *precision < 0)
     throw Error(
         fmt::format("set_printoptions: precision must be non-negative, got {}", *precision));
@@ -36,7 +36,7 @@ void set_printoptions(std::optional<int> precision, std::optional<int64_t> thres
   if (threshold) g_print_options.threshold = *threshold;
   if (edgeitems) g_print_options.edgeitems = *edgeitems;
   if (linewidth) g_print_options.linewidth = *linewidth;
-  if (sci_mode) g_print_options.sci_mode = *sci_mode;
+  g_print_options.sci_mode = sci_mode;
 }
 
 const PrintOptions& get_printoptions() { return g_print_options; }

@@ -231,7 +231,7 @@ public:
       : print_(get_printoptions()), dtype_(default_dtype()), grad_(GradMode::is_enabled()) {}
   ~SettingsGuard() {
     tj::set_printoptions(print_.precision, print_.threshold, print_.edgeitems, print_.linewidth,
-                         std::optional<std::optional<bool>>(std::in_place, print_.sci_mode));
+                         print_.sci_mode);
     set_default_dtype(dtype_);
     GradMode::set_enabled(grad_);
   }

@@ -944,8 +944,7 @@ void Tables::tensor_methods() {
     std::optional<bool> sci;
     if (const Value* s = a.get(5, "sci_mode")) sci = truthy(*s);
     tj::set_printoptions(opt[0] ? std::optional<int>(static_cast<int>(*opt[0])) : std::nullopt,
-                         opt[1], opt[2], opt[3],
-                         std::optional<std::optional<bool>>(std::in_place, sci));
+                         opt[1], opt[2], opt[3], sci);
     return Value();
   });
 }
