@@ -786,6 +786,13 @@ TEST_CASE("complex: gradients (dL/dx + i dL/dy) against central differences",
                         return P * S.sum(-1).unsqueeze(-1).unsqueeze(-1) + U.abs().sum();
                       },
                       {M});
+  // pinv of wide, tall and square matrices, and cross: one op each, PyTorch's formulas.
+  for (const Tensor& M : {W, H, A})
+    complex_gradcheck("linalg.pinv", [](const Xs& x) { return linalg::pinv(x[0]); }, {M});
+  complex_gradcheck("linalg.cross", [](const Xs& x) { return linalg::cross(x[0], x[1]); },
+                    {randn({2, 3}, C), randn({1, 3}, C)});
+  CHECK(linalg::pinv(A.detach().requires_grad_()).grad_fn()->name() == "LinalgPinvBackward0");
+  CHECK(linalg::cross(A.detach().requires_grad_(), A).grad_fn()->name() == "LinalgCrossBackward0");
   complex_gradcheck("casts", [](const Xs& x) { return (x[0].to(kFloat64) + x[1]).to(C) * x[0]; },
                     {z, r});
 

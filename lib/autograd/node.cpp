@@ -136,8 +136,9 @@ bool complex_ready(std::string_view name) {
       "SumBackward1", "MeanBackward0", "MeanBackward1", "CumsumBackward0", "TraceBackward0",
       "ViewBackward0", "UnsafeViewBackward0", "AliasBackward0", "PermuteBackward0",
       "ExpandBackward0", "SliceBackward0", "SelectBackward0", "SqueezeBackward0",
-      "SqueezeBackward1", "SqueezeBackward4", "UnsqueezeBackward0", "TBackward0",
-      "TransposeBackward0", "AsStridedBackward0", "AsStridedScatterBackward0", "CloneBackward0",
+      "SqueezeBackward1", "SqueezeBackward2", "SqueezeBackward3", "SqueezeBackward4",
+      "UnsqueezeBackward0", "UnsqueezeBackward1", "TBackward0", "TBackward1", "TransposeBackward0",
+      "TransposeBackward1", "AsStridedBackward0", "AsStridedScatterBackward0", "CloneBackward0",
       "ToCopyBackward0", "CatBackward0", "StackBackward0", "FlipBackward0", "RollBackward0",
       "RepeatBackward0", "DiagonalBackward0", "DiagEmbedBackward0", "TrilBackward0",
       "TriuBackward0", "IndexBackward0", "IndexSelectBackward0", "IndexPutBackward0",
@@ -155,7 +156,8 @@ bool complex_ready(std::string_view name) {
       "RealBackward0", "ImagBackward0", "ConjBackward0", "AngleBackward0", "ComplexBackward0",
       "PolarBackward0", "LinalgInvExBackward0", "LinalgSolveExBackward0", "LinalgDetBackward0",
       "LinalgSlogdetBackward0", "LinalgCholeskyExBackward0", "LinalgSvdBackward0",
-      "LinalgEighBackward0", "LinalgQrBackward0", "LinalgEigBackward0"};
+      "LinalgEighBackward0", "LinalgQrBackward0", "LinalgEigBackward0", "LinalgPinvBackward0",
+      "LinalgCrossBackward0"};
   return ready.count(name) > 0;
 }
 

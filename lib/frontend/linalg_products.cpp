@@ -25,15 +25,12 @@ Tensor cross(const Tensor& a, const Tensor& b, int64_t dim, Caller caller) {
   if (a.size(d) != 3 || b.size(d) != 3)
     throw Error(fmt::format("linalg.cross: inputs dimension {} must have length 3. Got {} and {}",
                             dim, a.size(d), b.size(d)));
-  // c_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}, indices mod 3: each component as PyTorch computes it.
-  auto product = [&] { return a.roll(-1, d) * b.roll(-2, d) - a.roll(-2, d) * b.roll(-1, d); };
-  // The engine takes LinalgCrossBackward0 for real tensors only (its complex_ready list): complex
-  // vectors keep the gradients of the ops that compute the product.
-  if (a.is_complex() || b.is_complex()) return product();
   Tensor c;
   {
     NoGradGuard no_grad; // one op, with PyTorch's gradient
-    c = product();
+    // c_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}, indices mod 3: each component as PyTorch computes
+    // it.
+    c = a.roll(-1, d) * b.roll(-2, d) - a.roll(-2, d) * b.roll(-1, d);
   }
   // ga = b* x g, gb = g x a*, summed over the batch dims that broadcast.
   autograd::record("LinalgCrossBackward0", {a, b}, {c}, {a, b},

@@ -394,9 +394,6 @@ Tensor pinv(const Tensor& A, bool hermitian, Caller caller) {
   detail::CallSite site(caller, "linalg.pinv");
   check_matrix(A, "linalg.pinv");
   check_float(A, "linalg.pinv");
-  // The engine takes LinalgPinvBackward0 for real tensors only (its complex_ready list): a complex
-  // A keeps the gradients of the ops that compute its pinv.
-  if (A.is_complex()) return pinv_value(A, hermitian);
   Tensor P;
   {
     NoGradGuard no_grad; // one op, with PyTorch's gradient, however it is computed
