@@ -303,8 +303,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   NodePtr v;
   if (integral) {
     // In the accumulate type, int64: start and step truncated (a step of 1.5 is 1).
-    v = fe::binary(Op::Add, fe::constant(start.to_int(), kInt64),
-                   fe::binary(Op::Mul, idx, fe::constant(step.to_int(), kInt64)));
+    v = fe::binary(Op::Add, fe::constant(is, kInt64),
+                   fe::binary(Op::Mul, idx, fe::constant(ist, kInt64)));
   } else {
     // Computed in double and rounded once, as PyTorch's accumulate type does.
     v = fe::binary(Op::Add, fe::constant(s, kFloat64),
@@ -329,7 +329,8 @@ std::pair<double, double> range_in(const Scalar& start, const Scalar& end, DType
 
 // `steps` values from s to e (float64), PyTorch's symmetric form: the first half counts up from
 // s, the second down from e, so that both ends are exact.
-NodePtr symmetric_range(double s, double e, double step, int64_t steps, Device dev) {
+NodePtr symmetric_range(double s, double e, int64_t steps, Device dev) {
+  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
   NodePtr idx = fe::cast(iota({steps}, {1}, dev), kFloat64);
   NodePtr up = fe::binary(Op::Add, fe::constant(s, kFloat64),
                           fe::binary(Op::Mul, idx, fe::constant(step, kFloat64)));
@@ -352,8 +353,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   if (steps == 1) return full({1}, start, o.dtype(t));
   if (t == kBool && steps > 1) throw Error("\"linspace_cpu\" not implemented for 'Bool'");
   auto [s, e] = range_in(start, end, t);
-  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
-  return finish(fe::cast(symmetric_range(s, e, step, steps, dev), t), o);
+  return finish(fe::cast(symmetric_range(s, e, steps, dev), t), o);
 }
 
 Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base, TensorOptions o,
@@ -366,8 +366,7 @@ Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double ba
   // One step is base ** start, start as given; more take start and end in the dtype first.
   auto [s, e] =
       steps == 1 ? std::pair{start.to_double(), start.to_double()} : range_in(start, end, t);
-  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
-  NodePtr exps = symmetric_range(s, e, step, steps, dev);
+  NodePtr exps = symmetric_range(s, e, steps, dev);
   return finish(fe::cast(fe::binary(Op::Pow, fe::constant(base, kFloat64), exps), t), o);
 }
 

@@ -125,12 +125,6 @@ Tensor class_weights(const Tensor& weight, int64_t ndim, int64_t class_dim) {
   return weight.view(shape);
 }
 
-// The class weight of each target; ignored targets (`safe` holds 0 there) read class 0's, for the
-// caller to mask.
-Tensor target_weights(const Tensor& weight, const Tensor& safe) {
-  return weight.index_select(0, safe.flatten()).view(safe.sizes());
-}
-
 void check_label_smoothing(double label_smoothing) {
   if (label_smoothing > 1.0)
     throw Error(
@@ -216,47 +210,64 @@ void check_class_targets(const Tensor& input, const Tensor& target, const Tensor
         fmt::format("expected scalar type Long but found {}", fe::cpp_type_name(target.dtype())));
 }
 
-// -weight[target] * logp[..., target, ...] along the class dim, reduced; targets equal to
-// ignore_index count for nothing (the mean divides by the weights of the others: NaN when none is
-// left). Checked as check_class_targets.
-Tensor nll(const Tensor& logp, const Tensor& target, Reduction r, int64_t ignore_index,
-           const Tensor& weight) {
-  const int64_t class_dim = logp.dim() == 1 ? 0 : 1, classes = logp.size(class_dim);
-  const Tensor index = target.to(kInt64);
+// Class-index targets as the kernels read them: int64 indices (checked against the classes),
+// which of them count (not ignore_index), and indices safe to gather with.
+struct ClassTargets {
+  Tensor index, keep, safe;
   bool ignores = false;
-  for (int64_t v : index.to_vector<int64_t>()) {
+};
+
+ClassTargets class_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
+  ClassTargets tg;
+  tg.index = target.to(kInt64);
+  for (int64_t v : tg.index.to_vector<int64_t>()) {
     if (v == ignore_index) {
-      ignores = true;
+      tg.ignores = true;
       continue;
     }
     if (v < 0 || v >= classes) throw Error(fmt::format("Target {} is out of bounds.", v));
   }
-  const Tensor keep = index != ignore_index;
-  // Ignored targets pick class 0 (any would do: the pick is masked); with no class at all, every
-  // target was ignored and nothing is picked.
-  const Tensor safe = ignores ? where(keep, index, zeros_like(index)) : index;
+  tg.keep = tg.index != ignore_index;
+  // Ignored targets read class 0 (any would do: what they read is masked).
+  tg.safe = tg.ignores ? where(tg.keep, tg.index, zeros_like(tg.index)) : tg.index;
+  return tg;
+}
+
+// The class weight of each target: none without weights, or without a class to weigh.
+Tensor target_weights(const Tensor& weight, const ClassTargets& tg, int64_t classes) {
+  if (!weight.defined() || classes == 0) return {};
+  return weight.index_select(0, tg.safe.flatten()).view(tg.safe.sizes());
+}
+
+// What a mean over the targets divides by: the weights `w` of those counted, or their number.
+Tensor counted(const ClassTargets& tg, const Tensor& w) {
+  if (!w.defined()) return tg.keep.sum();
+  return (tg.ignores ? where(tg.keep, w, zeros_like(w)) : w).sum();
+}
+
+// -w * logp[..., target, ...] along the class dim (w: each target's class weight, if any),
+// reduced; targets equal to ignore_index count for nothing (the mean divides by what is counted:
+// NaN when nothing is). Checked as check_class_targets.
+Tensor nll(const Tensor& logp, const ClassTargets& tg, const Tensor& w, Reduction r) {
+  const int64_t class_dim = logp.dim() == 1 ? 0 : 1, classes = logp.size(class_dim);
+  // With no class at all, every target was ignored and nothing is picked.
   Tensor picked = classes == 0
-                      ? zeros(index.sizes(), logp.options())
-                      : gather(logp, class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim);
+                      ? zeros(tg.index.sizes(), logp.options())
+                      : gather(logp, class_dim, tg.safe.unsqueeze(class_dim)).squeeze(class_dim);
   if (classes == 0) picked = picked + logp.sum(); // keeps the graph: a zero, not a constant
   Tensor losses = -picked;
-  // Each target's class weight (none when there is no class to weigh).
-  Tensor w;
-  if (weight.defined() && classes > 0) {
-    w = target_weights(weight, safe);
-    losses = losses * w;
-  }
+  if (w.defined()) losses = losses * w;
   // An ignored target's loss is +0, as PyTorch's kernel writes it (not a negated zero).
-  if (ignores) losses = where(keep, losses, zeros_like(losses));
+  if (tg.ignores) losses = where(tg.keep, losses, zeros_like(losses));
   Tensor out;
   if (r == Reduction::None)
     out = losses;
   else if (r == Reduction::Sum)
     out = losses.sum();
-  else if (w.defined())
-    out = losses.sum() / (ignores ? where(keep, w, zeros_like(w)) : w).sum();
+  else if (w.defined() || tg.ignores || classes == 0)
+    out = losses.sum() / counted(tg, w);
   else
-    out = ignores || classes == 0 ? losses.sum() / keep.sum() : losses.mean();
+    out = losses.mean();
   ag::rename(out, "NllLossBackward0");
   return out;
 }
@@ -269,7 +280,11 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, std::string_view redu
   const Reduction r = reduction_of(reduction);
   check_class_targets(input, target, weight);
   check_float(input, input.dim() <= 2 ? "nll_loss_out_frame" : "nll_loss2d_forward_out_frame");
-  return nll(input, target, r, ignore_index, weight.defined() ? weight.reshape({-1}) : weight);
+  const int64_t classes = input.size(input.dim() == 1 ? 0 : 1);
+  const ClassTargets tg = class_targets(target, classes, ignore_index);
+  // nll_loss2d takes any weight of C elements.
+  const Tensor flat = weight.defined() ? weight.reshape({-1}) : weight;
+  return nll(input, tg, target_weights(flat, tg, classes), r);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view reduction,
@@ -291,27 +306,22 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, std::string_view
   check_class_targets(input, target, weight_in);
   // nll_loss2d takes any weight of C elements.
   const Tensor weight = weight_in.defined() ? weight_in.reshape({-1}) : weight_in;
-  const Tensor loss = nll(logp, target, r, ignore_index, weight);
+  const int64_t classes = input.size(class_dim);
+  const ClassTargets tg = class_targets(target, classes, ignore_index);
+  const Tensor w = target_weights(weight, tg, classes);
+  const Tensor loss = nll(logp, tg, w, r);
   if (label_smoothing <= 0) return loss;
   // PyTorch's smoothing: the loss against the uniform distribution over the classes (weighted),
-  // 0 at ignored targets, reduced as the nll loss is (the mean over the weights counted).
+  // 0 at ignored targets, reduced as the nll loss is (its mean divides by what nll's does).
   Tensor smooth = weight.defined()
                       ? -(logp * class_weights(weight, input.dim(), class_dim)).sum(class_dim)
                       : -logp.sum(class_dim);
-  const Tensor index = target.to(kInt64), keep = index != ignore_index;
-  smooth = where(keep, smooth, zeros_like(smooth));
-  if (r == Reduction::Sum) {
+  smooth = where(tg.keep, smooth, zeros_like(smooth));
+  if (r == Reduction::Sum)
     smooth = smooth.sum();
-  } else if (r == Reduction::Mean) {
-    // The weights of the targets counted, as the nll loss's mean divides by.
-    Tensor counted = keep.to(smooth.dtype());
-    if (weight.defined() && weight.numel() > 0) {
-      counted = where(keep, target_weights(weight, where(keep, index, zeros_like(index))), 0.0);
-    }
-    smooth = smooth.sum() / counted.sum();
-  }
-  const double classes = static_cast<double>(input.size(class_dim));
-  return (1 - label_smoothing) * loss + smooth * (label_smoothing / classes);
+  else if (r == Reduction::Mean)
+    smooth = smooth.sum() / counted(tg, w);
+  return (1 - label_smoothing) * loss + smooth * (label_smoothing / static_cast<double>(classes));
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
