@@ -17,21 +17,27 @@ namespace tj::rt {
 
 namespace {
 
-// Large blocks are cached after use: a fresh block costs a page fault per
-// page on first touch, which dominates a memory-bound kernel. Blocks are
-// rounded to 2 MiB and asked to be backed by transparent huge pages.
+// Blocks from 64 KiB up are cached after use: a fresh block costs a page fault per page on
+// first touch, which dominates a memory-bound kernel, and the C library hands such blocks back
+// to the system when they are freed (mmap, or trimming the heap's top) so that the next one
+// faults again. Blocks are rounded to 64 KiB below 1 MiB (few sizes, so that they are found
+// again) and to 2 MiB from there, those asked to be backed by transparent huge pages.
+constexpr size_t kCachedBlock = size_t{64} << 10;
 constexpr size_t kLargeBlock = size_t{1} << 20;
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kCacheLimit = size_t{2} << 30;
 
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
 class HostAllocator {
 public:
   void* allocate(size_t nbytes, size_t* capacity) {
-    if (nbytes < kLargeBlock) {
-      *capacity = (nbytes + 63) / 64 * 64;
+    if (nbytes < kCachedBlock) {
+      *capacity = round_up(nbytes, 64);
       return *capacity ? std::aligned_alloc(64, *capacity) : nullptr;
     }
-    *capacity = (nbytes + kHugePage - 1) / kHugePage * kHugePage;
+    const bool large = nbytes >= kLargeBlock;
+    *capacity = round_up(nbytes, large ? kHugePage : kCachedBlock);
     {
       std::lock_guard lock(mu_);
       auto it = free_.find(*capacity);
@@ -42,13 +48,13 @@ public:
         return p;
       }
     }
-    void* p = std::aligned_alloc(kHugePage, *capacity);
-    if (p) madvise(p, *capacity, MADV_HUGEPAGE);
+    void* p = std::aligned_alloc(large ? kHugePage : 64, *capacity);
+    if (p && large) madvise(p, *capacity, MADV_HUGEPAGE);
     return p;
   }
 
   void release(void* p, size_t capacity) {
-    if (capacity >= kLargeBlock) {
+    if (capacity >= kCachedBlock) {
       std::lock_guard lock(mu_);
       if (cached_ + capacity <= kCacheLimit) {
         free_[capacity].push_back(p);
