@@ -496,3 +496,50 @@ TEST_CASE("cpu gemm: an epilogue's error names the places that built its values"
   for (const char* op : {"(matmul)", "(to)", "(zeros)", "(floor_divide)"})
     CHECK(fused.find(op) != std::string::npos);
 }
+
+TEST_CASE("cpu gemm: a transposed operand's gradient is the transposed product, as it lies",
+          "[gemm][autograd]") {
+  manual_seed(24);
+  // a = A.t() and b = B.t() lie column-major: their gradients are computed as the transposed
+  // products (PyTorch's mm_mat1_backward / mm_mat2_backward), so A's and B's are contiguous
+  // products. Against the same graph with the operands copied row-major first.
+  for (DType dtype : {kFloat32, kFloat64, kComplex64}) {
+    INFO(dtype_name(dtype));
+    for (bool batched : {false, true}) {
+      INFO("batched " << batched);
+      const Shape sa = batched ? Shape{3, 37, 40} : Shape{37, 40};
+      const Shape sb = batched ? Shape{3, 45, 37} : Shape{45, 37};
+      Tensor A = randn(sa, dtype), B = randn(sb, dtype);
+      Tensor R = randn(batched ? Shape{3, 40, 45} : Shape{40, 45}, dtype);
+      eval({A, B, R});
+      auto grads = [&](bool copied) {
+        Tensor a0 = A.clone().requires_grad_(), b0 = B.clone().requires_grad_();
+        Tensor a = a0.mT(), b = b0.mT();
+        if (copied) a = a.contiguous(), b = b.contiguous();
+        (matmul(a, b) * R).sum().abs().backward();
+        return std::pair{a0.grad(), b0.grad()};
+      };
+      auto [ga, gb] = grads(false);
+      auto [wa, wb] = grads(true);
+      CHECK(allclose(ga, wa, 1e-4, 1e-4));
+      CHECK(allclose(gb, wb, 1e-4, 1e-4));
+      CHECK(ga.is_contiguous());
+    }
+  }
+  // A linear layer's SGD update w - lr * grad: the gradient product lies as w does and the
+  // update is its epilogue, with no transposed pass between.
+  Tensor x = randn({40, 33}), w = randn({50, 33}).requires_grad_(), b = randn({50});
+  eval({x, w, b});
+  nn::functional::relu(nn::functional::linear(x, w, b)).square().sum().backward();
+  Tensor g = w.grad();
+  Tensor updated = w.detach() - g * 0.01;
+  const std::string schedule = ir::dump({updated}, "schedule");
+  INFO(schedule);
+  CHECK(contains(schedule, "; epilogue: kernel "));
+  // relu's output (which the gradient product reads from memory) and the update: no third.
+  CHECK(contains(schedule, "\nkernel 1 "));
+  CHECK_FALSE(contains(schedule, "\nkernel 2 "));
+  Tensor h = relu(matmul(x, w.detach().t()) + b);
+  Tensor want = matmul((2 * h).t(), x);
+  CHECK(allclose(updated, w.detach() - want * 0.01, 1e-4, 1e-4));
+}

@@ -146,20 +146,38 @@ void check_batched(const Tensor& a, const Tensor& b) {
   check_same_dtype(node_of(a), node_of(b));
 }
 
+// Whether t's last two dims lie column-major in memory (w.t() of a row-major w).
+bool column_major(const Tensor& t) {
+  const int64_t d = t.dim();
+  if (d < 2) return false;
+  const std::vector<int64_t> st = t.stride();
+  return st[d - 2] == 1 && st[d - 1] == t.size(d - 2) && t.size(d - 1) > 1;
+}
+
 // Records out = a @ b, computed as the broadcast batched product of a seen
 // with shape la and b with shape lb (1-D operands lifted to matrices), with
 // result shape lo: the gradients are g @ b^H and a^H @ g (conjugate
 // transposes), summed over the batch dims an operand was broadcast along.
+// An operand that lies column-major (the weight of a linear layer, w.t()) has its gradient
+// computed as the transposed product and viewed back, as PyTorch's mm_mat1_backward and
+// mm_mat2_backward do: the gradient then lies as the operand does, and the transposing view's
+// own backward finds w's gradient contiguous (no transposed copy; an update w - lr * grad runs
+// as the product's epilogue).
 Tensor recorded_product(const char* name, const Tensor& a, const Tensor& b, Tensor out,
                         ir::Shape la, ir::Shape lb, ir::Shape lo) {
-  autograd::record(name, {a, b}, {out}, {a, b},
-                   [la, lb, lo](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
-                     Tensor gl = g[0].reshape(lo);
-                     Tensor al = s[0].reshape(la), bl = s[1].reshape(lb);
-                     return std::vector<Tensor>{
-                         autograd::sum_to(matmul(gl, bl.mT().conj()), la).reshape(s[0].sizes()),
-                         autograd::sum_to(matmul(al.mT().conj(), gl), lb).reshape(s[1].sizes())};
-                   });
+  // Saved tensors come back without their strides: the layouts are read now.
+  const bool a_cols = la == a.sizes() && column_major(a);
+  const bool b_cols = lb == b.sizes() && column_major(b);
+  autograd::record(
+      name, {a, b}, {out}, {a, b},
+      [la, lb, lo, a_cols, b_cols](const std::vector<Tensor>& g, const std::vector<Tensor>& s) {
+        Tensor gl = g[0].reshape(lo);
+        Tensor al = s[0].reshape(la), bl = s[1].reshape(lb);
+        Tensor ga = a_cols ? matmul(bl.conj(), gl.mT()).mT() : matmul(gl, bl.mT().conj());
+        Tensor gb = b_cols ? matmul(gl.mT(), al.conj()).mT() : matmul(al.mT().conj(), gl);
+        return std::vector<Tensor>{autograd::sum_to(ga, la).reshape(s[0].sizes()),
+                                   autograd::sum_to(gb, lb).reshape(s[1].sizes())};
+      });
   return out;
 }
 
