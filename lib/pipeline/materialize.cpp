@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <optional>
@@ -421,6 +422,15 @@ void Materializer::perform_call(const ir::NodePtr& c, const Epilogue* epilogue) 
         n->realized.reset();
     };
     auto sites = [&] { return sites_of(info); };
+    const auto t0 = std::chrono::steady_clock::now();
+    // TJ_DEBUG >= 1 times each call beside the launches the executor times.
+    auto report = [&] {
+      if (config().debug < 1) return;
+      const double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      fmt::print(stderr, "[tj] called {} for [{}]{} in {:.1f} us\n", library->name,
+                 fmt::join(c->shape, ", "), fused ? " with its epilogue" : "", us);
+    };
     if (fused) {
       const rt::LaunchRanges ranges(launches[0]);
       const auto* base = static_cast<const char*>(out->storage->data());
@@ -438,12 +448,14 @@ void Materializer::perform_call(const ir::NodePtr& c, const Epilogue* epilogue) 
             ranges.finish();
           },
           sites, forget);
+      report();
     } else {
       // The kernels that computed the operands run before: launches are ordered on each device.
       for (const rt::GemmCall& call : plan.calls) {
         library->run(call, *b, *a, *out);
         ++rt::counters().library_calls;
       }
+      report();
       if (!launches.empty()) execute_annotated(launches, sites, forget);
     }
   }
