@@ -191,6 +191,50 @@ TEST_CASE("optim::SGD zero_grad zeroes in place without set_to_none", "[autograd
   CHECK_FALSE(p.grad().defined());
 }
 
+TEST_CASE("optim::SGD checks its parameters as torch.optim.Optimizer, and updates those that "
+          "share memory one after another",
+          "[autograd]") {
+  CHECK(error_of([] { optim::SGD({}, 0.1); }) == "optimizer got an empty parameter list");
+  CHECK(error_of([] { optim::SGD({Tensor()}, 0.1); }) ==
+        "optimizer can only optimize Tensors, but one of the params is NoneType");
+  Tensor w = ones({2}, requires_grad());
+  CHECK(error_of([&] { optim::SGD({w * 2}, 0.1); }) == "can't optimize a non-leaf Tensor");
+  Tensor kept = w * 2; // a non-leaf that retains its gradient is a parameter
+  kept.retain_grad();
+  optim::SGD by_kept({kept}, 0.5);
+  (kept * kept).sum().backward();
+  by_kept.step();
+  CHECK(kept.to_vector<float>() == std::vector<float>{0, 0}); // 2 - 0.5 * 4
+  // A view of another parameter: its update sees the one before it, as PyTorch's loop of
+  // add_ calls does ([1, 2, 3, 4] - 1, then the first two - 10).
+  Tensor base = tensor({1.0, 2.0, 3.0, 4.0}, f64().requires_grad(true));
+  Tensor v = base.detach().narrow(0, 0, 2);
+  v.requires_grad_();
+  optim::SGD shared({base, v}, 1.0);
+  base.set_grad(ones({4}, f64()));
+  v.set_grad(full({2}, 10.0, f64()));
+  shared.step();
+  CHECK(base.to_vector<double>() == std::vector<double>{-10, -9, 2, 3});
+  // The same parameter twice: updated twice, with PyTorch's warning.
+  Tensor a = tensor({1.0, 2.0}, f64().requires_grad(true));
+  std::string warned = stderr_of([&] { optim::SGD twice({a, a}, 1.0); });
+  CHECK(warned.find("UserWarning: optimizer contains a parameter group with duplicate "
+                    "parameters; in future, this will cause an error") != std::string::npos);
+  optim::SGD twice({a, a}, 1.0);
+  a.set_grad(ones({2}, f64()));
+  twice.step();
+  CHECK(a.to_vector<double>() == std::vector<double>{-1, 0});
+}
+
+TEST_CASE("numpy() refuses a tensor that requires grad while grad mode is on", "[autograd]") {
+  Tensor p = ones({2}, requires_grad());
+  CHECK(error_of([&] { p.numpy(); }) == "Can't call numpy() on Tensor that requires grad. Use "
+                                        "tensor.detach().numpy() instead.");
+  CHECK(p.detach().numpy().shape == Shape{2});
+  NoGradGuard no_grad;
+  CHECK(p.numpy().shape == Shape{2});
+}
+
 TEST_CASE("autograd: roots are checked as PyTorch's backward checks them", "[autograd]") {
   Tensor x = ones({3}, requires_grad());
   CHECK(error_of([&] {

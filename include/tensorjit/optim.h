@@ -48,6 +48,7 @@ public:
 private:
   std::vector<Tensor> params_, momentum_buffers_;
   SGDOptions options_;
+  bool in_place_ = false; // parameters share memory: updated one after another
 };
 
 } // namespace tj::optim

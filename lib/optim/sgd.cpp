@@ -1,6 +1,8 @@
 // torch.optim.SGD.
 #include <fmt/format.h>
 
+#include "lib/core/warning.h"
+#include "lib/frontend/overlap.h"
 #include "lib/frontend/tensor_impl.h"
 #include "tensorjit/autograd.h"
 #include "tensorjit/functions.h"
@@ -17,8 +19,26 @@ SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
     throw Error(fmt::format("Invalid weight_decay value: {}", o.weight_decay()));
   if (o.nesterov() && (o.momentum() <= 0 || o.dampening() != 0))
     throw Error("Nesterov momentum requires a momentum and zero dampening");
-  for (const Tensor& p : params_)
-    if (!p.is_leaf()) throw Error("can't optimize a non-leaf Tensor");
+  // torch.optim.Optimizer's checks, in its order.
+  if (params_.empty()) throw Error("optimizer got an empty parameter list");
+  for (const Tensor& p : params_) {
+    if (!p.defined())
+      throw Error("optimizer can only optimize Tensors, but one of the params is NoneType");
+    if (!p.is_leaf() && !p.retains_grad()) throw Error("can't optimize a non-leaf Tensor");
+  }
+  for (size_t i = 0; i < params_.size() && !in_place_; ++i)
+    for (size_t j = 0; j < i && !in_place_; ++j)
+      in_place_ = detail::overlap(params_[i], params_[j]) != detail::Overlap::None;
+  if (in_place_) {
+    bool duplicate = false;
+    for (size_t i = 0; i < params_.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        duplicate |= params_[i].impl() == params_[j].impl();
+    static core::WarnOnce warn;
+    if (duplicate)
+      warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+           "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information");
+  }
 }
 
 SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay)
@@ -27,10 +47,19 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
 void SGD::step() {
   NoGradGuard no_grad;
   const SGDOptions& o = options_;
-  // The new values are computed together (the gradients share most of their
-  // graph), then become the parameters' values: no copy.
+  // The new values are computed together (the gradients share most of their graph), then
+  // written into the parameters. Parameters that share memory are updated one after another,
+  // each from the values the ones before it left, as PyTorch's loop of in-place updates does.
   std::vector<Tensor> next, state;
   std::vector<size_t> which;
+  auto write = [&] {
+    std::vector<Tensor> all = next;
+    all.insert(all.end(), state.begin(), state.end());
+    tj::eval(all);
+    for (size_t k = 0; k < which.size(); ++k)
+      params_[which[k]].copy_(next[k]);
+    next.clear(), state.clear(), which.clear();
+  };
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     Tensor d = p.grad();
@@ -47,12 +76,9 @@ void SGD::step() {
     }
     next.push_back(p - d * o.lr());
     which.push_back(i);
+    if (in_place_) write();
   }
-  std::vector<Tensor> all = next;
-  all.insert(all.end(), state.begin(), state.end());
-  tj::eval(all);
-  for (size_t k = 0; k < which.size(); ++k)
-    params_[which[k]].copy_(next[k]);
+  write();
 }
 
 void SGD::zero_grad(bool set_to_none) {
