@@ -454,6 +454,10 @@ NumpyArray Tensor::numpy() const {
     throw Error(fmt::format("can't convert {} device type tensor to numpy. Use Tensor.cpu() to "
                             "copy the tensor to host memory first.",
                             device().str()));
+  // The array would share memory that autograd does not see written.
+  if (GradMode::is_enabled() && requires_grad())
+    throw Error("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.");
   NumpyArray a;
   a.data = data_ptr();
   const ir::Node& s = *ir::resolve(impl_->cell->node);
