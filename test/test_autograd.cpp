@@ -684,3 +684,39 @@ TEST_CASE("a second backward through ops that saved their index or mask raises",
     CHECK(x.grad().defined());
   }
 }
+
+TEST_CASE("in-place comparisons keep a history that passes zeros; masked_fill's overloads are "
+          "numbered as PyTorch's",
+          "[autograd]") {
+  Tensor w = tensor({1.0f, 2.0f}).requires_grad_();
+  Tensor x = w * 1;
+  x.eq_(1);
+  REQUIRE(x.grad_fn());
+  CHECK(x.grad_fn()->name() == "EqBackward0");
+  CHECK(x.to_vector<float>() == std::vector<float>{1, 0});
+  x.sum().backward();
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{0, 0});
+  // A Tensor other that requires grad gives self a history of its own.
+  Tensor y = ones({2});
+  y.lt_(w.detach().requires_grad_());
+  REQUIRE(y.grad_fn());
+  CHECK(y.grad_fn()->name() == "LtBackward1");
+  CHECK(y.to_vector<float>() == std::vector<float>{0, 1});
+  for (const char* op : {"ne", "le", "gt", "ge"}) {
+    INFO(op);
+    Tensor z = w * 1;
+    const std::string name = std::string(op) == "ne"   ? (z.ne_(1), "NeBackward0")
+                             : std::string(op) == "le" ? (z.le_(1), "LeBackward0")
+                             : std::string(op) == "gt" ? (z.gt_(1), "GtBackward0")
+                                                       : (z.ge_(1), "GeBackward0");
+    CHECK(z.grad_fn()->name() == name);
+  }
+  // Without gradients, as before: integers compared in place.
+  Tensor i = tensor({1, 2});
+  i.eq_(1);
+  CHECK(i.to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  Tensor m = w.detach().clone().requires_grad_();
+  CHECK(m.masked_fill(m > 1, 0).grad_fn()->name() == "MaskedFillBackward0");
+  CHECK(m.masked_fill(m > 1, tensor(3.0f)).grad_fn()->name() == "MaskedFillBackward1");
+  CHECK((m * 1).masked_fill_(m > 1, tensor(3.0f)).grad_fn()->name() == "MaskedFillBackward1");
+}

@@ -143,7 +143,7 @@ bool complex_ready(std::string_view name) {
       "RepeatBackward0", "DiagonalBackward0", "DiagEmbedBackward0", "TrilBackward0",
       "TriuBackward0", "IndexBackward0", "IndexSelectBackward0", "IndexPutBackward0",
       "GatherBackward0", "ScatterBackward0", "ScatterBackward1", "ScatterAddBackward0",
-      "MaskedSelectBackward0", "WhereBackward0", "MaskedFillBackward0", "FillBackward0",
+      "MaskedSelectBackward0", "WhereBackward0", "MaskedFillBackward0", "MaskedFillBackward1", "FillBackward0",
       "CopySlices",
       // with conjugates
       "MulBackward0", "DivBackward0", "PowBackward0", "PowBackward1", "PowBackward2",

@@ -719,13 +719,16 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value, Cal
                             "tensor with {} dimension(s).",
                             value.dim()));
   Tensor out = where(mask, value.to(t.device()).to(t.dtype()), t);
-  autograd::rename(out, "MaskedFillBackward0");
+  // PyTorch numbers the overloads: masked_fill.Scalar 0, masked_fill.Tensor 1.
+  autograd::rename(out, "MaskedFillBackward1");
   return out;
 }
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value, Caller caller) {
   detail::CallSite site(caller, "masked_fill");
-  return masked_fill(t, mask, full({}, value, t.options()));
+  Tensor out = masked_fill(t, mask, full({}, value, t.options()));
+  autograd::rename(out, "MaskedFillBackward0");
+  return out;
 }
 
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) {

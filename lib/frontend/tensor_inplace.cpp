@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <optional>
 #include <ostream>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "lib/autograd/formulas.h"
 #include "lib/autograd/node.h"
@@ -249,10 +252,48 @@ Tensor& Tensor::operator=(const Tensor& v) && { return copy_(v); }
 #undef TJ_INPLACE_UNARY_0
 #undef TJ_INPLACE_UNARY
 
+namespace {
+// What an in-place binary op writes: its result, except a comparison's. That is bool, which has
+// no gradient: where self or other requires grad it is taken to self's dtype under PyTorch's node
+// for the in-place comparison (EqBackward0 for a Scalar other, EqBackward1 for a Tensor), which
+// passes zeros to both, so that self keeps a history (x.eq_(1).sum().backward() works).
+template <typename Other>
+Tensor inplace_result(std::string_view name, const Tensor& self, const Other& o, Tensor r) {
+  static constexpr std::pair<std::string_view, std::array<const char*, 2>> kComparisons[] = {
+      {"eq", {"EqBackward0", "EqBackward1"}}, {"ne", {"NeBackward0", "NeBackward1"}},
+      {"lt", {"LtBackward0", "LtBackward1"}}, {"le", {"LeBackward0", "LeBackward1"}},
+      {"gt", {"GtBackward0", "GtBackward1"}}, {"ge", {"GeBackward0", "GeBackward1"}}};
+  constexpr bool tensor_other = std::is_same_v<Other, Tensor>;
+  std::vector<Tensor> inputs{self};
+  if constexpr (tensor_other) inputs.push_back(o);
+  if (!GradMode::is_enabled() || !autograd::any_requires_grad(inputs)) return r;
+  for (const auto& [op, names] : kComparisons) {
+    if (op != name) continue;
+    Tensor value;
+    {
+      NoGradGuard no_grad;
+      value = r.to(self.dtype());
+    }
+    std::vector<Shape> shapes;
+    for (const Tensor& t : inputs)
+      shapes.push_back(t.sizes());
+    autograd::record(names[tensor_other], inputs, {value}, {},
+                     [shapes](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+                       std::vector<Tensor> zero;
+                       for (const Shape& s : shapes)
+                         zero.push_back(zeros(s, g[0].options()));
+                       return zero;
+                     });
+    return value;
+  }
+  return r;
+}
+} // namespace
+
 #define TJ_INPLACE_BINARY(name, Other)                                                             \
   Tensor& Tensor::name##_(const Other& o, Caller caller) {                                         \
     detail::CallSite site(caller, #name "_");                                                      \
-    return mutate(*this, tensors_in(o), [&] { return name(o); });                                  \
+    return mutate(*this, tensors_in(o), [&] { return inplace_result(#name, *this, o, name(o)); }); \
   }
 #define TJ_INPLACE_BINARY_BOTH(name)                                                               \
   TJ_INPLACE_BINARY(name, Tensor)                                                                  \
