@@ -2,6 +2,7 @@
 // (make_fixtures.py there); load_npy reads them all and save_npy writes the
 // same bytes np.save wrote.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <tensorjit/tensorjit.h>
 
 #include <cmath>
@@ -188,6 +189,30 @@ TEST_CASE("load_npy rejects corrupt, truncated and unsupported files clearly", "
   };
   CHECK(values(load_bytes(with_header("{'descr': '<f4', 'fortran_order': False, "
                                       "'shape': (6,)}"))) == std::vector<double>(6, 0.0));
+  // np.load reads a bare code or a name as the host's order.
+  for (const char* descr : {"f4", "float32", "=f4"}) {
+    INFO(descr);
+    const Tensor t = load_bytes(with_header(fmt::format(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': (6,)}}", descr)));
+    CHECK(t.dtype() == kFloat32);
+    CHECK(values(t) == std::vector<double>(6, 0.0));
+  }
+  CHECK(load_bytes(with_header("{'descr': '?', 'fortran_order': False, 'shape': (24,)}"))
+            .dtype() == kBool);
+  // Types it cannot take, by NumPy's names for them.
+  for (auto [descr, name] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"|O", "object_"},
+           {"<M8[ns]", "datetime64"},
+           {"<m8[s]", "timedelta64"},
+           {"|S3", "bytes_"},
+           {"|V4", "void"},
+           {"<u8", "uint64"},
+           {"<f16", "float128"}}) {
+    INFO(descr);
+    CHECK_THROWS_WITH(load_bytes(with_header(fmt::format(
+                          "{{'descr': '{}', 'fortran_order': False, 'shape': (6,)}}", descr))),
+                      Contains(fmt::format("of type numpy.{}. The only supported", name)));
+  }
   CHECK_THROWS_WITH(load_bytes(with_header("{'descr': '<f4', 'shape': (6,)}")),
                     Contains("must have the keys"));
   CHECK_THROWS_WITH(load_bytes(with_header("{'descr': '<f4', 'fortran_order': False, "

@@ -134,35 +134,65 @@ private:
 
 // --- dtypes ---
 
-// The dtype of a descr, and whether its bytes need swapping on this host.
-// bfloat16, which NumPy lacks, is saved as raw 16-bit words ("<V2") and read back as such.
+// The dtype of a descr, and whether its bytes need swapping on this host. NumPy writes an
+// order and a code ("<f4"); it also reads a bare code ("f4", "?") or a name ("float32") as the
+// host's order, and so does this. bfloat16, which NumPy lacks, is saved as raw 16-bit words
+// ("<V2") and read back as such.
 DType dtype_of(const std::string& descr, bool& swap, const std::string& path) {
   static const std::pair<const char*, DType> codes[] = {
       {"b1", kBool},    {"u1", kUInt8},    {"i1", kInt8},      {"i2", kInt16},
       {"i4", kInt32},   {"i8", kInt64},    {"f2", kFloat16},   {"f4", kFloat32},
       {"f8", kFloat64}, {"V2", kBFloat16}, {"c8", kComplex64}, {"c16", kComplex128}};
-  char order = descr.empty() ? '?' : descr[0];
-  std::string code = descr.size() > 1 ? descr.substr(1) : "";
-  bool known_order = order == '<' || order == '>' || order == '|' || order == '=';
+  static const std::pair<const char*, const char*> names[] = {
+      {"?", "b1"},       {"bool", "b1"},    {"uint8", "u1"},     {"int8", "i1"},
+      {"int16", "i2"},   {"int32", "i4"},   {"int64", "i8"},     {"float16", "f2"},
+      {"float32", "f4"}, {"float64", "f8"}, {"complex64", "c8"}, {"complex128", "c16"}};
+  const bool ordered =
+      !descr.empty() && std::string_view("<>|=").find(descr[0]) != std::string::npos;
+  const char order = ordered ? descr[0] : '=';
+  std::string code = ordered ? descr.substr(1) : descr;
+  for (auto [name, c] : names)
+    if (!ordered && code == name) code = c;
   for (auto [c, t] : codes) {
-    if (!known_order || code != c) continue;
+    if (code != c) continue;
     swap = itemsize(t) > 1 && ((order == '>' && kLittleHost) || (order == '<' && !kLittleHost));
     return t;
   }
-  // PyTorch's from_numpy error, with NumPy's name for the type where it has one.
+  // PyTorch's from_numpy error, with NumPy's name for the type.
   std::string name = descr;
-  if (known_order && code.size() >= 2) {
-    int bits = 0;
+  if (!code.empty()) {
+    int bits = code.size() > 1 ? 0 : -1;
     for (char c : code.substr(1))
-      bits = (c >= '0' && c <= '9' && bits < 1000) ? bits * 10 + (c - '0') : -1;
+      bits = (c >= '0' && c <= '9' && bits >= 0 && bits < 1000) ? bits * 10 + (c - '0') : -1;
     const char* kind = code[0] == 'u'   ? "uint"
                        : code[0] == 'i' ? "int"
                        : code[0] == 'f' ? "float"
                        : code[0] == 'c' ? "complex"
                                         : nullptr;
     if (kind && bits > 0) name = fmt::format("{}{}", kind, bits * 8);
-    if (code[0] == 'U') name = "str_";
-    if (code[0] == 'O') name = "object_";
+    switch (code[0]) {
+    case 'O':
+      name = "object_";
+      break;
+    case 'M':
+      name = "datetime64";
+      break;
+    case 'm':
+      name = "timedelta64";
+      break;
+    case 'S':
+    case 'a':
+      name = "bytes_";
+      break;
+    case 'U':
+      name = "str_";
+      break;
+    case 'V':
+      name = "void";
+      break;
+    default:
+      break;
+    }
   }
   throw Error(fmt::format("load_npy: '{}': can't convert np.ndarray of type numpy.{}. The only "
                           "supported types are: float64, float32, float16, complex64, complex128, "
