@@ -720,3 +720,43 @@ TEST_CASE("in-place comparisons keep a history that passes zeros; masked_fill's 
   CHECK(m.masked_fill(m > 1, tensor(3.0f)).grad_fn()->name() == "MaskedFillBackward1");
   CHECK((m * 1).masked_fill_(m > 1, tensor(3.0f)).grad_fn()->name() == "MaskedFillBackward1");
 }
+
+TEST_CASE("in-place writes through views that PyTorch's autograd refuses: the pieces of split "
+          "and chunk, and views made in no_grad mode",
+          "[autograd][views]") {
+  const std::string multi = " is a view and is being modified inplace. This view is the output of "
+                            "a function that returns multiple views. Such functions do not allow "
+                            "the output views to be modified inplace. You should replace the "
+                            "inplace operation by an out-of-place one.";
+  const std::string no_grad =
+      "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+      "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+      "your code by moving both the view and the inplace either both inside the no_grad block "
+      "(if you don't want the inplace to be tracked) or both outside (if you want the inplace to "
+      "be tracked).";
+  Tensor w = tensor({1.0f, 2.0f, 3.0f, 4.0f}).requires_grad_();
+  Tensor x = w * 1;
+  CHECK(error_of([&] { x.split(2)[1].add_(1); }) == "Output 1 of SplitBackward0" + multi);
+  CHECK(error_of([&] { x.chunk(2)[0].mul_(2); }) == "Output 0 of SplitBackward0" + multi);
+  CHECK(error_of([&] { x.split(2)[1].narrow(0, 0, 1).add_(1); }) ==
+        "Output 0 of SliceBackward0" + multi);
+  Tensor v, leaf_view;
+  {
+    NoGradGuard guard;
+    v = x.narrow(0, 0, 2);
+    leaf_view = w.narrow(0, 0, 2);
+  }
+  CHECK(error_of([&] { v.mul_(2); }) == no_grad);
+  CHECK(error_of([&] { leaf_view.mul_(2); }) == no_grad); // before the leaf's own refusal
+  CHECK(error_of([&] { v.narrow(0, 0, 1).mul_(2); }) == no_grad);
+  // Allowed: no gradient anywhere, or the write in no_grad mode too.
+  Tensor plain = ones({4});
+  plain.split(2)[1].add_(1);
+  CHECK(plain.to_vector<float>() == std::vector<float>{1, 1, 2, 2});
+  {
+    NoGradGuard guard;
+    x.split(2)[1].add_(1);
+    v.mul_(2);
+  }
+  CHECK(x.to_vector<float>() == std::vector<float>{2, 4, 4, 5});
+}

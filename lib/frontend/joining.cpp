@@ -113,10 +113,14 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
 }
 
 namespace {
-// Each piece's history is named after the op that split it, as PyTorch names it.
+// Each piece's history is named after the op that split it, as PyTorch names it; made with grad
+// mode on, the pieces are views that refuse in-place writes (PyTorch's MULTI_OUTPUT_NODE).
 std::vector<Tensor> named(std::vector<Tensor> pieces, const char* grad_name) {
-  for (const Tensor& p : pieces)
-    autograd::rename(p, grad_name);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    autograd::rename(pieces[i], grad_name);
+    detail::TensorImpl& impl = *pieces[i].impl();
+    if (impl.is_view && !impl.made_without_grad) impl.multi_output = static_cast<int32_t>(i);
+  }
   return pieces;
 }
 } // namespace

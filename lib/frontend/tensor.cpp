@@ -55,6 +55,9 @@ Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, 
   impl->parts = base.impl()->parts;
   impl->base = base.impl()->is_view ? base.impl()->base : base.impl();
   impl->version = impl->base->version;
+  impl->made_without_grad = !GradMode::is_enabled() || base.impl()->made_without_grad;
+  // A view of a piece is one too, output 0 of its own node.
+  impl->multi_output = impl->made_without_grad || base.impl()->multi_output < 0 ? -1 : 0;
   return Tensor(std::move(impl));
 }
 

@@ -48,6 +48,12 @@ struct TensorImpl {
   // the dtype is the parts'.
   bool parts = false;
   std::shared_ptr<TensorImpl> base;
+  // How a view was made, for PyTorch's refusals of in-place writes through it with grad mode on
+  // (its CreationMeta): in no_grad mode (a view of such a view too), or as output
+  // `multi_output` of an op that returns several views (split, chunk; 0 for a view of such a
+  // piece, output 0 of its own node); -1: neither.
+  bool made_without_grad = false;
+  int32_t multi_output = -1;
   // A base's count of in-place writes that changed its history; a view's
   // grad_fn is stale when the count it was made at differs from its base's.
   uint32_t version = 0;

@@ -36,6 +36,21 @@ namespace detail {
 void check_inplace_grad(const Tensor& self) {
   if (!GradMode::is_enabled()) return;
   const detail::TensorImpl& impl = *self.impl();
+  // PyTorch's handle_view_on_rebase, for a view whose writes autograd would track.
+  if (impl.is_view && (self.requires_grad() || (impl.base && Tensor(impl.base).requires_grad()))) {
+    if (impl.multi_output >= 0 && impl.grad_fn)
+      throw Error(fmt::format(
+          "Output {} of {} is a view and is being modified inplace. This view is the output of a "
+          "function that returns multiple views. Such functions do not allow the output views to "
+          "be modified inplace. You should replace the inplace operation by an out-of-place one.",
+          impl.multi_output, impl.grad_fn->name()));
+    if (impl.made_without_grad)
+      throw Error("A view was created in no_grad mode and is being modified inplace with grad "
+                  "mode enabled. Given that this use case is ambiguous and error-prone, it is "
+                  "forbidden. You can clarify your code by moving both the view and the inplace "
+                  "either both inside the no_grad block (if you don't want the inplace to be "
+                  "tracked) or both outside (if you want the inplace to be tracked).");
+  }
   if (self.is_leaf() && impl.requires_grad)
     throw Error("a leaf Variable that requires grad is being used in an in-place operation.");
   if (impl.is_view && impl.base && impl.base->requires_grad && !impl.base->grad_fn)
