@@ -143,8 +143,8 @@ bool complex_ready(std::string_view name) {
       "RepeatBackward0", "DiagonalBackward0", "DiagEmbedBackward0", "TrilBackward0",
       "TriuBackward0", "IndexBackward0", "IndexSelectBackward0", "IndexPutBackward0",
       "GatherBackward0", "ScatterBackward0", "ScatterBackward1", "ScatterAddBackward0",
-      "MaskedSelectBackward0", "WhereBackward0", "MaskedFillBackward0", "MaskedFillBackward1", "FillBackward0",
-      "CopySlices",
+      "MaskedSelectBackward0", "WhereBackward0", "MaskedFillBackward0", "MaskedFillBackward1",
+      "FillBackward0", "CopySlices",
       // with conjugates
       "MulBackward0", "DivBackward0", "PowBackward0", "PowBackward1", "PowBackward2",
       "AbsBackward0", "SqrtBackward0", "RsqrtBackward0", "ReciprocalBackward0", "ExpBackward0",
@@ -195,8 +195,11 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     fn->outputs.push_back(meta(outputs[i]));
-    if (is_floating_point(outputs[i].dtype()) || is_complex(outputs[i].dtype()))
+    if (is_floating_point(outputs[i].dtype()) || is_complex(outputs[i].dtype())) {
       set_history(outputs[i], fn, static_cast<uint32_t>(i));
+      // A result computed under no_grad and recorded after is no view made in no_grad mode.
+      outputs[i].impl()->made_without_grad = false;
+    }
   }
   fn->backward = std::move(backward);
 }

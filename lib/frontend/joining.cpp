@@ -114,7 +114,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, Caller caller) {
 
 namespace {
 // Each piece's history is named after the op that split it, as PyTorch names it; made with grad
-// mode on, the pieces are views that refuse in-place writes (PyTorch's MULTI_OUTPUT_NODE).
+// mode on, the pieces are views that refuse in-place writes autograd would track (PyTorch's
+// MULTI_OUTPUT_NODE).
 std::vector<Tensor> named(std::vector<Tensor> pieces, const char* grad_name) {
   for (size_t i = 0; i < pieces.size(); ++i) {
     autograd::rename(pieces[i], grad_name);

@@ -55,9 +55,13 @@ Tensor make_view(const Tensor& base, Shape sizes, std::vector<int64_t> strides, 
   impl->parts = base.impl()->parts;
   impl->base = base.impl()->is_view ? base.impl()->base : base.impl();
   impl->version = impl->base->version;
-  impl->made_without_grad = !GradMode::is_enabled() || base.impl()->made_without_grad;
-  // A view of a piece is one too, output 0 of its own node.
-  impl->multi_output = impl->made_without_grad || base.impl()->multi_output < 0 ? -1 : 0;
+  // PyTorch's CreationMeta, inherited from a view only: a view made in no_grad mode of a tensor
+  // that requires grad (the library's own ops compute under no_grad too, on tensors whose
+  // history they record after), and a view of a piece of split, output 0 of its own node.
+  const TensorImpl& from = *base.impl();
+  impl->made_without_grad =
+      (!GradMode::is_enabled() && base.requires_grad()) || (from.is_view && from.made_without_grad);
+  impl->multi_output = impl->made_without_grad || !from.is_view || from.multi_output < 0 ? -1 : 0;
   return Tensor(std::move(impl));
 }
 

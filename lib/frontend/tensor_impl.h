@@ -100,9 +100,10 @@ ir::NodePtr node_of(const Tensor& t);
 ir::NodePtr host_contiguous(const Tensor& t);
 // Throws PyTorch's error for an undefined tensor.
 void check_defined(const Tensor& t, const char* what);
-// Before anything is written into `self`: whether autograd allows the write (PyTorch's errors
-// for a leaf that requires grad and for a view of one).
-void check_inplace_grad(const Tensor& self);
+// Before anything is written into `self` from `inputs`: whether autograd allows the write
+// (PyTorch's errors for a view of a multi-output op or made in no_grad mode, for a leaf that
+// requires grad and for a view of one).
+void check_inplace_grad(const Tensor& self, const std::vector<Tensor>& inputs = {});
 
 // Computes the nodes (one schedule) and records their realized buffers.
 void realize(const std::vector<ir::NodePtr>& nodes);

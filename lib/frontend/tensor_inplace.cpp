@@ -33,23 +33,27 @@ using ir::Op;
 
 namespace detail {
 
-void check_inplace_grad(const Tensor& self) {
+void check_inplace_grad(const Tensor& self, const std::vector<Tensor>& inputs) {
   if (!GradMode::is_enabled()) return;
   const detail::TensorImpl& impl = *self.impl();
-  // PyTorch's handle_view_on_rebase, for a view whose writes autograd would track.
-  if (impl.is_view && (self.requires_grad() || (impl.base && Tensor(impl.base).requires_grad()))) {
-    if (impl.multi_output >= 0 && impl.grad_fn)
-      throw Error(fmt::format(
-          "Output {} of {} is a view and is being modified inplace. This view is the output of a "
-          "function that returns multiple views. Such functions do not allow the output views to "
-          "be modified inplace. You should replace the inplace operation by an out-of-place one.",
-          impl.multi_output, impl.grad_fn->name()));
-    if (impl.made_without_grad)
-      throw Error("A view was created in no_grad mode and is being modified inplace with grad "
-                  "mode enabled. Given that this use case is ambiguous and error-prone, it is "
-                  "forbidden. You can clarify your code by moving both the view and the inplace "
-                  "either both inside the no_grad block (if you don't want the inplace to be "
-                  "tracked) or both outside (if you want the inplace to be tracked).");
+  // PyTorch's handle_view_on_rebase, for a view whose write autograd would track (self, its base
+  // or another input requires grad).
+  const bool tracked = self.requires_grad() || (impl.base && Tensor(impl.base).requires_grad()) ||
+                       autograd::any_requires_grad(inputs);
+  if (impl.is_view && tracked && (impl.multi_output >= 0 || impl.made_without_grad)) {
+    const std::string what =
+        impl.grad_fn ? fmt::format("Output {} of {} is a view and is being modified inplace.",
+                                   std::max(impl.multi_output, 0), impl.grad_fn->name())
+                     : "A view was created in no_grad mode and is being modified inplace with "
+                       "grad mode enabled.";
+    if (impl.multi_output >= 0)
+      throw Error(what + " This view is the output of a function that returns multiple views. "
+                         "Such functions do not allow the output views to be modified inplace. "
+                         "You should replace the inplace operation by an out-of-place one.");
+    throw Error(what + " Given that this use case is ambiguous and error-prone, it is forbidden. "
+                       "You can clarify your code by moving both the view and the inplace either "
+                       "both inside the no_grad block (if you don't want the inplace to be "
+                       "tracked) or both outside (if you want the inplace to be tracked).");
   }
   if (self.is_leaf() && impl.requires_grad)
     throw Error("a leaf Variable that requires grad is being used in an in-place operation.");
@@ -141,7 +145,7 @@ Tensor& mutate(Tensor& self, const std::vector<Tensor>& inputs, F&& make_value,
   detail::assert_no_internal_overlap(self);
   for (const Tensor& in : inputs)
     if (in.defined()) detail::assert_no_partial_overlap(self, in);
-  detail::check_inplace_grad(self);
+  detail::check_inplace_grad(self, inputs);
   bool exclusive = detail::storage_exclusive(self);
   Tensor value = make_value();
   // A recorded op may have saved the current value for its backward: it must
@@ -289,14 +293,14 @@ Tensor inplace_result(std::string_view name, const Tensor& self, const Other& o,
       NoGradGuard no_grad;
       value = r.to(self.dtype());
     }
-    std::vector<Shape> shapes;
+    std::vector<std::pair<Shape, TensorOptions>> like;
     for (const Tensor& t : inputs)
-      shapes.push_back(t.sizes());
+      like.emplace_back(t.sizes(), t.options());
     autograd::record(names[tensor_other], inputs, {value}, {},
-                     [shapes](const std::vector<Tensor>& g, const std::vector<Tensor>&) {
+                     [like](const std::vector<Tensor>&, const std::vector<Tensor>&) {
                        std::vector<Tensor> zero;
-                       for (const Shape& s : shapes)
-                         zero.push_back(zeros(s, g[0].options()));
+                       for (const auto& [shape, options] : like)
+                         zero.push_back(zeros(shape, options));
                        return zero;
                      });
     return value;

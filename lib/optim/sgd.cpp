@@ -1,6 +1,8 @@
 // torch.optim.SGD.
 #include <fmt/format.h>
 
+#include <unordered_map>
+
 #include "lib/core/warning.h"
 #include "lib/frontend/overlap.h"
 #include "lib/frontend/tensor_impl.h"
@@ -26,19 +28,23 @@ SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
       throw Error("optimizer can only optimize Tensors, but one of the params is NoneType");
     if (!p.is_leaf() && !p.retains_grad()) throw Error("can't optimize a non-leaf Tensor");
   }
-  for (size_t i = 0; i < params_.size() && !in_place_; ++i)
-    for (size_t j = 0; j < i && !in_place_; ++j)
-      in_place_ = detail::overlap(params_[i], params_[j]) != detail::Overlap::None;
-  if (in_place_) {
-    bool duplicate = false;
-    for (size_t i = 0; i < params_.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        duplicate |= params_[i].impl() == params_[j].impl();
-    static core::WarnOnce warn;
-    if (duplicate)
-      warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
-           "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information");
+  // Parameters in one storage (by its cell) may share memory. A parameter given twice (deprecated
+  // in PyTorch) keeps a momentum buffer per place in the list, where PyTorch's loop shares one
+  // from the second step on.
+  std::unordered_map<const void*, size_t> first_in_cell, first_of;
+  bool duplicate = false;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto [cell, fresh_cell] = first_in_cell.emplace(params_[i].impl()->cell.get(), i);
+    if (!fresh_cell)
+      for (size_t j = cell->second; j < i && !in_place_; ++j)
+        in_place_ = params_[j].impl()->cell == params_[i].impl()->cell &&
+                    detail::overlap(params_[i], params_[j]) != detail::Overlap::None;
+    duplicate |= !first_of.emplace(params_[i].impl().get(), i).second;
   }
+  static core::WarnOnce warn;
+  if (duplicate)
+    warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+         "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information");
 }
 
 SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay)

@@ -428,7 +428,9 @@ void Materializer::perform_call(const ir::NodePtr& c, const Epilogue* epilogue) 
       if (config().debug < 1) return;
       const double us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      fmt::print(stderr, "[tj] called {} for [{}]{} in {:.1f} us\n", library->name,
+      // cuBLAS returns once the call is queued on the device's stream.
+      fmt::print(stderr, "[tj] {} {} for [{}]{} in {:.1f} us\n",
+                 c->device.is_cuda() ? "queued" : "called", library->name,
                  fmt::join(c->shape, ", "), fused ? " with its epilogue" : "", us);
     };
     if (fused) {
