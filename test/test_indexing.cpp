@@ -304,3 +304,73 @@ TEST_CASE("gradients of roll and masked_select and scatter of a value and full s
     }
   }
 }
+
+TEST_CASE("scatter_add and index_add, and the in-place scatter_, scatter_add_ and index_add_",
+          "[indexing]") {
+  // Against loops over the elements, repeated indices adding each.
+  Tensor base = arange(12, TensorOptions().dtype(kFloat64)).reshape({3, 4});
+  Tensor index = tensor({0, 2, 0, 1, 1, 1, 0, 0}, TensorOptions().dtype(kInt64)).reshape({2, 4});
+  Tensor src = arange(100, 112, TensorOptions().dtype(kFloat64)).reshape({3, 4});
+  std::vector<double> want = base.to_vector<double>(), s = src.to_vector<double>();
+  std::vector<int64_t> ix = index.to_vector<int64_t>();
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      want[static_cast<size_t>(ix[i * 4 + j] * 4 + j)] += s[static_cast<size_t>(i * 4 + j)];
+  CHECK(scatter_add(base, 0, index, src).to_vector<double>() == want);
+  Tensor in_place = base.clone();
+  in_place.scatter_add_(0, index, src);
+  CHECK(in_place.to_vector<double>() == want);
+  // scatter_: written, not added.
+  Tensor written = zeros({2, 3});
+  written.scatter_(1, tensor({2, 0}, TensorOptions().dtype(kInt64)).reshape({2, 1}),
+                   tensor({5.0f, 7.0f}).reshape({2, 1}));
+  CHECK(written.to_vector<float>() == std::vector<float>{0, 0, 5, 7, 0, 0});
+  written.scatter_(0, tensor({1, 1, 1}, TensorOptions().dtype(kInt64)).reshape({1, 3}), 9.0);
+  CHECK(written.to_vector<float>() == std::vector<float>{0, 0, 5, 9, 9, 9});
+  // index_add: source's slice i added at index[i] along dim, alpha times.
+  Tensor t = ones({5, 3});
+  Tensor added = t.index_add(0, tensor({0, 4, 2, 0}, TensorOptions().dtype(kInt64)),
+                             arange(12, TensorOptions().dtype(kFloat32)).reshape({4, 3}), 2);
+  CHECK(added.to_vector<float>() == std::vector<float>{1 + 0 + 18, 1 + 2 + 20, 1 + 4 + 22, 1, 1,
+                                                       1, 1 + 12, 1 + 14, 1 + 16, 1, 1, 1,
+                                                       1 + 6, 1 + 8, 1 + 10});
+  Tensor cols = zeros({2, 4});
+  cols.index_add_(1, tensor({3, 3}, TensorOptions().dtype(kInt32)), ones({2, 2}));
+  CHECK(cols.to_vector<float>() == std::vector<float>{0, 0, 0, 2, 0, 0, 0, 2});
+  // Bools add as "or".
+  Tensor flags = zeros({4}, TensorOptions().dtype(kBool));
+  CHECK(flags.scatter_add(0, tensor({1, 1, 3}, TensorOptions().dtype(kInt64)),
+                          ones({3}, TensorOptions().dtype(kBool)))
+            .to_vector<bool>() == std::vector<bool>{false, true, false, true});
+  // Gradients: self's passes through, source's is gathered (times alpha).
+  Tensor w = ones({3, 2}, TensorOptions().requires_grad(true));
+  Tensor v = ones({2, 2}, TensorOptions().requires_grad(true));
+  Tensor g = arange(6, TensorOptions().dtype(kFloat32)).reshape({3, 2});
+  Tensor out = w.index_add(0, tensor({2, 0}, TensorOptions().dtype(kInt64)), v, 3);
+  CHECK(out.grad_fn()->name() == "IndexAddBackward0");
+  (out * g).sum().backward();
+  CHECK(w.grad().to_vector<float>() == g.to_vector<float>());
+  CHECK(v.grad().to_vector<float>() == std::vector<float>{12, 15, 0, 3});
+  Tensor w2 = ones({3, 2}, TensorOptions().requires_grad(true));
+  CHECK(w2.scatter_add(0, tensor({{0, 1}}), v).grad_fn()->name() == "ScatterAddBackward0");
+  // PyTorch's checks.
+  auto idx = tensor({0, 1}, TensorOptions().dtype(kInt64));
+  CHECK_THROWS_WITH(t.index_add(0, idx.reshape({1, 2}), ones({2, 3})),
+                    "index_add_(): Index is supposed to be a vector");
+  CHECK_THROWS_WITH(t.index_add(0, idx.to(kFloat32), ones({2, 3})),
+                    "index_add_(): Expected dtype int32/int64 for index");
+  CHECK_THROWS_WITH(t.index_add(0, idx, ones({2, 3}, TensorOptions().dtype(kFloat64))),
+                    "index_add_(): self (Float) and source (Double) must have the same scalar "
+                    "type");
+  CHECK_THROWS_WITH(t.index_add(0, idx, ones({3, 3})),
+                    "index_add_(): Number of indices (2) should be equal to source.size(dim) (3)");
+  CHECK_THROWS_WITH(t.index_add(0, idx, ones({2, 4})),
+                    "source tensor shape must match self tensor shape, excluding the specified "
+                    "dimension. Got self.shape = [5, 3] source.shape = [2, 4]");
+  CHECK_THROWS_WITH(t.index_add(0, tensor({0, 5}, TensorOptions().dtype(kInt64)), ones({2, 3})),
+                    "index out of range in self");
+  CHECK_THROWS_WITH(scatter_add(zeros({3}), 0, idx.to(kInt32), ones({2})),
+                    "scatter_add(): Expected dtype int64 for index");
+  CHECK_THROWS_WITH(scatter_add(zeros({3}), 0, idx, ones({2}, TensorOptions().dtype(kFloat64))),
+                    "scatter_add(): Expected self.dtype to be equal to src.dtype");
+}

@@ -67,6 +67,14 @@ Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
                Caller where = {});
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value,
                Caller where = {});
+// t with src's elements (at index's places) added along dim where index says, repeated
+// indices adding each (torch.scatter_add).
+Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
+                   Caller where = {});
+// t with alpha * source added along dim at the places a 1-d index names, source's slice i at
+// index[i] (torch.index_add).
+Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source,
+                 const Scalar& alpha = 1, Caller where = {});
 Tensor nonzero(const Tensor& t, Caller where = {});
 Tensor flip(const Tensor& t, IntArrayRef dims, Caller where = {});
 Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims = {}, Caller where = {});

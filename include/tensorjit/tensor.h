@@ -202,6 +202,14 @@ public:
   Tensor gather(int64_t dim, const Tensor& index, Caller where = {}) const;
   Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src, Caller where = {}) const;
   Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value, Caller where = {}) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src, Caller where = {}) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1,
+                   Caller where = {}) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src, Caller where = {});
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value, Caller where = {});
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src, Caller where = {});
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source,
+                     const Scalar& alpha = 1, Caller where = {});
   Tensor masked_select(const Tensor& mask, Caller where = {}) const;
   // This tensor with `value` (a scalar, or a 0-d tensor, cast to this dtype) where `mask` is true.
   Tensor masked_fill(const Tensor& mask, const Scalar& value, Caller where = {}) const;

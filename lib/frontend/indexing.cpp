@@ -634,11 +634,12 @@ void check_gather_shapes(const Tensor& t, int64_t d, const Tensor& index) {
 
 // scatter's checks; src is null for a scalar value.
 // PyTorch checks the dtypes first, and no shapes for an empty index.
-void check_scatter_shapes(const Tensor& t, int64_t d, const Tensor& index, const Tensor* src) {
+void check_scatter_shapes(const Tensor& t, int64_t d, const Tensor& index, const Tensor* src,
+                          const char* op = "scatter") {
   if (index.numel() != 0 && index.dtype() != kInt64)
-    throw Error("scatter(): Expected dtype int64 for index");
+    throw Error(fmt::format("{}(): Expected dtype int64 for index", op));
   if (src && src->dtype() != t.dtype())
-    throw Error("scatter(): Expected self.dtype to be equal to src.dtype");
+    throw Error(fmt::format("{}(): Expected self.dtype to be equal to src.dtype", op));
   if (index.numel() == 0) return;
   if (nonempty_dim(index) != nonempty_dim(t))
     throw Error("Index tensor must have the same number of dimensions as self tensor");
@@ -753,28 +754,101 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) 
       t, d, checked_indices(index, t.size(d), d, IndexRule::Bounds, t.device()), "GatherBackward0");
 }
 
-Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
-               Caller caller) {
-  detail::CallSite site(caller, "scatter");
+namespace {
+// scatter and scatter_add: src's elements at index's places (src may be larger than index)
+// written, or added, along d where index says.
+Tensor scatter_src(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src, bool add) {
+  const char* op = add ? "scatter_add" : "scatter";
+  const char* grad_name = add ? "ScatterAddBackward0" : "ScatterBackward0";
   int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
-  check_scatter_shapes(t, d, index, &src);
+  check_scatter_shapes(t, d, index, &src, op);
   if (src.device() != t.device()) fe::throw_device_mismatch(t.device(), src.device());
   if (index.numel() == 0 || std::min({t.dim(), index.dim(), src.dim()}) == 0) {
     // Nothing written, or 0-d tensors among vectors: all seen as vectors.
     Tensor out = index.numel() == 0
                      ? t.clone()
-                     : scatter(t.reshape({-1}), 0, index.reshape({-1}), src.reshape({-1}))
+                     : scatter_src(t.reshape({-1}), 0, index.reshape({-1}), src.reshape({-1}), add)
                            .reshape(t.sizes());
-    autograd::rename(out, "ScatterBackward0");
+    autograd::rename(out, grad_name);
     return out;
   }
-  // src's elements at index's places (src may be larger than index).
+  // Bools add as "or": in int64, where no count of them wraps to false.
+  if (add && t.dtype() == kBool) {
+    Tensor out = scatter_src(t.to(kInt64), d, index, src.to(kInt64), true) != 0;
+    return out;
+  }
   std::vector<TensorIndex> box;
   for (int64_t k = 0; k < index.dim(); ++k)
     box.emplace_back(Slice(0, index.size(k)));
   return autograd::scatter_at(t, d,
                               checked_indices(index, t.size(d), d, IndexRule::Bounds, t.device()),
-                              src.index(box), false, "ScatterBackward0");
+                              src.index(box), add, grad_name);
+}
+} // namespace
+
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
+               Caller caller) {
+  detail::CallSite site(caller, "scatter");
+  return scatter_src(t, dim, index, src, false);
+}
+
+Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
+                   Caller caller) {
+  detail::CallSite site(caller, "scatter_add");
+  return scatter_src(t, dim, index, src, true);
+}
+
+Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source,
+                 const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "index_add");
+  // PyTorch's index_add meta function's checks, in its order.
+  const int64_t d = ir::wrap_dim(dim, std::max<int64_t>(t.dim(), 1));
+  if (index.dim() > 1) throw Error("index_add_(): Index is supposed to be a vector");
+  if (index.dtype() != kInt64 && index.dtype() != kInt32)
+    throw Error("index_add_(): Expected dtype int32/int64 for index");
+  if (source.dtype() != t.dtype())
+    throw Error(
+        fmt::format("index_add_(): self ({}) and source ({}) must have the same scalar type",
+                    fe::cpp_type_name(t.dtype()), fe::cpp_type_name(source.dtype())));
+  if (d != 0 && d >= source.dim())
+    throw Error(fmt::format(
+        "index_add_(): Indexing dim {} is out of bounds of the source tensor with dim {}", d,
+        source.dim()));
+  const int64_t along = source.dim() == 0 ? 1 : source.size(d);
+  if (index.numel() != along)
+    throw Error(fmt::format("index_add_(): Number of indices ({}) should be equal to "
+                            "source.size(dim) ({})",
+                            index.numel(), along));
+  Shape self_rest = t.sizes(), source_rest = source.sizes();
+  if (t.dim() != 0 && source.dim() != 0) {
+    self_rest.erase(self_rest.begin() + d);
+    source_rest.erase(source_rest.begin() + d);
+  }
+  if (self_rest != source_rest)
+    throw Error(fmt::format("source tensor shape must match self tensor shape, excluding the "
+                            "specified dimension. Got self.shape = {} source.shape = {}",
+                            ir::shape_str(t.sizes()), ir::shape_str(source.sizes())));
+  if (source.device() != t.device()) fe::throw_device_mismatch(t.device(), source.device());
+  fe::check_scalar_fits(alpha, t.dtype());
+  const int64_t size = t.dim() == 0 ? 1 : t.size(d);
+  Tensor idx = checked_indices(index, size, d, IndexRule::Select, t.device());
+  Tensor value = alpha.to_double() == 1.0 && alpha.imag() == 0.0 ? source : source * alpha;
+  if (t.dim() == 0 || source.dim() == 0) {
+    Tensor out =
+        scatter_add(t.reshape({-1}), 0, idx.reshape({-1}), value.reshape({-1})).reshape(t.sizes());
+    autograd::rename(out, "IndexAddBackward0");
+    return out;
+  }
+  // index[i] for source's slice i along d: the index along d, broadcast over source's dims.
+  Shape lifted(static_cast<size_t>(source.dim()), 1);
+  lifted[static_cast<size_t>(d)] = along;
+  idx = idx.reshape(lifted).expand(source.sizes());
+  if (t.dtype() == kBool) {
+    Tensor out = scatter_add(t, d, idx, value);
+    autograd::rename(out, "IndexAddBackward0");
+    return out;
+  }
+  return autograd::scatter_at(t, d, idx, value, true, "IndexAddBackward0");
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value,
@@ -842,6 +916,14 @@ Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src, Call
 }
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value, Caller caller) const {
   return tj::scatter(*this, dim, index, value, caller);
+}
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src,
+                           Caller caller) const {
+  return tj::scatter_add(*this, dim, index, src, caller);
+}
+Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source,
+                         const Scalar& alpha, Caller caller) const {
+  return tj::index_add(*this, dim, index, source, alpha, caller);
 }
 Tensor Tensor::masked_select(const Tensor& mask, Caller caller) const {
   return tj::masked_select(*this, mask, caller);

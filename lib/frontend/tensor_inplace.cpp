@@ -333,6 +333,25 @@ TJ_INPLACE_BINARY_BOTH(pow)
 #undef TJ_INPLACE_BINARY_BOTH
 #undef TJ_INPLACE_BINARY
 
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src, Caller caller) {
+  detail::CallSite site(caller, "scatter_");
+  return mutate(*this, {index, src}, [&] { return tj::scatter(*this, dim, index, src); });
+}
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value, Caller caller) {
+  detail::CallSite site(caller, "scatter_");
+  return mutate(*this, {index}, [&] { return tj::scatter(*this, dim, index, value); });
+}
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src, Caller caller) {
+  detail::CallSite site(caller, "scatter_add_");
+  return mutate(*this, {index, src}, [&] { return tj::scatter_add(*this, dim, index, src); });
+}
+Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source,
+                           const Scalar& alpha, Caller caller) {
+  detail::CallSite site(caller, "index_add_");
+  return mutate(*this, {index, source},
+                [&] { return tj::index_add(*this, dim, index, source, alpha); });
+}
+
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Caller caller) {
   detail::CallSite site(caller, "clamp_");
   return mutate(*this, {}, [&] { return clamp(min, max); });
