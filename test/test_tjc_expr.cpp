@@ -74,6 +74,9 @@ TEST_CASE("tjc expr: the examples of tjc --help", "[tjc]") {
   CHECK(r.tensors[0].sizes() == tj::Shape{4, 8});
   CHECK(r.tensors[0].sum(std::vector<int64_t>{1}).allclose(tj::ones({4})));
   CHECK(run("x = arange(6).reshape(2, 3); (x * 2).sum(0)") == "tensor([ 6, 10, 14])\n");
+  CHECK(run("torch.zeros(3).index_add(0, torch.tensor([2, 0, 2]), torch.ones(3), alpha=2); "
+            "torch.zeros(3).scatter_add(0, torch.tensor([1, 1]), torch.ones(2))") ==
+        "tensor([2., 0., 4.])\ntensor([0., 2., 0.])\n");
   CHECK(run("torch.randn(2, 3, dtype=torch.float64).shape") == "torch.Size([2, 3])\n");
   CHECK(run("F.softmax(torch.tensor([1., 1.]), dim=0)") == "tensor([0.5000, 0.5000])\n");
   CHECK(run("import torch.nn.functional as G\nG.relu(torch.tensor([-1., 2.]))") ==

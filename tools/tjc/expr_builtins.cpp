@@ -621,6 +621,14 @@ void Tables::shapes() {
     if (auto s = src->get<Tensor>()) return scatter(t, dim, idx, *s);
     return scatter(t, dim, idx, a.to_scalar(*src, "value"));
   });
+  def({"scatter_add"}, TM, [](Args& a) {
+    return scatter_add(a.self(), a.i64(1, "dim"), a.tensor(2, "index"), a.tensor(3, "src"));
+  });
+  def({"index_add"}, TM, [](Args& a) {
+    const Value* alpha = a.get(Args::kKw, "alpha");
+    return index_add(a.self(), a.i64(1, "dim"), a.tensor(2, "index"), a.tensor(3, "source"),
+                     alpha ? a.to_scalar(*alpha, "alpha") : Scalar(1));
+  });
 }
 
 // torch.linalg.NAME (only through the module, as in PyTorch).
