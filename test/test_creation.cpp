@@ -213,3 +213,10 @@ TEST_CASE("from_blob shares memory both ways", "[creation]") {
   }
   CHECK(freed);
 }
+
+TEST_CASE("scalar_tensor takes the default dtype whatever the value's kind", "[creation]") {
+  CHECK(scalar_tensor(3).dtype() == kFloat32);
+  CHECK(scalar_tensor(true).dtype() == kFloat32);
+  CHECK(scalar_tensor(3, kInt64).dtype() == kInt64);
+  CHECK(scalar_tensor(3).item<double>() == 3.0);
+}

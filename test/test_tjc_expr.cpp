@@ -99,6 +99,20 @@ TEST_CASE("tjc expr: Python numbers follow Python", "[tjc]") {
         "5\n2\n3\n'3x'\n[1, 2, 3]\n(0, 0, 0)\n");
   CHECK(run("x = None; x is None; x is not None; 1 is True; 1 == True") ==
         "True\nFalse\nFalse\nTrue\n");
+  // round's digits: the double's exact value, half to even; ints exactly.
+  CHECK(run("round(2.675, 2); round(0.125, 2); round(1250.0, -2); round(1234, -2); "
+            "round(1250, -2); round(-1250, -2); round(1350, -2); round(7, 2)") ==
+        "2.67\n0.12\n1200.0\n1200\n1200\n-1200\n1400\n7\n");
+  CHECK(run("torch.tensor([1+2j, 3]).tolist(); torch.scalar_tensor(3)") ==
+        "[(1+2j), (3+0j)]\ntensor(3.)\n");
+  // torch.tensor's data into an integer dtype: checked, as Python 3.10's torch converts it.
+  CHECK(run("torch.tensor([-1, 255], dtype=torch.uint8); torch.tensor([127, -128], "
+            "dtype=torch.int8)") ==
+        "tensor([255, 255], dtype=torch.uint8)\ntensor([ 127, -128], dtype=torch.int8)\n");
+  CHECK_THROWS_WITH(run("torch.tensor([200], dtype=torch.int8)"),
+                    Catch::Contains("value cannot be converted to type int8 without overflow"));
+  CHECK_THROWS_WITH(run("torch.tensor([300.5], dtype=torch.uint8)"),
+                    Catch::Contains("value cannot be converted to type uint8 without overflow"));
   CHECK(run("math.pi; math.sqrt(2); math.floor(-2.5)") ==
         "3.141592653589793\n1.4142135623730951\n-3\n");
   CHECK(error_of("1 // 0") ==

@@ -141,7 +141,10 @@ Tensor ones(IntArrayRef size, TensorOptions o, Caller caller) {
 }
 Tensor scalar_tensor(const Scalar& v, TensorOptions o, Caller caller) {
   detail::CallSite site(caller, "scalar_tensor");
-  return full({}, v, o);
+  // The default dtype whatever the value's kind (torch.scalar_tensor(3) is tensor(3.)), unlike
+  // full's inference; a complex value its complex counterpart.
+  const DType t = v.is_complex() ? complex_dtype(default_dtype()) : default_dtype();
+  return full({}, v, o.dtype(o.dtype_or(t)));
 }
 
 namespace {

@@ -77,6 +77,21 @@ Tensor make_tensor(const Value& data, TensorOptions o) {
                          : flat.any_int ? kInt64
                          : bools        ? kBool
                                         : default_dtype()));
+  // torch.tensor's checked conversion of each Python number into an integer dtype (c10's
+  // overflows: an unsigned type also takes negatives down to minus its maximum).
+  if (const DType t = o.dtype_or(kFloat32); is_integral(t)) {
+    const int bits = static_cast<int>(itemsize(t)) * 8;
+    const double hi = t == kUInt8 ? 255.0 : std::ldexp(1.0, bits - 1) - 1;
+    const double lo = t == kUInt8 ? -255.0 : -std::ldexp(1.0, bits - 1);
+    auto fits = [&](double v) { return !(v < lo || v > hi); };
+    const bool ok = flat.any_float ? std::all_of(flat.f.begin(), flat.f.end(), fits)
+                                   : std::all_of(flat.i.begin(), flat.i.end(), [&](int64_t v) {
+                                       return t == kInt64 || fits(static_cast<double>(v));
+                                     });
+    if (!ok)
+      throw Error(fmt::format("value cannot be converted to type {} without overflow",
+                              short_dtype_name(t)));
+  }
   if (flat.any_float) return tj::tensor(flat.f, shape, o);
   if (bools) return tj::tensor(std::vector<bool>(flat.i.begin(), flat.i.end()), shape, o);
   return tj::tensor(flat.i, shape, o);
@@ -86,13 +101,15 @@ namespace {
 
 Value tolist(const Tensor& t) {
   if (t.numel() > kMaxSeqLen) throw Error("sequence too long");
-  bool fl = t.is_floating_point(), bo = t.dtype() == kBool;
+  bool fl = t.is_floating_point(), bo = t.dtype() == kBool, cx = t.is_complex();
   std::vector<double> f = fl ? t.to_vector<double>() : std::vector<double>();
-  std::vector<int64_t> i = fl ? std::vector<int64_t>() : t.to_vector<int64_t>();
+  std::vector<std::complex<double>> z =
+      cx ? t.to_vector<std::complex<double>>() : std::vector<std::complex<double>>();
+  std::vector<int64_t> i = fl || cx ? std::vector<int64_t>() : t.to_vector<int64_t>();
   size_t k = 0;
   std::function<Value(size_t)> build = [&](size_t dim) -> Value {
     if (dim == t.sizes().size())
-      return fl ? Value(f[k++]) : bo ? Value(i[k++] != 0) : Value(i[k++]);
+      return cx ? Value(z[k++]) : fl ? Value(f[k++]) : bo ? Value(i[k++] != 0) : Value(i[k++]);
     std::vector<Value> items;
     for (int64_t n = 0; n < t.sizes()[dim]; ++n)
       items.push_back(build(dim + 1));
@@ -1042,11 +1059,32 @@ void Tables::python() {
     if (!is_num(x)) return tj::round(a.to_tensor(x, "input"));
     if (x.is<std::complex<double>>()) throw Error("type complex doesn't define __round__ method");
     auto nd = a.opt_i64(1, "ndigits");
-    if (!d) return num_scalar(x).to_int();
+    if (!d) {
+      // An int to a negative number of digits: exactly, half to even (round(1250, -2) is 1200).
+      const int64_t v = num_scalar(x).to_int();
+      if (!nd || *nd >= 0) return v;
+      if (*nd < -18) return int64_t{0};
+      int64_t scale = 1;
+      for (int64_t k = 0; k < -*nd; ++k)
+        scale *= 10;
+      int64_t q = v / scale, r = v % scale;
+      if (r < 0) r += scale, --q; // floor division
+      if (2 * r > scale || (2 * r == scale && q % 2 != 0)) ++q;
+      return q * scale;
+    }
     if (!nd) return float_to_int(std::nearbyint(*d));
     if (*nd > 300 || !std::isfinite(*d)) return *d;
-    double scale = std::pow(10.0, static_cast<double>(std::max<int64_t>(*nd, -300)));
-    return std::nearbyint(*d * scale) / scale;
+    if (*nd >= 0) {
+      // Python rounds the double's exact value to nd decimals (half to even on exact ties), as
+      // printf's conversion does: round(2.675, 2) is 2.67, the double being 2.67499999...
+      std::string text(static_cast<size_t>(400 + *nd), '\0');
+      text.resize(static_cast<size_t>(
+          std::snprintf(text.data(), text.size(), "%.*f", static_cast<int>(*nd), *d)));
+      return std::strtod(text.c_str(), nullptr);
+    }
+    if (*nd < -308) return std::copysign(0.0, *d);
+    const double scale = std::pow(10.0, static_cast<double>(-*nd));
+    return std::nearbyint(*d / scale) * scale;
   });
   using MathFn = double (*)(double);
   static const std::pair<const char*, MathFn> math[] = {{"sqrt", [](double x) { return std::sqrt(x); }},
