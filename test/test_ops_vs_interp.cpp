@@ -641,8 +641,10 @@ TEST_CASE("promote_types and result types follow PyTorch", "[oracle][promotion]"
   check_dtype(i8 + 1000, tj::kInt8, "int8 tensor + 1000");
   check_dtype(d0 + f32, tj::kFloat32, "0-d float64 tensor + float32 1-D tensor");
   check_dtype(d0 + i32, tj::kFloat64, "0-d float64 tensor + int32 1-D tensor");
-  check_dtype(tj::scalar_tensor(int64_t{7}) + i8, tj::kInt8, "0-d int64 tensor + int8 1-D tensor");
-  check_dtype(tj::scalar_tensor(true) + u8, tj::kUInt8, "0-d bool tensor + uint8 1-D tensor");
+  check_dtype(tj::scalar_tensor(int64_t{7}, tj::kInt64) + i8, tj::kInt8,
+              "0-d int64 tensor + int8 1-D tensor");
+  check_dtype(tj::scalar_tensor(true, tj::kBool) + u8, tj::kUInt8,
+              "0-d bool tensor + uint8 1-D tensor");
   check_dtype(f16 * d0, tj::kFloat16, "float16 tensor * 0-d float64 tensor");
   check_dtype(b + 2.5, tj::kFloat32, "bool tensor + 2.5");
   check_dtype(b + true, tj::kBool, "bool tensor + True");
