@@ -331,16 +331,26 @@ TEST_CASE("scatter_add and index_add, and the in-place scatter_, scatter_add_ an
   Tensor t = ones({5, 3});
   Tensor added = t.index_add(0, tensor({0, 4, 2, 0}, TensorOptions().dtype(kInt64)),
                              arange(12, TensorOptions().dtype(kFloat32)).reshape({4, 3}), 2);
-  CHECK(added.to_vector<float>() == std::vector<float>{1 + 0 + 18, 1 + 2 + 20, 1 + 4 + 22, 1, 1,
-                                                       1, 1 + 12, 1 + 14, 1 + 16, 1, 1, 1,
-                                                       1 + 6, 1 + 8, 1 + 10});
+  CHECK(added.to_vector<float>() == std::vector<float>{1 + 0 + 18, 1 + 2 + 20, 1 + 4 + 22, 1, 1, 1,
+                                                       1 + 12, 1 + 14, 1 + 16, 1, 1, 1, 1 + 6,
+                                                       1 + 8, 1 + 10});
+  // alpha is taken in self's dtype first (2.5 into int32 is 2; 2 into bool is true).
+  CHECK(zeros({2}, TensorOptions().dtype(kInt32))
+            .index_add(0, tensor({0, 0}, TensorOptions().dtype(kInt64)),
+                       tensor({1, 3}, TensorOptions().dtype(kInt32)), 2.5)
+            .to_vector<int32_t>() == std::vector<int32_t>{8, 0});
+  CHECK(zeros({2}, TensorOptions().dtype(kBool))
+            .index_add(0, tensor({1}, TensorOptions().dtype(kInt64)),
+                       ones({1}, TensorOptions().dtype(kBool)), 2)
+            .to_vector<bool>() == std::vector<bool>{false, true});
   Tensor cols = zeros({2, 4});
   cols.index_add_(1, tensor({3, 3}, TensorOptions().dtype(kInt32)), ones({2, 2}));
   CHECK(cols.to_vector<float>() == std::vector<float>{0, 0, 0, 2, 0, 0, 0, 2});
   // Bools add as "or".
   Tensor flags = zeros({4}, TensorOptions().dtype(kBool));
-  CHECK(flags.scatter_add(0, tensor({1, 1, 3}, TensorOptions().dtype(kInt64)),
-                          ones({3}, TensorOptions().dtype(kBool)))
+  CHECK(flags
+            .scatter_add(0, tensor({1, 1, 3}, TensorOptions().dtype(kInt64)),
+                         ones({3}, TensorOptions().dtype(kBool)))
             .to_vector<bool>() == std::vector<bool>{false, true, false, true});
   // Gradients: self's passes through, source's is gathered (times alpha).
   Tensor w = ones({3, 2}, TensorOptions().requires_grad(true));
@@ -354,6 +364,10 @@ TEST_CASE("scatter_add and index_add, and the in-place scatter_, scatter_add_ an
   Tensor w2 = ones({3, 2}, TensorOptions().requires_grad(true));
   CHECK(w2.scatter_add(0, tensor({{0, 1}}), v).grad_fn()->name() == "ScatterAddBackward0");
   // PyTorch's checks.
+  Tensor y = ones({4});
+  CHECK_THROWS_WITH(y.index_add_(0, tensor({0, 1, 2, 3}, TensorOptions().dtype(kInt64)), y),
+                    Catch::Contains("unsupported operation: some elements of the input tensor and "
+                                    "the written-to tensor refer to a single memory location"));
   auto idx = tensor({0, 1}, TensorOptions().dtype(kInt64));
   CHECK_THROWS_WITH(t.index_add(0, idx.reshape({1, 2}), ones({2, 3})),
                     "index_add_(): Index is supposed to be a vector");

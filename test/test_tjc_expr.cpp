@@ -113,6 +113,12 @@ TEST_CASE("tjc expr: Python numbers follow Python", "[tjc]") {
                     Catch::Contains("value cannot be converted to type int8 without overflow"));
   CHECK_THROWS_WITH(run("torch.tensor([300.5], dtype=torch.uint8)"),
                     Catch::Contains("value cannot be converted to type uint8 without overflow"));
+  CHECK_THROWS_WITH(run("torch.tensor([-1.0], dtype=torch.uint8)"),
+                    Catch::Contains("value cannot be converted to type uint8 without overflow"));
+  CHECK_THROWS_WITH(run("torch.tensor([math.nan], dtype=torch.int64)"),
+                    Catch::Contains("value cannot be converted to type int64 without overflow"));
+  CHECK_THROWS_WITH(run("round(9223372036854775807, -1)"), Catch::Contains("integer overflow"));
+  CHECK(run("round(-5, -1); round(-15, -1); round(4000000000000000000, -19)") == "0\n-20\n0\n");
   CHECK(run("math.pi; math.sqrt(2); math.floor(-2.5)") ==
         "3.141592653589793\n1.4142135623730951\n-3\n");
   CHECK(error_of("1 // 0") ==

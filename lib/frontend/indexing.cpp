@@ -832,7 +832,10 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
   fe::check_scalar_fits(alpha, t.dtype());
   const int64_t size = t.dim() == 0 ? 1 : t.size(d);
   Tensor idx = checked_indices(index, size, d, IndexRule::Select, t.device());
-  Tensor value = alpha.to_double() == 1.0 && alpha.imag() == 0.0 ? source : source * alpha;
+  // alpha in self's dtype first, as PyTorch's kernel takes it (2.5 into int32 is 2): the product
+  // keeps the source's dtype.
+  const Scalar a = ir::to_dtype(alpha, t.dtype());
+  Tensor value = a.to_double() == 1.0 && a.imag() == 0.0 ? source : source * a;
   if (t.dim() == 0 || source.dim() == 0) {
     Tensor out =
         scatter_add(t.reshape({-1}), 0, idx.reshape({-1}), value.reshape({-1})).reshape(t.sizes());

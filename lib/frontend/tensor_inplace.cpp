@@ -333,21 +333,33 @@ TJ_INPLACE_BINARY_BOTH(pow)
 #undef TJ_INPLACE_BINARY_BOTH
 #undef TJ_INPLACE_BINARY
 
+// PyTorch's scatter and index_add kernels refuse any memory shared with their inputs, even all
+// of it (x.add_(x) is fine, x.scatter_add_(0, i, x) is not).
+namespace {
+void refuse_overlap(const Tensor& self, std::initializer_list<Tensor> inputs) {
+  for (const Tensor& in : inputs)
+    if (in.defined()) detail::assert_no_overlap(self, in);
+}
+} // namespace
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src, Caller caller) {
   detail::CallSite site(caller, "scatter_");
+  refuse_overlap(*this, {index, src});
   return mutate(*this, {index, src}, [&] { return tj::scatter(*this, dim, index, src); });
 }
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value, Caller caller) {
   detail::CallSite site(caller, "scatter_");
+  refuse_overlap(*this, {index});
   return mutate(*this, {index}, [&] { return tj::scatter(*this, dim, index, value); });
 }
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src, Caller caller) {
   detail::CallSite site(caller, "scatter_add_");
+  refuse_overlap(*this, {index, src});
   return mutate(*this, {index, src}, [&] { return tj::scatter_add(*this, dim, index, src); });
 }
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source,
                            const Scalar& alpha, Caller caller) {
   detail::CallSite site(caller, "index_add_");
+  refuse_overlap(*this, {index, source});
   return mutate(*this, {index, source},
                 [&] { return tj::index_add(*this, dim, index, source, alpha); });
 }

@@ -78,15 +78,17 @@ Tensor make_tensor(const Value& data, TensorOptions o) {
                          : bools        ? kBool
                                         : default_dtype()));
   // torch.tensor's checked conversion of each Python number into an integer dtype (c10's
-  // overflows: an unsigned type also takes negatives down to minus its maximum).
+  // overflows: an int into an unsigned type may also be negative down to minus its maximum; a
+  // float must lie in the type's range, NaN nowhere). Data with a float in it is read as floats.
   if (const DType t = o.dtype_or(kFloat32); is_integral(t)) {
     const int bits = static_cast<int>(itemsize(t)) * 8;
     const double hi = t == kUInt8 ? 255.0 : std::ldexp(1.0, bits - 1) - 1;
-    const double lo = t == kUInt8 ? -255.0 : -std::ldexp(1.0, bits - 1);
-    auto fits = [&](double v) { return !(v < lo || v > hi); };
+    const double lo = t == kUInt8 ? 0.0 : -std::ldexp(1.0, bits - 1);
+    auto fits = [&](double v) { return v >= lo && v <= hi; };
     const bool ok = flat.any_float ? std::all_of(flat.f.begin(), flat.f.end(), fits)
                                    : std::all_of(flat.i.begin(), flat.i.end(), [&](int64_t v) {
-                                       return t == kInt64 || fits(static_cast<double>(v));
+                                       return t == kInt64 || fits(static_cast<double>(v)) ||
+                                              (t == kUInt8 && v >= -255 && v < 0);
                                      });
     if (!ok)
       throw Error(fmt::format("value cannot be converted to type {} without overflow",
@@ -1063,14 +1065,21 @@ void Tables::python() {
       // An int to a negative number of digits: exactly, half to even (round(1250, -2) is 1200).
       const int64_t v = num_scalar(x).to_int();
       if (!nd || *nd >= 0) return v;
-      if (*nd < -18) return int64_t{0};
+      if (*nd < -19) return int64_t{0}; // |v| < 10^20 / 2
+      if (*nd == -19) {                 // 10^19 itself does not fit
+        const int64_t half = 5'000'000'000'000'000'000;
+        if (v > half || v < -half) int_overflow();
+        return int64_t{0};
+      }
       int64_t scale = 1;
       for (int64_t k = 0; k < -*nd; ++k)
         scale *= 10;
       int64_t q = v / scale, r = v % scale;
       if (r < 0) r += scale, --q; // floor division
-      if (2 * r > scale || (2 * r == scale && q % 2 != 0)) ++q;
-      return q * scale;
+      if (r > scale - r || (r == scale - r && q % 2 != 0)) ++q;
+      int64_t rounded = 0;
+      if (__builtin_mul_overflow(q, scale, &rounded)) int_overflow();
+      return rounded;
     }
     if (!nd) return float_to_int(std::nearbyint(*d));
     if (*nd > 300 || !std::isfinite(*d)) return *d;
