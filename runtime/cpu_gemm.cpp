@@ -147,6 +147,9 @@ void pack_a(T* dst, const T* a, int64_t rs, int64_t cs, int64_t rows, int64_t kc
     if (h < mr || kcp > kc) std::memset(d, 0, sizeof(T) * size_t(mr * kcp));
     if (cs == 1) {
       transpose_copy(d, mr, a + r0 * rs, rs, h, kc);
+    } else if (rs == 1) { // a transposed A: each step along k is a run of the panel's rows
+      for (int64_t p = 0; p < kc; ++p)
+        std::memcpy(d + p * mr, a + r0 + p * cs, sizeof(T) * size_t(h));
     } else {
       for (int64_t p = 0; p < kc; ++p)
         for (int64_t i = 0; i < h; ++i)
@@ -275,16 +278,24 @@ template <class T, class Op = T> struct Product {
         for (int64_t ic = i0; ic < i1; ic += mc) {
           const int64_t h = std::min(mc, i1 - ic);
           pack_a_block(ap, a + ic * a_rs + pc * a_cs, h, depth, kcp);
+          if (epilogue && pc + kc >= k) {
+            // The last KC step, with an epilogue: a strip of MR rows at a time, the block's
+            // width, so that each strip is final while it is in the cache still, and the
+            // epilogue takes each of its rows as one run. (Run after the whole MC x NC block,
+            // 252 x 784 floats outgrew L2 and the epilogue read C back from L3: w - lr * g^T x
+            // at 512x784x128 cost 100 us over the product, more than a pass after it. Runs of
+            // 256 columns instead cost more in calls and short streams than they saved.)
+            for (int64_t ir = 0; ir < h; ir += uk.mr) {
+              for (int64_t c0 = 0; c0 < w; c0 += uk.nr)
+                tile(ap + ir * kcp, bp + c0 * kcp, kcp, ic + ir, jc + c0, pc > 0);
+              for (int64_t i = ic + ir; i < ic + std::min(h, ir + uk.mr); ++i)
+                (*epilogue)(c + i * c_rs + jc, w);
+            }
+            continue;
+          }
           for (int64_t c0 = 0; c0 < w; c0 += uk.nr)
             for (int64_t ir = 0; ir < h; ir += uk.mr)
               tile(ap + ir * kcp, bp + c0 * kcp, kcp, ic + ir, jc + c0, pc > 0);
-          // The last KC step left this MC x NC block final, in the cache still: the epilogue
-          // takes each of its rows as one run, the block's width (given runs of 256 columns
-          // instead, the calls' overhead and the short streams they read made it slower than
-          // a pass after the product).
-          if (epilogue && pc + kc >= k)
-            for (int64_t i = ic; i < ic + h; ++i)
-              (*epilogue)(c + i * c_rs + jc, w);
         }
       }
     }
@@ -296,6 +307,13 @@ template <class T, class Op = T> struct Product {
   // grid is the one with the least work on the busiest thread, its tiles' FMAs and its packing
   // (about an element a cycle, where a core does two vectors of FMAs a cycle). The sums run
   // over the same KC steps whatever the grid: the thread count changes no bit.
+  //
+  // With an epilogue, a grid that splits C's columns costs more: each of a thread's rows of C
+  // then borders another thread's in the middle of the row, and the epilogue's runs along it
+  // met the other core's lines there (the prefetchers read past a run's end). On a 2-core Zen
+  // 4, w - lr * g^T x at 512x784x128 spent about 400 cycles a row of C in its epilogue over a
+  // grid of two column blocks, 10x the epilogue's time on one thread; over two row blocks, the
+  // same as on one.
   void run(int64_t threads) const {
     const int64_t nk = ceil_div(k, blk.kc), kc = round_up(ceil_div(k, nk), uk.k_unroll);
     const int64_t row_tiles = ceil_div(m, uk.mr), col_tiles = ceil_div(n, uk.nr);
@@ -305,8 +323,9 @@ template <class T, class Op = T> struct Product {
     for (int64_t r = 1; r <= std::min(threads, row_tiles); ++r)
       for (int64_t q = 1; q <= std::min(threads / r, col_tiles); ++q) {
         const int64_t rt = ceil_div(row_tiles, r), ct = ceil_div(col_tiles, q);
-        const double cost =
-            double(rt * ct * uk.mr * uk.nr) / fmas_per_cycle + double(rt * uk.mr + ct * uk.nr);
+        const double shared_row = epilogue && q > 1 ? 400.0 : 0.0;
+        const double cost = double(rt * ct * uk.mr * uk.nr) / fmas_per_cycle +
+                            double(rt * uk.mr) * (1.0 + shared_row) + double(ct * uk.nr);
         if (best < 0 || cost < best) best = cost, tm = r, tn = q;
       }
     const int64_t rows_per = ceil_div(row_tiles, tm) * uk.mr,

@@ -172,6 +172,9 @@ template <class T, class C = T> void check_driver(DType dtype) {
                       Layout::RowMajor, Layout::Transposed, rng, true);
   check_product<T, C>(*kernels[0], rt::cpu::gemm_blocking(*kernels[0]), 4, 30, 40, 50,
                       Layout::Transposed, Layout::Broadcast, rng, true);
+  // Rows of one tile, so that the threads split the columns despite the epilogue.
+  check_product<T, C>(*kernels[0], rt::cpu::gemm_blocking(*kernels[0]), 1, 5, 700, 300,
+                      Layout::Transposed, Layout::RowMajor, rng, true);
 }
 
 } // namespace
