@@ -323,9 +323,11 @@ template <class T, class Op = T> struct Product {
     for (int64_t r = 1; r <= std::min(threads, row_tiles); ++r)
       for (int64_t q = 1; q <= std::min(threads / r, col_tiles); ++q) {
         const int64_t rt = ceil_div(row_tiles, r), ct = ceil_div(col_tiles, q);
-        const double shared_row = epilogue && q > 1 ? 400.0 : 0.0;
-        const double cost = double(rt * ct * uk.mr * uk.nr) / fmas_per_cycle +
-                            double(rt * uk.mr) * (1.0 + shared_row) + double(ct * uk.nr);
+        // Cycles per step of k, and the shared rows' once per product.
+        const double shared_rows = epilogue && q > 1 ? 400.0 * double(rt * uk.mr) : 0.0;
+        const double cost = double(k) * (double(rt * ct * uk.mr * uk.nr) / fmas_per_cycle +
+                                         double(rt * uk.mr + ct * uk.nr)) +
+                            shared_rows;
         if (best < 0 || cost < best) best = cost, tm = r, tn = q;
       }
     const int64_t rows_per = ceil_div(row_tiles, tm) * uk.mr,
