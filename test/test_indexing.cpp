@@ -347,6 +347,16 @@ TEST_CASE("scatter_add and index_add, and the in-place scatter_, scatter_add_ an
   cols.index_add_(1, tensor({3, 3}, TensorOptions().dtype(kInt32)), ones({2, 2}));
   CHECK(cols.to_vector<float>() == std::vector<float>{0, 0, 0, 2, 0, 0, 0, 2});
   // Bools add as "or".
+  // 0-d self and source: one index, 0.
+  Tensor one = scalar_tensor(1.0).requires_grad_();
+  Tensor summed =
+      one.index_add(0, tensor({0}, TensorOptions().dtype(kInt64)), scalar_tensor(2.0), 2);
+  CHECK(summed.item<double>() == 5.0);
+  CHECK(summed.dim() == 0);
+  CHECK(summed.grad_fn()->name() == "IndexAddBackward0");
+  CHECK_THROWS_WITH(
+      one.index_add(0, tensor({1}, TensorOptions().dtype(kInt64)), scalar_tensor(2.0)),
+      Catch::Contains("out of range"));
   Tensor flags = zeros({4}, TensorOptions().dtype(kBool));
   CHECK(flags
             .scatter_add(0, tensor({1, 1, 3}, TensorOptions().dtype(kInt64)),

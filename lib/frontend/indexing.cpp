@@ -755,6 +755,15 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index, Caller caller) 
 }
 
 namespace {
+// value's elements added into t along d at idx (checked indices, value's shape). Bools add as
+// "or": in int64, where no count of them wraps to false.
+Tensor add_at(const Tensor& t, int64_t d, const Tensor& idx, const Tensor& value,
+              const char* grad_name) {
+  if (t.dtype() == kBool)
+    return autograd::scatter_at(t.to(kInt64), d, idx, value.to(kInt64), true, grad_name) != 0;
+  return autograd::scatter_at(t, d, idx, value, true, grad_name);
+}
+
 // scatter and scatter_add: src's elements at index's places (src may be larger than index)
 // written, or added, along d where index says.
 Tensor scatter_src(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src, bool add) {
@@ -772,17 +781,12 @@ Tensor scatter_src(const Tensor& t, int64_t dim, const Tensor& index, const Tens
     autograd::rename(out, grad_name);
     return out;
   }
-  // Bools add as "or": in int64, where no count of them wraps to false.
-  if (add && t.dtype() == kBool) {
-    Tensor out = scatter_src(t.to(kInt64), d, index, src.to(kInt64), true) != 0;
-    return out;
-  }
   std::vector<TensorIndex> box;
   for (int64_t k = 0; k < index.dim(); ++k)
     box.emplace_back(Slice(0, index.size(k)));
-  return autograd::scatter_at(t, d,
-                              checked_indices(index, t.size(d), d, IndexRule::Bounds, t.device()),
-                              src.index(box), add, grad_name);
+  Tensor idx = checked_indices(index, t.size(d), d, IndexRule::Bounds, t.device());
+  if (add) return add_at(t, d, idx, src.index(box), grad_name);
+  return autograd::scatter_at(t, d, idx, src.index(box), false, grad_name);
 }
 } // namespace
 
@@ -836,22 +840,17 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
   // keeps the source's dtype.
   const Scalar a = ir::to_dtype(alpha, t.dtype());
   Tensor value = a.to_double() == 1.0 && a.imag() == 0.0 ? source : source * a;
-  if (t.dim() == 0 || source.dim() == 0) {
+  if (t.dim() == 0 || source.dim() == 0) { // both 0-d (the shape check above): as vectors
     Tensor out =
-        scatter_add(t.reshape({-1}), 0, idx.reshape({-1}), value.reshape({-1})).reshape(t.sizes());
+        add_at(t.reshape({-1}), 0, idx.reshape({-1}), value.reshape({-1}), "IndexAddBackward0")
+            .reshape(t.sizes());
     autograd::rename(out, "IndexAddBackward0");
     return out;
   }
   // index[i] for source's slice i along d: the index along d, broadcast over source's dims.
   Shape lifted(static_cast<size_t>(source.dim()), 1);
   lifted[static_cast<size_t>(d)] = along;
-  idx = idx.reshape(lifted).expand(source.sizes());
-  if (t.dtype() == kBool) {
-    Tensor out = scatter_add(t, d, idx, value);
-    autograd::rename(out, "IndexAddBackward0");
-    return out;
-  }
-  return autograd::scatter_at(t, d, idx, value, true, "IndexAddBackward0");
+  return add_at(t, d, idx.reshape(lifted).expand(source.sizes()), value, "IndexAddBackward0");
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value,
