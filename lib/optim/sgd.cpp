@@ -31,15 +31,15 @@ SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
   // Parameters in one storage (by its cell) may share memory. A parameter given twice (deprecated
   // in PyTorch) keeps a momentum buffer per place in the list, where PyTorch's loop shares one
   // from the second step on.
-  std::unordered_map<const void*, size_t> first_in_cell, first_of;
+  std::unordered_map<const void*, std::vector<size_t>> in_cell; // the parameters in each cell
   bool duplicate = false;
   for (size_t i = 0; i < params_.size(); ++i) {
-    const auto [cell, fresh_cell] = first_in_cell.emplace(params_[i].impl()->cell.get(), i);
-    if (!fresh_cell)
-      for (size_t j = cell->second; j < i && !in_place_; ++j)
-        in_place_ = params_[j].impl()->cell == params_[i].impl()->cell &&
-                    detail::overlap(params_[i], params_[j]) != detail::Overlap::None;
-    duplicate |= !first_of.emplace(params_[i].impl().get(), i).second;
+    std::vector<size_t>& before = in_cell[params_[i].impl()->cell.get()];
+    for (size_t j : before) {
+      duplicate |= params_[j].impl() == params_[i].impl();
+      in_place_ = in_place_ || detail::overlap(params_[i], params_[j]) != detail::Overlap::None;
+    }
+    before.push_back(i);
   }
   static core::WarnOnce warn;
   if (duplicate)
