@@ -282,30 +282,30 @@ Tensor inplace_result(std::string_view name, const Tensor& self, const Other& o,
       {"eq", {"EqBackward0", "EqBackward1"}}, {"ne", {"NeBackward0", "NeBackward1"}},
       {"lt", {"LtBackward0", "LtBackward1"}}, {"le", {"LeBackward0", "LeBackward1"}},
       {"gt", {"GtBackward0", "GtBackward1"}}, {"ge", {"GeBackward0", "GeBackward1"}}};
+  // Most in-place ops are no comparison: they leave first, before any list is built.
+  const auto* comparison = std::find_if(std::begin(kComparisons), std::end(kComparisons),
+                                        [&](const auto& c) { return c.first == name; });
+  if (comparison == std::end(kComparisons)) return r;
   constexpr bool tensor_other = std::is_same_v<Other, Tensor>;
   std::vector<Tensor> inputs{self};
   if constexpr (tensor_other) inputs.push_back(o);
   if (!GradMode::is_enabled() || !autograd::any_requires_grad(inputs)) return r;
-  for (const auto& [op, names] : kComparisons) {
-    if (op != name) continue;
-    Tensor value;
-    {
-      NoGradGuard no_grad;
-      value = r.to(self.dtype());
-    }
-    std::vector<std::pair<Shape, TensorOptions>> like;
-    for (const Tensor& t : inputs)
-      like.emplace_back(t.sizes(), t.options());
-    autograd::record(names[tensor_other], inputs, {value}, {},
-                     [like](const std::vector<Tensor>&, const std::vector<Tensor>&) {
-                       std::vector<Tensor> zero;
-                       for (const auto& [shape, options] : like)
-                         zero.push_back(zeros(shape, options));
-                       return zero;
-                     });
-    return value;
+  Tensor value;
+  {
+    NoGradGuard no_grad;
+    value = r.to(self.dtype());
   }
-  return r;
+  std::vector<std::pair<Shape, TensorOptions>> like;
+  for (const Tensor& t : inputs)
+    like.emplace_back(t.sizes(), t.options());
+  autograd::record(comparison->second[tensor_other], inputs, {value}, {},
+                   [like](const std::vector<Tensor>&, const std::vector<Tensor>&) {
+                     std::vector<Tensor> zero;
+                     for (const auto& [shape, options] : like)
+                       zero.push_back(zeros(shape, options));
+                     return zero;
+                   });
+  return value;
 }
 } // namespace
 
