@@ -305,6 +305,30 @@ TEST_CASE("gradients of roll and masked_select and scatter of a value and full s
   }
 }
 
+TEST_CASE("rows scattered into a table by every thread come in the order of one", "[indexing]") {
+  // Many rows, with repeated indices: the executor splits the table's rows between the threads,
+  // and each row's writes must come in the launch's order, as a loop makes them (bit for bit).
+  manual_seed(5);
+  const int64_t rows = 3000, cols = 37, table = 200;
+  for (DType index_dtype : {kInt64, kInt32}) {
+    INFO((index_dtype == kInt64 ? "int64 indices" : "int32 indices"));
+    Tensor ids = randint(0, table, {rows}, TensorOptions().dtype(index_dtype));
+    Tensor values = randn({rows, cols});
+    const std::vector<int64_t> id = ids.to(kInt64).to_vector<int64_t>();
+    const std::vector<float> v = values.to_vector<float>();
+    std::vector<float> sum(size_t(table * cols), 1.0f), last(size_t(table * cols), 0.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        sum[size_t(id[size_t(r)] * cols + c)] += v[size_t(r * cols + c)];
+        last[size_t(id[size_t(r)] * cols + c)] = v[size_t(r * cols + c)];
+      }
+    CHECK(ones({table, cols}).index_add(0, ids, values).to_vector<float>() == sum);
+    Tensor put = zeros({table, cols});
+    put.index_put_({ids}, values);
+    CHECK(put.to_vector<float>() == last);
+  }
+}
+
 TEST_CASE("scatter_add and index_add, and the in-place scatter_, scatter_add_ and index_add_",
           "[indexing]") {
   // Against loops over the elements, repeated indices adding each.
