@@ -78,6 +78,14 @@ TEST_CASE("tjc expr: the examples of tjc --help", "[tjc]") {
             "torch.zeros(3).scatter_add(0, torch.tensor([1, 1]), torch.ones(2))") ==
         "tensor([2., 0., 4.])\ntensor([0., 2., 0.])\n");
   CHECK(run("torch.randn(2, 3, dtype=torch.float64).shape") == "torch.Size([2, 3])\n");
+  CHECK(run("torch.sort(torch.tensor([3., 1., float('nan'), 2.]), descending=True)") ==
+        "torch.return_types.sort(\nvalues=tensor([nan, 3., 2., 1.]),\n"
+        "indices=tensor([2, 0, 3, 1]))\n");
+  CHECK(run("x = torch.tensor([3, 1, 2]); x.topk(2).indices; x.argsort(); x.unbind()") ==
+        "tensor([0, 2])\ntensor([1, 2, 0])\n(tensor(3), tensor(1), tensor(2))\n");
+  CHECK(run("x = torch.tensor([[3., 1., 2.], [0., 5., 4.]]); x.median(); "
+            "torch.median(x, 1, keepdim=True).indices") ==
+        "tensor(2.)\ntensor([[2],\n        [2]])\n");
   CHECK(run("F.softmax(torch.tensor([1., 1.]), dim=0)") == "tensor([0.5000, 0.5000])\n");
   CHECK(run("import torch.nn.functional as G\nG.relu(torch.tensor([-1., 2.]))") ==
         "tensor([0., 2.])\n");

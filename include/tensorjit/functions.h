@@ -154,6 +154,24 @@ Tensor argmax(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool k
               Caller where = {});
 Tensor argmin(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
               Caller where = {});
+// The lower median (of an even count, the smaller middle value); NaN where the values hold one.
+// With a dim, also the index of the value returned (among equal values, the one a stable sort
+// puts in the middle; a NaN's first place).
+Tensor median(const Tensor& t, Caller where = {});
+std::tuple<Tensor, Tensor> median(const Tensor& t, int64_t dim, bool keepdim = false,
+                                  Caller where = {});
+
+// --- sorting: stable (ties keep their order), NaN above every number ---
+// (values, indices) along dim, ascending or descending.
+std::tuple<Tensor, Tensor> sort(const Tensor& t, int64_t dim = -1, bool descending = false,
+                                Caller where = {});
+// libtorch's overload; every sort is stable, so `stable` changes nothing.
+std::tuple<Tensor, Tensor> sort(const Tensor& t, std::optional<bool> stable, int64_t dim = -1,
+                                bool descending = false, Caller where = {});
+Tensor argsort(const Tensor& t, int64_t dim = -1, bool descending = false, Caller where = {});
+// The k largest (or smallest) along dim, with their indices, in sorted order whatever `sorted`.
+std::tuple<Tensor, Tensor> topk(const Tensor& t, int64_t k, int64_t dim = -1, bool largest = true,
+                                bool sorted = true, Caller where = {});
 Tensor var(const Tensor& t, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false,
            Caller where = {});
 Tensor std(const Tensor& t, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false,

@@ -56,6 +56,8 @@ std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim = 0, 
 std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim = 0,
                           Caller where = {});
 std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim = 0, Caller where = {});
+// The slices along `dim`, each a view without that dim.
+std::vector<Tensor> unbind(const Tensor& t, int64_t dim = 0, Caller where = {});
 
 // --- selection and rearrangement (copies) ---
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index, Caller where = {});

@@ -220,6 +220,7 @@ public:
   std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0,
                             Caller where = {}) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0, Caller where = {}) const;
+  std::vector<Tensor> unbind(int64_t dim = 0, Caller where = {}) const;
   Tensor flip(IntArrayRef dims, Caller where = {}) const;
   Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}, Caller where = {}) const;
   Tensor repeat(IntArrayRef repeats, Caller where = {}) const;
@@ -296,6 +297,15 @@ public:
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false, Caller where = {}) const;
   Tensor amax(IntArrayRef dims = {}, bool keepdim = false, Caller where = {}) const;
   Tensor amin(IntArrayRef dims = {}, bool keepdim = false, Caller where = {}) const;
+  Tensor median(Caller where = {}) const;
+  std::tuple<Tensor, Tensor> median(int64_t dim, bool keepdim = false, Caller where = {}) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false,
+                                  Caller where = {}) const;
+  std::tuple<Tensor, Tensor> sort(std::optional<bool> stable, int64_t dim = -1,
+                                  bool descending = false, Caller where = {}) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, Caller where = {}) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true, Caller where = {}) const;
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
                 Caller where = {}) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false,

@@ -126,6 +126,17 @@ std::vector<Tensor> named(std::vector<Tensor> pieces, const char* grad_name) {
 }
 } // namespace
 
+std::vector<Tensor> unbind(const Tensor& t, int64_t dim, Caller caller) {
+  detail::CallSite site(caller, "unbind");
+  if (t.dim() == 0)
+    throw Error(fmt::format("Dimension specified as {} but tensor has no dimensions", dim));
+  const int64_t d = ir::wrap_dim(dim, t.dim());
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < t.size(d); ++i)
+    out.push_back(t.select(d, i));
+  return named(std::move(out), "UnbindBackward0");
+}
+
 std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim, Caller caller) {
   detail::CallSite site(caller, "split");
   if (t.dim() == 0) throw Error("split expects at least a 1-dimensional tensor");
@@ -341,6 +352,10 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim, Caller caller
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim, Caller caller) const {
   return tj::chunk(*this, chunks, dim, caller);
+}
+
+std::vector<Tensor> Tensor::unbind(int64_t dim, Caller caller) const {
+  return tj::unbind(*this, dim, caller);
 }
 
 Tensor Tensor::roll(IntArrayRef shifts, IntArrayRef dims, Caller caller) const {

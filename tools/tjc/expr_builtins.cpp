@@ -627,6 +627,32 @@ void Tables::shapes() {
   });
   def({"chunk"}, TM,
       [](Args& a) { return tuple_of(chunk(a.self(), a.i64(1, "chunks"), a.i64(2, "dim", 0))); });
+  def({"unbind"}, TM, [](Args& a) { return tuple_of(unbind(a.self(), a.i64(1, "dim", 0))); });
+  // sort(input, dim=-1, descending=False, stable=False) -> (values, indices); every sort is
+  // stable. argsort takes the same arguments; topk(input, k, dim=-1, largest=True, sorted=True).
+  def({"sort", "argsort"}, TM, [](Args& a) -> Value {
+    Tensor t = a.self();
+    const int64_t dim = a.i64(1, "dim", -1);
+    const bool descending = a.flag(2, "descending", false);
+    a.flag(3, "stable", false);
+    if (a.fn == "argsort") return t.argsort(dim, descending);
+    auto [v, i] = t.sort(dim, descending);
+    return make_seq(Seq::Named, {v, i}, a.fn, {"values", "indices"});
+  });
+  def({"topk"}, TM, [](Args& a) -> Value {
+    Tensor t = a.self();
+    auto [v, i] = t.topk(a.i64(1, "k"), a.i64(2, "dim", -1), a.flag(3, "largest", true),
+                         a.flag(4, "sorted", true));
+    return make_seq(Seq::Named, {v, i}, a.fn, {"values", "indices"});
+  });
+  // median(input) -> the value; median(input, dim, keepdim=False) -> (values, indices).
+  def({"median"}, TM, [](Args& a) -> Value {
+    Tensor t = a.self();
+    auto dim = a.opt_i64(1, "dim");
+    if (!dim) return t.median();
+    auto [v, i] = t.median(*dim, a.keepdim());
+    return make_seq(Seq::Named, {v, i}, a.fn, {"values", "indices"});
+  });
   def({"index_select", "gather"}, TM, [](Args& a) {
     Tensor t = a.self(), idx = a.tensor(2, "index");
     int64_t dim = a.i64(1, "dim");
