@@ -414,6 +414,15 @@ TEST_CASE("tjc: usage, errors and exit codes", "[ir][tjc]") {
   CHECK(run.code == 0);
   CHECK(run.out.rfind("tensor([1., 4., 9.])\n# first run: ", 0) == 0);
   CHECK(equal(load_npy(dir.file("out/sq.npy")), tensor({1.0f, 4.0f, 9.0f})));
+  // --output computes the outputs also where only stages are printed, and saves an expression's.
+  TjcResult emitted = run_tjc({dir.file("f.tjir"), "--input", "x=" + dir.file("x.npy"), "--emit",
+                               "graph", "--output", dir.file("emitted")});
+  CHECK(emitted.code == 0);
+  CHECK(equal(load_npy(dir.file("emitted/sq.npy")), tensor({1.0f, 4.0f, 9.0f})));
+  TjcResult expr = run_tjc({"-e", "torch.ones(2) * 3", "--output", dir.file("expr")});
+  CHECK(expr.code == 0);
+  CHECK(expr.out == "tensor([3., 3.])\n");
+  CHECK(equal(load_npy(dir.file("expr/out.npy")), tensor({3.0f, 3.0f})));
   TjcResult no_input = run_tjc({dir.file("f.tjir")});
   CHECK(no_input.code == 1);
   CHECK(no_input.err.find("storage 'x' has no data") != std::string::npos);

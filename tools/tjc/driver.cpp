@@ -30,7 +30,8 @@ expression (docs/tjc.md), then prints stages of its compilation or runs it.
                           does (the default without --emit; for -e the
                           program's own output)
   --input NAME=FILE.npy   data for the storage NAME (repeatable)
-  --output DIR            also write each output to DIR/NAME.npy
+  --output DIR            also write each output to DIR/NAME.npy (computed:
+                          with --emit, it implies --run)
   --device DEVICE         run on cpu (default) or cuda
   --time                  compile and run times, kernel counts (.tjir files)
   --grad OUTPUT --wrt IN  add the gradient of OUTPUT (summed) w.r.t. the
@@ -155,7 +156,9 @@ Options parse_args(const std::vector<std::string>& args) {
   if (std::find(o.emit.begin(), o.emit.end(), "grad") != o.emit.end() && o.file.size() &&
       o.grad_of.empty())
     throw UsageError("--emit=grad of a .tjir file needs --grad OUTPUT --wrt INPUT");
-  if (o.time || (o.emit.empty() && !o.expr)) o.run = true;
+  // Writing the outputs computes them: with --emit too, they are run (and printed).
+  if (o.time || (o.emit.empty() && !o.expr) || (!o.output_dir.empty() && !o.emit.empty()))
+    o.run = true;
   return o;
 }
 
@@ -186,6 +189,16 @@ void emit(const Options& o, const std::vector<std::string>& names,
   }
 }
 
+// Each output to DIR/NAME.npy, where --output asks for it.
+void save_outputs(const Options& o, const std::vector<std::string>& names,
+                  const std::vector<Tensor>& outputs) {
+  if (o.output_dir.empty()) return;
+  std::filesystem::create_directories(o.output_dir);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    save_npy(outputs[i].cpu(),
+             (std::filesystem::path(o.output_dir) / (names[i] + ".npy")).string());
+}
+
 void run_outputs(const Options& o, const std::vector<std::string>& names,
                  const std::vector<Tensor>& outputs, std::ostream& out) {
   reset_stats();
@@ -197,12 +210,7 @@ void run_outputs(const Options& o, const std::vector<std::string>& names,
     if (outputs.size() > 1) fmt::print(out, "# {}\n", names[i]);
     fmt::print(out, "{}\n", outputs[i].str());
   }
-  if (!o.output_dir.empty()) {
-    std::filesystem::create_directories(o.output_dir);
-    for (size_t i = 0; i < outputs.size(); ++i)
-      save_npy(outputs[i].cpu(),
-               (std::filesystem::path(o.output_dir) / (names[i] + ".npy")).string());
-  }
+  save_outputs(o, names, outputs);
   if (!o.time) return;
   fmt::print(out,
              "# first run: {:.3f} ms, {} kernels launched, {} compiled, {} from the memory "
@@ -228,6 +236,10 @@ int run_expression(const Options& o, std::ostream& out) {
       throw Error("the expression's last statement is not a tensor: nothing to emit or run");
     emit(o, r.names, r.tensors, out);
     if (o.run) run_outputs(o, r.names, r.tensors, out);
+  } else if (!o.output_dir.empty()) { // the program printed its values; its outputs are saved
+    if (r.tensors.empty())
+      throw Error("the expression's last statement is not a tensor: nothing to write");
+    save_outputs(o, r.names, r.tensors);
   }
   return 0;
 }
