@@ -78,6 +78,10 @@ TEST_CASE("tjc expr: the examples of tjc --help", "[tjc]") {
             "torch.zeros(3).scatter_add(0, torch.tensor([1, 1]), torch.ones(2))") ==
         "tensor([2., 0., 4.])\ntensor([0., 2., 0.])\n");
   CHECK(run("torch.randn(2, 3, dtype=torch.float64).shape") == "torch.Size([2, 3])\n");
+  // x[()] is all of x (a 0-d tensor too); x[[]] selects nothing.
+  CHECK(run("x = torch.zeros(2); x[()] = 5; x[()]; torch.tensor(7)[()]; x[[]]; "
+            "torch.ones(2, 3)[[]]") ==
+        "tensor([5., 5.])\ntensor(7)\ntensor([])\ntensor([], size=(0, 3))\n");
   CHECK(run("torch.sort(torch.tensor([3., 1., float('nan'), 2.]), descending=True)") ==
         "torch.return_types.sort(\nvalues=tensor([nan, 3., 2., 1.]),\n"
         "indices=tensor([2, 0, 3, 1]))\n");

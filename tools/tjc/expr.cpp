@@ -85,13 +85,16 @@ std::vector<indexing::TensorIndex> tensor_indices(const std::vector<IndexItem>& 
       idx.emplace_back(*i);
     else if (auto t = v->get<Tensor>())
       idx.emplace_back(*t);
-    else if (v->is<SeqPtr>())
-      idx.emplace_back(make_tensor(*v, {})); // x[[0, 2]]: advanced indexing
+    else if (auto q = v->get<SeqPtr>())
+      // x[[0, 2]]: advanced indexing; x[[]] selects nothing, by an empty int64 index.
+      idx.emplace_back((*q)->items.empty() ? empty({0}, TensorOptions(kInt64))
+                                           : make_tensor(*v, {}));
     else
       throw Error(fmt::format("only integers, slices (`:`), ellipsis (`...`), None and long or "
                               "byte Variables are valid indices (got {})",
                               type_name(*v)));
   }
+  if (items.empty()) idx.emplace_back(indexing::Ellipsis); // x[()]: all of x, as x[...]
   return idx;
 }
 
