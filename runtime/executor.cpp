@@ -464,9 +464,16 @@ const PlacedRow* scatters_whole_rows(const Launch& l, const std::vector<PlacedRo
       if (write) return nullptr;
       write = &p;
     }
-  const auto scattering = std::count_if(l.kernel.stores.begin(), l.kernel.stores.end(),
-                                        [](const kir::Store& st) { return st.scatters(); });
-  if (!write || scattering != 1 || write->stride < uint64_t(l.domain[nd - 1])) return nullptr;
+  // The scatter is the launch's one store, and no input reads the table: an element's writes and
+  // reads then all come from the rows its index names, which one thread runs in order.
+  if (!write || l.kernel.stores.size() != 1 || !l.kernel.stores[0].scatters() ||
+      write->stride < uint64_t(l.domain[nd - 1]))
+    return nullptr;
+  const auto& storage = l.slots[size_t(write->slot)].storage;
+  for (size_t s = 0; s < l.slots.size(); ++s)
+    if (int(s) != write->slot && l.kernel.slots[s].role == kir::Slot::Role::Input &&
+        l.slots[s].storage == storage)
+      return nullptr;
   // The row its index names alone places a write: the table does not move along the outer dims.
   const SlotBinding& table = l.slots[size_t(write->slot)];
   for (size_t d = 0; d + 1 < nd; ++d)

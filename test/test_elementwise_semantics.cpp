@@ -198,3 +198,38 @@ TEST_CASE("creation and losses at PyTorch's edges", "[elementwise]") {
   CHECK(std::isnan(
       nn::functional::cross_entropy(logits.detach(), tensor({-100, -100})).item<double>()));
 }
+
+TEST_CASE("div with a rounding mode and round with decimals, as PyTorch", "[elementwise]") {
+  Tensor ints = tensor({7, -7});
+  CHECK(div(ints, 2, "trunc").to_vector<int64_t>() == std::vector<int64_t>{3, -3});
+  CHECK(div(ints, 2, "trunc").dtype() == kInt64);
+  CHECK(ints.div(tensor({2, 2}), "floor").to_vector<int64_t>() == std::vector<int64_t>{3, -4});
+  CHECK(div(ints, 2, std::nullopt).to_vector<double>() == std::vector<double>{3.5, -3.5});
+  Tensor floats = tensor({7.5, -7.5});
+  CHECK(div(floats, 2.0, "trunc").to_vector<double>() == std::vector<double>{3, -3});
+  CHECK(div(floats, 2.0, "floor").to_vector<double>() == std::vector<double>{3, -4});
+  CHECK_THROWS_WITH(div(ints, 2, "round"), "div expected rounding_mode to be one of None, "
+                                           "'trunc', or 'floor' but found 'round'");
+  CHECK_THROWS_WITH(div(ints, 0, "trunc"), "ZeroDivisionError");
+  CHECK_THROWS_WITH(div(tensor({true}), tensor({true}), "trunc"),
+                    "\"div_trunc_cpu\" not implemented for 'Bool'");
+  // A rounded quotient passes zeros back: DivBackward2 (a tensor divisor), DivBackward3 (a number).
+  Tensor x = tensor({3.0, -1.5}).requires_grad_();
+  Tensor y = tensor({2.0, 2.0}).requires_grad_();
+  Tensor q = x.div(y, "floor");
+  CHECK(q.grad_fn()->name() == "DivBackward2");
+  CHECK(x.div(2.0, "trunc").grad_fn()->name() == "DivBackward3");
+  q.sum().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0});
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{0, 0});
+
+  // round(decimals): x * 10^d rounded half to even, divided back; negative d to tens, ...
+  CHECK(round(tensor({1.2345f, -2.5f, 0.125f}), 2).to_vector<float>() ==
+        std::vector<float>{1.23f, -2.5f, 0.12f});
+  CHECK(tensor({1234.5678, 1250.0}).round(-2).to_vector<double>() ==
+        std::vector<double>{1200, 1200});
+  CHECK(tensor({2.5}).to(kFloat16).round(0).to_vector<double>() == std::vector<double>{2});
+  CHECK_THROWS_WITH(round(tensor({1, 2}), 1), "\"round_cpu\" not implemented for 'Long'");
+  Tensor r = tensor({1.25}).requires_grad_().round(1);
+  CHECK(r.grad_fn()->name() == "RoundBackward1");
+}

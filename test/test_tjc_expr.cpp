@@ -78,6 +78,9 @@ TEST_CASE("tjc expr: the examples of tjc --help", "[tjc]") {
             "torch.zeros(3).scatter_add(0, torch.tensor([1, 1]), torch.ones(2))") ==
         "tensor([2., 0., 4.])\ntensor([0., 2., 0.])\n");
   CHECK(run("torch.randn(2, 3, dtype=torch.float64).shape") == "torch.Size([2, 3])\n");
+  CHECK(run("x = torch.tensor([7, -7]); torch.div(x, 2, rounding_mode='floor'); "
+            "x.div(2, rounding_mode='trunc'); torch.round(torch.tensor([0.125]), decimals=2)") ==
+        "tensor([ 3, -4])\ntensor([ 3, -3])\ntensor([0.1200])\n");
   // x[()] is all of x (a 0-d tensor too); x[[]] selects nothing.
   CHECK(run("x = torch.zeros(2); x[()] = 5; x[()]; torch.tensor(7)[()]; x[[]]; "
             "torch.ones(2, 3)[[]]") ==

@@ -134,6 +134,16 @@ Tensor angle(const Tensor& a, Caller where = {});
 #define TJ_MATH_FN(name, op, grad_fn) Tensor name(const Tensor& a, Caller where = {});
 #include "tensorjit/elementwise_functions.def"
 
+// div with a rounding mode: "trunc" (toward zero; integers stay integers), "floor" (as
+// floor_divide), or none (true division, as div(a, b)). No gradient flows through a rounded
+// quotient.
+Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode,
+           Caller where = {});
+Tensor div(const Tensor& a, const Scalar& b, std::optional<std::string_view> rounding_mode,
+           Caller where = {});
+// round to `decimals` decimal places (negative: to tens, hundreds, ...), half to even.
+Tensor round(const Tensor& t, int64_t decimals, Caller where = {});
+
 // --- reductions (see the Tensor members) ---
 Tensor sum(const Tensor& t, std::optional<DType> dtype = std::nullopt, Caller where = {});
 Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim = false,

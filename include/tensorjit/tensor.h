@@ -248,6 +248,12 @@ public:
 #include "tensorjit/elementwise_functions.def"
 #undef TJ_BINARY_SCALAR_1
 #undef TJ_BINARY_SCALAR_0
+  // div with a rounding mode ("trunc", "floor" or none: functions.h).
+  Tensor div(const Tensor& o, std::optional<std::string_view> rounding_mode,
+             Caller where = {}) const;
+  Tensor div(const Scalar& o, std::optional<std::string_view> rounding_mode,
+             Caller where = {}) const;
+  Tensor round(int64_t decimals, Caller where = {}) const;
 
   // Complex numbers (a real tensor's real() is itself, its conj() itself). real() and imag() are
   // views that write through to this tensor, as PyTorch's are.

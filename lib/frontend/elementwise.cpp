@@ -198,6 +198,48 @@ Tensor floor_divide_impl(const Operand& a, const Operand& b) {
   return wrap(floor_div_nodes(fe::cast(a.node, t), fe::cast(b.node, t), t));
 }
 
+// div(a, b, rounding_mode): "trunc" rounds the quotient toward zero (integers divide as C
+// does), "floor" is floor_divide. Neither has a gradient: PyTorch's DivBackward2 (a tensor
+// divisor) and DivBackward3 (a number) pass zeros.
+Tensor div_mode_impl(const Operand& a, const Operand& b, std::optional<std::string_view> mode) {
+  if (!mode) return div_impl(a, b);
+  if (*mode != "trunc" && *mode != "floor")
+    throw Error(fmt::format("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                            "but found '{}'",
+                            *mode));
+  Tensor out;
+  if (*mode == "floor") {
+    out = floor_divide_impl(a, b);
+  } else {
+    const DType t = fe::result_type({a, b});
+    reject_bool(t, "div_trunc_cpu");
+    reject_complex(t, "div_trunc_cpu");
+    check_divisor(t, a, b);
+    if (is_integral(t, true))
+      out = wrap(bin(Op::Div, a, b, t)); // integer division truncates
+    else if (by_scalar_in_float32(t, b))
+      out = wrap(fe::cast(fe::unary(Op::Trunc, fe::binary(Op::Div, fe::cast(a.node, kFloat32),
+                                                          fe::cast(b.node, kFloat32))),
+                          t));
+    else
+      out = wrap(fe::unary(Op::Trunc, bin(Op::Div, a, b, t)));
+  }
+  if (!ag::any_requires_grad(a.tensor, b.tensor)) return out;
+  std::vector<Tensor> inputs{a.tensor};
+  if (b.tensor.defined()) inputs.push_back(b.tensor);
+  std::vector<std::pair<Shape, TensorOptions>> like;
+  for (const Tensor& x : inputs)
+    like.emplace_back(x.sizes(), x.options());
+  ag::record(b.tensor.defined() ? "DivBackward2" : "DivBackward3", inputs, {out}, {},
+             [like](const Grads&, const Saved&) {
+               Grads zero;
+               for (const auto& [shape, options] : like)
+                 zero.push_back(zeros(shape, options));
+               return zero;
+             });
+  return out;
+}
+
 Tensor remainder_impl(const Operand& a, const Operand& b) {
   DType t = fe::result_type({a, b});
   reject_bool(t, "remainder_cpu");
@@ -333,6 +375,16 @@ Tensor mul(const Tensor& a, const Tensor& b, Caller caller) {
 Tensor div(const Tensor& a, const Tensor& b, Caller caller) {
   detail::CallSite site(caller, "div");
   return div_impl(operand(a), operand(b));
+}
+Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode,
+           Caller caller) {
+  detail::CallSite site(caller, "div");
+  return div_mode_impl(operand(a), operand(b), rounding_mode);
+}
+Tensor div(const Tensor& a, const Scalar& b, std::optional<std::string_view> rounding_mode,
+           Caller caller) {
+  detail::CallSite site(caller, "div");
+  return div_mode_impl(operand(a), operand(b), rounding_mode);
 }
 Tensor pow(const Tensor& a, const Tensor& b, Caller caller) {
   detail::CallSite site(caller, "pow");
@@ -610,6 +662,25 @@ TJ_ROUNDING(floor, Op::Floor)
 TJ_ROUNDING(round, Op::Round)
 TJ_ROUNDING(trunc, Op::Trunc)
 #undef TJ_ROUNDING
+
+// round(x, decimals): x * 10^d rounded half to even, then divided back (d < 0: x / 10^-d rounded,
+// then multiplied), in float32 for 16-bit floats, as PyTorch's kernel computes it (opmath).
+Tensor round(const Tensor& a, int64_t decimals, Caller caller) {
+  detail::CallSite site(caller, "round");
+  if (!is_floating_point(a.dtype()))
+    throw Error(
+        fmt::format("\"round_cpu\" not implemented for '{}'", fe::cpp_type_name(a.dtype())));
+  const DType t = a.dtype(), math = itemsize(t) == 2 ? kFloat32 : t;
+  NodePtr x = fe::cast(node_of(a), math);
+  NodePtr p = fe::constant(std::pow(10.0, static_cast<double>(std::abs(decimals))), math);
+  NodePtr r = decimals < 0
+                  ? fe::binary(Op::Mul, fe::unary(Op::Round, fe::binary(Op::Div, x, p)), p)
+                  : fe::binary(Op::Div, fe::unary(Op::Round, fe::binary(Op::Mul, x, p)), p);
+  Tensor out = wrap(fe::cast(r, t));
+  ag::record("RoundBackward1", {a}, {out}, {},
+             [](const Grads& g, const Saved&) { return Grads{zeros_like(g[0])}; });
+  return out;
+}
 #define TJ_FLOAT_UNARY(name, op)                                                                   \
   Tensor name(const Tensor& a, Caller caller) {                                                    \
     detail::CallSite site(caller, #name);                                                          \
@@ -758,6 +829,19 @@ Tensor Tensor::pow(const Tensor& e, Caller caller) const {
 Tensor Tensor::pow(const Scalar& e, Caller caller) const {
   detail::CallSite site(caller, "pow");
   return pow_impl(operand(*this), operand(e));
+}
+Tensor Tensor::div(const Tensor& o, std::optional<std::string_view> rounding_mode,
+                   Caller caller) const {
+  detail::CallSite site(caller, "div");
+  return div_mode_impl(operand(*this), operand(o), rounding_mode);
+}
+Tensor Tensor::div(const Scalar& o, std::optional<std::string_view> rounding_mode,
+                   Caller caller) const {
+  detail::CallSite site(caller, "div");
+  return div_mode_impl(operand(*this), operand(o), rounding_mode);
+}
+Tensor Tensor::round(int64_t decimals, Caller caller) const {
+  return tj::round(*this, decimals, caller);
 }
 Tensor Tensor::floor_divide(const Tensor& o, Caller caller) const {
   detail::CallSite site(caller, "floor_divide");

@@ -376,6 +376,14 @@ void Tables::elementwise() {
     bool alpha = op == Op::Add || op == Op::Sub;
     def({name}, TM, [op = op, other, alpha](Args& a) -> Value {
       const Value &x = a.need(0, "input"), &y = a.need(1, other);
+      // div(input, other, *, rounding_mode=None): 'trunc' or 'floor'.
+      if (const Value* mode = op == Op::Div ? a.get(Args::kKw, "rounding_mode") : nullptr;
+          mode && !mode->is<NoneV>()) {
+        const std::string m = a.to_str(*mode, "rounding_mode");
+        Tensor t = a.to_tensor(x, "input");
+        if (auto o = y.get<Tensor>()) return t.div(*o, m);
+        return t.div(a.to_scalar(y, other), m);
+      }
       auto s = alpha ? a.opt_scalar(Args::kKw, "alpha") : std::nullopt;
       if (!s) return binary_op(op, x, y);
       Tensor t = a.to_tensor(x, "input"); // x + alpha * y
@@ -1084,7 +1092,12 @@ void Tables::python() {
   def({"round"}, kTorch, [](Args& a) -> Value {
     const Value& x = a.need(0, "input");
     auto d = x.get<double>();
-    if (!is_num(x)) return tj::round(a.to_tensor(x, "input"));
+    if (!is_num(x)) {
+      // torch.round(input, *, decimals=0).
+      auto decimals = a.opt_i64(Args::kKw, "decimals");
+      Tensor t = a.to_tensor(x, "input");
+      return decimals ? tj::round(t, *decimals) : tj::round(t);
+    }
     if (x.is<std::complex<double>>()) throw Error("type complex doesn't define __round__ method");
     auto nd = a.opt_i64(1, "ndigits");
     if (!d) {
@@ -1120,6 +1133,10 @@ void Tables::python() {
     if (*nd < -308) return std::copysign(0.0, *d);
     const double scale = std::pow(10.0, static_cast<double>(-*nd));
     return std::nearbyint(*d / scale) * scale;
+  });
+  def({"round"}, kMethod, [](Args& a) {
+    auto decimals = a.opt_i64(Args::kKw, "decimals");
+    return decimals ? a.self().round(*decimals) : a.self().round();
   });
   using MathFn = double (*)(double);
   static const std::pair<const char*, MathFn> math[] = {{"sqrt", [](double x) { return std::sqrt(x); }},
