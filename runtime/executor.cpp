@@ -403,6 +403,19 @@ std::vector<PlacedRow> placed_rows(const Launch& l) {
   return rows;
 }
 
+// The index of a launch's row in `p`'s index slot (base: that slot's base at the row).
+int64_t index_at(const PlacedRow& p, void* const* ptrs, int64_t base) {
+  const char* at = static_cast<const char*>(ptrs[p.index]) + base * int64_t(p.index_size);
+  if (p.index_size == 8) {
+    int64_t v = 0;
+    std::memcpy(&v, at, 8);
+    return v;
+  }
+  int32_t v = 0;
+  std::memcpy(&v, at, 4);
+  return v;
+}
+
 // Prefetches the rows of `placed` that the launch's row about 8 KiB of rows after the current one
 // reads or writes, where that row lies in the launch's plane (idx: the current row's index; base:
 // its slots' bases, at the first of the `elems` elements a call takes).
@@ -415,16 +428,7 @@ void prefetch_ahead(const Launch& l, const std::vector<PlacedRow>& placed, void*
     const int64_t ahead = std::clamp<int64_t>(8192 / std::max<int64_t>(bytes, 1), 1, 64);
     if (idx[nd - 2] + ahead >= l.domain[nd - 2]) continue;
     auto at = [&](int s) { return base[s] + ahead * l.slots[size_t(s)].strides[nd - 2]; };
-    const char* index =
-        static_cast<const char*>(ptrs[p.index]) + at(p.index) * int64_t(p.index_size);
-    int64_t row = 0;
-    if (p.index_size == 8) {
-      std::memcpy(&row, index, 8);
-    } else {
-      int32_t r32 = 0;
-      std::memcpy(&r32, index, 4);
-      row = r32;
-    }
+    const int64_t row = index_at(p, ptrs, at(p.index));
     if (uint64_t(row) >= p.bound) continue; // the kernel reports it
     // Integer arithmetic: a prefetch may touch any address, a pointer may not point anywhere.
     const uintptr_t from = reinterpret_cast<uintptr_t>(ptrs[p.slot]) +
@@ -435,19 +439,6 @@ void prefetch_ahead(const Launch& l, const std::vector<PlacedRow>& placed, void*
       else
         __builtin_prefetch(reinterpret_cast<const void*>(from + uintptr_t(b)));
   }
-}
-
-// The index of a launch's row in `p`'s index slot (base: that slot's base at the row).
-int64_t index_at(const PlacedRow& p, void* const* ptrs, int64_t base) {
-  const char* at = static_cast<const char*>(ptrs[p.index]) + base * int64_t(p.index_size);
-  if (p.index_size == 8) {
-    int64_t v = 0;
-    std::memcpy(&v, at, 8);
-    return v;
-  }
-  int32_t v = 0;
-  std::memcpy(&v, at, 4);
-  return v;
 }
 
 // A scattering launch whose one scattering store writes whole rows of a table at the rows its

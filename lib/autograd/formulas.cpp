@@ -83,8 +83,8 @@ Tensor gather_at(const Tensor& t, int64_t d, const Tensor& idx, const char* name
   // The index is saved, as PyTorch saves it: a backward without retain_graph frees it.
   record(name, {t}, {out}, {idx},
          [in = t.sizes(), d](const std::vector<Tensor>& g, const std::vector<Tensor>& saved) {
-           return std::vector<Tensor>{scatter_at(zeros(in, g[0].options()), d, saved[0], g[0],
-                                                 true, "ScatterAddBackward0")};
+           return std::vector<Tensor>{scatter_at(zeros(in, g[0].options()), d, saved[0], g[0], true,
+                                                 "ScatterAddBackward0")};
          });
   return out;
 }
@@ -104,6 +104,18 @@ Tensor scatter_at(const Tensor& base, int64_t d, const Tensor& idx, const Tensor
            return std::vector<Tensor>{kept, gather_at(g[0], d, idx, "GatherBackward0")};
          });
   return out;
+}
+
+void record_zero_grads(const char* name, const std::vector<Tensor>& inputs, const Tensor& out) {
+  std::vector<std::pair<Shape, TensorOptions>> like;
+  for (const Tensor& x : inputs)
+    like.emplace_back(x.sizes(), x.options());
+  record(name, inputs, {out}, {}, [like](const std::vector<Tensor>&, const std::vector<Tensor>&) {
+    std::vector<Tensor> zero;
+    for (const auto& [shape, options] : like)
+      zero.push_back(zeros(shape, options));
+    return zero;
+  });
 }
 
 Tensor unreduce(const Tensor& g, const Shape& in, const std::vector<int64_t>& axes, bool keepdim) {

@@ -36,6 +36,10 @@ Tensor gather_at(const Tensor& t, int64_t d, const Tensor& idx, const char* name
 Tensor scatter_at(const Tensor& base, int64_t d, const Tensor& idx, const Tensor& value,
                   bool accumulate, const char* name);
 
+// Records `out` as computed from `inputs` under `name` with no gradient: zeros of each input's
+// shape and options flow back (a rounded quotient, an in-place comparison).
+void record_zero_grads(const char* name, const std::vector<Tensor>& inputs, const Tensor& out);
+
 // g of a reduced tensor (reduced dims dropped unless keepdim) brought back
 // to the input's shape by broadcasting.
 Tensor unreduce(const Tensor& g, const Shape& in, const std::vector<int64_t>& axes, bool keepdim);

@@ -227,16 +227,7 @@ Tensor div_mode_impl(const Operand& a, const Operand& b, std::optional<std::stri
   if (!ag::any_requires_grad(a.tensor, b.tensor)) return out;
   std::vector<Tensor> inputs{a.tensor};
   if (b.tensor.defined()) inputs.push_back(b.tensor);
-  std::vector<std::pair<Shape, TensorOptions>> like;
-  for (const Tensor& x : inputs)
-    like.emplace_back(x.sizes(), x.options());
-  ag::record(b.tensor.defined() ? "DivBackward2" : "DivBackward3", inputs, {out}, {},
-             [like](const Grads&, const Saved&) {
-               Grads zero;
-               for (const auto& [shape, options] : like)
-                 zero.push_back(zeros(shape, options));
-               return zero;
-             });
+  ag::record_zero_grads(b.tensor.defined() ? "DivBackward2" : "DivBackward3", inputs, out);
   return out;
 }
 

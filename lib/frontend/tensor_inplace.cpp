@@ -295,16 +295,7 @@ Tensor inplace_result(std::string_view name, const Tensor& self, const Other& o,
     NoGradGuard no_grad;
     value = r.to(self.dtype());
   }
-  std::vector<std::pair<Shape, TensorOptions>> like;
-  for (const Tensor& t : inputs)
-    like.emplace_back(t.sizes(), t.options());
-  autograd::record(comparison->second[tensor_other], inputs, {value}, {},
-                   [like](const std::vector<Tensor>&, const std::vector<Tensor>&) {
-                     std::vector<Tensor> zero;
-                     for (const auto& [shape, options] : like)
-                       zero.push_back(zeros(shape, options));
-                     return zero;
-                   });
+  autograd::record_zero_grads(comparison->second[tensor_other], inputs, value);
   return value;
 }
 } // namespace
